@@ -1,0 +1,146 @@
+// The quantize family: config space, rules, names and source.
+#include <fmt/format.h>
+
+#include "fp8jit/error.hpp"
+#include "generator/families/elementwise.hpp"
+#include "generator/family.hpp"
+
+namespace fp8jit {
+namespace {
+
+using namespace elementwise;
+
+enum class Strategy { stream, row, tile };
+
+Strategy strategy_of(Granularity g, bool transpose) {
+  if (g == Granularity::row) return Strategy::row;
+  if (g == Granularity::block128 || transpose) return Strategy::tile;
+  return Strategy::stream;
+}
+
+Strategy strategy_of(const KernelSpec& spec) {
+  return strategy_of(granularity_param(spec), spec.i("transpose") != 0);
+}
+
+bool needs_amax_pass(const KernelSpec& spec) {
+  return granularity_param(spec) == Granularity::tensor;
+}
+
+std::string check(const KernelSpec& spec) {
+  if (std::string why = check_config(spec); !why.empty()) return why;
+  const Granularity g = granularity_param(spec);
+  if (g == Granularity::row && spec.i("transpose"))
+    return "transpose = 1 is not available for per-row scaling (the transposed tensor would need "
+           "per-column scales); use tensor, 1x128 or 128x128";
+  // The tile strategy reads `unroll` only in the amax pass of per-tensor scaling: other values
+  // would be duplicates of unroll = 1.
+  if (strategy_of(spec) == Strategy::tile && g != Granularity::tensor && spec.i("unroll") != 1)
+    return fmt::format("unroll = {} has no effect on the tile strategy; use 1", spec.i("unroll"));
+  return "";
+}
+
+std::string name_of(const KernelSpec& spec) {
+  return fmt::format("quant_sm90_{}_{}_{}{}{}", spec.s("input"), spec.s("format"),
+                     spec.s("granularity"), spec.i("transpose") ? "_tr" : "", config_suffix(spec));
+}
+
+std::string render_body(const KernelSpec& spec) {
+  const QuantizeProblem p = quantize_problem_of(spec);
+  const ElementwiseConfig c = elementwise_config_of(spec);
+  const Strategy s = strategy_of(spec);
+  const char *e = dev_elem(p.input), *f = dev_fp8(p.format), *g = dev_gran(p.granularity);
+  std::string out;
+  if (s == Strategy::stream)
+    out = fmt::format("using Strategy = StreamQuantizer<{}, {}, {}, /*VEC=*/{}, /*THREADS=*/{}, /*UNROLL=*/{}>;\n",
+                      e, f, g, c.vec, c.threads, c.unroll);
+  else if (s == Strategy::row)
+    out = fmt::format("using Strategy = RowQuantizer<{}, {}, /*VEC=*/{}, /*THREADS=*/{}, /*UNROLL=*/{}>;\n",
+                      e, f, c.vec, c.threads, c.unroll);
+  else
+    out = fmt::format("using Strategy = TileQuantizer<{}, {}, {}, /*TRANSPOSE=*/{}, /*VEC=*/{}, /*THREADS=*/{}>;\n",
+                      e, f, g, p.transpose ? "true" : "false", c.vec, c.threads);
+  const std::string head = fmt::format(
+      "extern \"C\" __global__ void __launch_bounds__({})", c.threads);
+  if (needs_amax_pass(spec)) {
+    out += fmt::format(
+        "using AmaxPass = StreamQuantizer<{}, {}, kTensor, {}, {}, {}>;\n\n"
+        "{} fp8jit_amax(const __grid_constant__ QuantParams p) {{ AmaxPass::amax_pass(p); }}\n",
+        e, f, c.vec, c.threads, c.unroll, head);
+  }
+  out += "\n";
+  if (s == Strategy::tile)
+    out += head + " fp8jit_quantize(const __grid_constant__ QuantParams p) {\n"
+                  "  extern __shared__ float smem[];\n  Strategy::run(p, smem);\n}\n";
+  else
+    out += head + " fp8jit_quantize(const __grid_constant__ QuantParams p) { Strategy::run(p); }\n";
+  if (needs_amax_pass(spec))
+    out += fmt::format(
+        "\nextern \"C\" __global__ void fp8jit_finalize(const __grid_constant__ QuantParams p) {{\n"
+        "  finalize_tensor_scale<{}>(p);\n}}\n", f);
+  return out;
+}
+
+std::vector<std::string> entry_points(const KernelSpec& spec) {
+  if (needs_amax_pass(spec)) return {"fp8jit_amax", "fp8jit_quantize", "fp8jit_finalize"};
+  return {"fp8jit_quantize"};
+}
+
+// Mirrors TileQuantizer::smem_bytes(): the 128x129 float tile, row/column reciprocals, scratch.
+int dynamic_smem(const KernelSpec& spec) {
+  return strategy_of(spec) == Strategy::tile ? (128 * 129 + 2 * 128 + 32) * 4 : 0;
+}
+
+int block_threads(const KernelSpec& spec) { return static_cast<int>(spec.i("threads")); }
+
+FamilyDef make_family() {
+  FamilyDef f;
+  f.name = "quantize";
+  f.header = "fp8jit/quant/quantize.cuh";
+  f.params = {
+      {"input", false, {"bf16", "fp16", "fp32"}, "element type of the input"},
+      {"format", false, {"e4m3", "e5m2"}, "FP8 format of the output"},
+      {"granularity", false, {"tensor", "row", "1x128", "128x128"}, "elements sharing one scale"},
+      {"transpose", false, {0, 1}, "also write the transposed FP8 tensor"},
+  };
+  add_config_params(f.params);
+  f.check = check;
+  f.name_of = name_of;
+  f.render_body = render_body;
+  f.entry_points = entry_points;
+  f.dynamic_smem = dynamic_smem;
+  f.block_threads = block_threads;
+  return f;
+}
+
+}  // namespace
+
+const FamilyDef& quantize_family() {
+  static const FamilyDef family = make_family();
+  return family;
+}
+
+KernelSpec make_quantize_spec(const QuantizeProblem& p, const ElementwiseConfig& c) {
+  KernelSpec spec{"quantize",
+                  {{"input", std::string(to_string(p.input))},
+                   {"format", std::string(to_string(p.format))},
+                   {"granularity", std::string(to_string(p.granularity))},
+                   {"transpose", std::int64_t{p.transpose}},
+                   {"vec", std::int64_t{c.vec}},
+                   {"threads", std::int64_t{c.threads}},
+                   {"unroll", std::int64_t{c.unroll}}}};
+  validate_spec(spec);
+  return spec;
+}
+
+QuantizeProblem quantize_problem_of(const KernelSpec& spec) {
+  if (spec.family != "quantize") throw_invalid("family", spec.family, "expected quantize");
+  return {dtype_param(spec, "input"), format_param(spec, "format"), granularity_param(spec),
+          spec.i("transpose") != 0};
+}
+
+ElementwiseConfig elementwise_config_of(const KernelSpec& spec) {
+  return {static_cast<int>(spec.i("vec")), static_cast<int>(spec.i("threads")),
+          static_cast<int>(spec.i("unroll"))};
+}
+
+}  // namespace fp8jit

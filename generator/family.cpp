@@ -1,0 +1,73 @@
+#include "generator/family.hpp"
+
+#include <fmt/format.h>
+
+#include <functional>
+
+#include "fp8jit/error.hpp"
+
+namespace fp8jit {
+
+const std::vector<const FamilyDef*>& all_families() {
+  static const std::vector<const FamilyDef*> families = {&quantize_family(), &dequantize_family()};
+  return families;
+}
+
+const FamilyDef& find_family(std::string_view name) {
+  std::string known;
+  for (const FamilyDef* f : all_families()) {
+    if (f->name == name) return *f;
+    known += (known.empty() ? "" : ", ") + f->name;
+  }
+  throw_invalid("family", std::string(name), "known families: " + known);
+}
+
+std::string param_to_string(const ParamValue& v) {
+  if (const auto* i = std::get_if<std::int64_t>(&v)) return std::to_string(*i);
+  return std::get<std::string>(v);
+}
+
+namespace {
+
+// Walks the cartesian product of the selected parameters' allowed values, depth first in the
+// family's parameter order, calling `emit` for every spec that passes the family's rules.
+void walk(const FamilyDef& family, KernelSpec& spec, std::size_t index, bool configs_only,
+          const std::function<void(const KernelSpec&)>& emit) {
+  if (index == family.params.size()) {
+    if (family.check(spec).empty()) emit(spec);
+    return;
+  }
+  const ParamDef& def = family.params[index];
+  if (configs_only && !def.is_config) {
+    walk(family, spec, index + 1, configs_only, emit);
+    return;
+  }
+  for (const ParamValue& v : def.allowed) {
+    spec.params[def.name] = v;
+    walk(family, spec, index + 1, configs_only, emit);
+  }
+}
+
+}  // namespace
+
+std::vector<KernelSpec> enumerate_specs(const FamilyDef& family) {
+  std::vector<KernelSpec> out;
+  KernelSpec spec{family.name, {}};
+  walk(family, spec, 0, false, [&](const KernelSpec& s) { out.push_back(s); });
+  return out;
+}
+
+std::vector<KernelSpec> enumerate_configs(const FamilyDef& family, const KernelSpec& problem_spec) {
+  std::vector<KernelSpec> out;
+  KernelSpec spec{family.name, {}};
+  for (const ParamDef& def : family.params) {
+    if (def.is_config) continue;
+    auto it = problem_spec.params.find(def.name);
+    if (it == problem_spec.params.end()) throw_invalid(def.name, "<missing>", "problem parameter required");
+    spec.params[def.name] = it->second;
+  }
+  walk(family, spec, 0, true, [&](const KernelSpec& s) { out.push_back(s); });
+  return out;
+}
+
+}  // namespace fp8jit

@@ -1,0 +1,46 @@
+// A kernel family: its config space (named parameters with allowed values), the rules that tie
+// parameters together, and how a valid spec becomes a name and CUDA source.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "fp8jit/kernel_spec.hpp"
+
+namespace fp8jit {
+
+struct ParamDef {
+  std::string name;
+  bool is_config;  // false: part of the problem (what is computed); true: how it is computed
+  std::vector<ParamValue> allowed;
+  std::string doc;
+};
+
+struct FamilyDef {
+  std::string name;
+  std::string header;  // the device header the generated source includes
+  std::vector<ParamDef> params;
+  // Cross-parameter rules: "" when the (individually valid) spec is valid, else the reason.
+  std::string (*check)(const KernelSpec&);
+  std::string (*name_of)(const KernelSpec&);
+  std::string (*render_body)(const KernelSpec&);  // everything after the #include
+  std::vector<std::string> (*entry_points)(const KernelSpec&);
+  int (*dynamic_smem)(const KernelSpec&);
+  int (*block_threads)(const KernelSpec&);
+};
+
+const std::vector<const FamilyDef*>& all_families();
+const FamilyDef& find_family(std::string_view name);  // throws naming the known families
+
+// Every valid spec of the family (problem x config), in a fixed order.
+std::vector<KernelSpec> enumerate_specs(const FamilyDef& family);
+// Every valid config for the problem parameters of `problem_spec` (its config params ignored).
+std::vector<KernelSpec> enumerate_configs(const FamilyDef& family, const KernelSpec& problem_spec);
+
+std::string param_to_string(const ParamValue& v);
+
+// Defined by the families.
+const FamilyDef& quantize_family();
+const FamilyDef& dequantize_family();
+
+}  // namespace fp8jit

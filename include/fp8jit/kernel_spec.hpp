@@ -1,0 +1,88 @@
+// KernelSpec: one kernel variant = family + problem + config.
+//
+// A spec is plain data (family name and named integer/string parameters). Every parameter is
+// checked against its family's config space before a spec is named, hashed or rendered, so a spec
+// read from a file or a database can never inject text into generated source.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "fp8jit/types.hpp"
+
+namespace fp8jit {
+
+using ParamValue = std::variant<std::int64_t, std::string>;
+
+struct KernelSpec {
+  std::string family;                        // "quantize", "dequantize", "gemm"
+  std::map<std::string, ParamValue> params;  // problem and config parameters by name
+
+  std::int64_t i(const std::string& key) const;         // throws if absent or not an integer
+  const std::string& s(const std::string& key) const;   // throws if absent or not a string
+  bool operator==(const KernelSpec&) const = default;
+};
+
+// Throws fp8jit::Error (invalid_argument) naming the parameter, its value and the allowed set.
+void validate_spec(const KernelSpec& spec);
+
+// Canonical procedural name, e.g. "quant_sm90_bf16_e4m3_1x128_v8_t256_u2". Validates.
+std::string spec_name(const KernelSpec& spec);
+// Stable across runs, platforms and builds: FNV-1a of the canonical JSON. Validates.
+std::uint64_t spec_hash(const KernelSpec& spec);
+
+// {"family": ..., "problem": {...}, "config": {...}} with keys in the family's order.
+std::string spec_to_json(const KernelSpec& spec, int indent = -1);
+// Parses and validates; accepts the form above. Throws fp8jit::Error with the reason.
+KernelSpec spec_from_json(std::string_view json);
+
+// The generated CUDA source of one variant: includes the family's header and instantiates one
+// template. Validates first.
+std::string render_source(const KernelSpec& spec);
+
+// Names of the __global__ functions the source defines, in launch order.
+std::vector<std::string> spec_entry_points(const KernelSpec& spec);
+// Dynamic shared memory the variant's main kernel needs, in bytes.
+int spec_dynamic_smem(const KernelSpec& spec);
+// Threads per block of the variant's kernels.
+int spec_block_threads(const KernelSpec& spec);
+
+// ---- typed front doors for the quantize and dequantize families ----------------------------
+
+// What is baked into a quantize kernel. Everything else (scale layout, static scale, power-of-two
+// scales, amax output, sizes) is a run-time argument of the same kernel.
+struct QuantizeProblem {
+  DType input = DType::bf16;
+  Fp8Format format = Fp8Format::e4m3;
+  Granularity granularity = Granularity::group128;
+  bool transpose = false;  // also write the transposed FP8 tensor
+};
+
+struct DequantizeProblem {
+  Fp8Format format = Fp8Format::e4m3;
+  DType output = DType::bf16;
+  Granularity granularity = Granularity::block128;
+};
+
+// Elements per vector access, threads per block, segments in flight per thread.
+struct ElementwiseConfig {
+  int vec = 8;
+  int threads = 256;
+  int unroll = 2;
+};
+
+KernelSpec make_quantize_spec(const QuantizeProblem& problem, const ElementwiseConfig& config);
+KernelSpec make_dequantize_spec(const DequantizeProblem& problem, const ElementwiseConfig& config);
+QuantizeProblem quantize_problem_of(const KernelSpec& spec);
+DequantizeProblem dequantize_problem_of(const KernelSpec& spec);
+ElementwiseConfig elementwise_config_of(const KernelSpec& spec);
+
+// Heuristic defaults, used before any tuning. `max_vec` caps the vector width (alignment).
+KernelSpec default_quantize_spec(const QuantizeProblem& problem, int max_vec = 16);
+KernelSpec default_dequantize_spec(const DequantizeProblem& problem, int max_vec = 16);
+
+}  // namespace fp8jit

@@ -1,0 +1,103 @@
+// The host API: quantize and dequantize through JIT-compiled, cached kernels.
+#pragma once
+
+#include <cuda.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "fp8jit/kernel_spec.hpp"
+#include "fp8jit/types.hpp"
+
+namespace fp8jit {
+
+// x [m, k] (row stride ldx elements) -> q [m, k] FP8 (row stride ldq bytes) and fp32 scales.
+// All pointers are device pointers. ld* = 0 means "dense" (k, or m for the transposed output).
+struct QuantizeArgs {
+  const void* x = nullptr;
+  DType input = DType::bf16;
+  std::int64_t m = 0, k = 0, ldx = 0;
+  void* q = nullptr;
+  Fp8Format format = Fp8Format::e4m3;
+  std::int64_t ldq = 0;
+  float* scales = nullptr;  // scale_count(granularity, scale_layout, m, k) floats
+  Granularity granularity = Granularity::group128;
+  ScaleLayout scale_layout = ScaleLayout::row_major;
+  bool pow2_scale = false;              // round scales up to powers of two
+  const float* static_scale = nullptr;  // per-tensor only: use this scale instead of the amax
+  // Optional transposed output qt [k, m] (row stride ldqt). For 1x128 it is scaled by 1x128
+  // groups of the transpose (128x1 of x) into scales_t; otherwise it shares `scales`.
+  void* qt = nullptr;
+  std::int64_t ldqt = 0;
+  float* scales_t = nullptr;  // 1x128 only: scale_count(group128, scale_layout, k, m) floats
+  float* amax = nullptr;      // optional: max |x| over the tensor (NaNs ignored)
+};
+
+// q [m, k] FP8 and scales -> y [m, k] (row stride ldy elements).
+struct DequantizeArgs {
+  const void* q = nullptr;
+  Fp8Format format = Fp8Format::e4m3;
+  std::int64_t m = 0, k = 0, ldq = 0;
+  const float* scales = nullptr;
+  Granularity granularity = Granularity::block128;
+  ScaleLayout scale_layout = ScaleLayout::row_major;
+  void* y = nullptr;
+  DType output = DType::bf16;
+  std::int64_t ldy = 0;
+};
+
+// Floats a scale tensor holds for an [m, k] tensor (col_major_tma pads its row count to 4).
+std::int64_t scale_count(Granularity g, ScaleLayout layout, std::int64_t m, std::int64_t k);
+
+struct CacheStats {
+  std::uint64_t memory_hits = 0, memory_misses = 0;  // loaded-kernel lookups
+  std::uint64_t disk_hits = 0, disk_misses = 0, disk_corrupt = 0, disk_writes = 0;
+  std::uint64_t compiles = 0;  // NVRTC runs
+  double compile_seconds = 0;
+};
+
+struct RuntimeOptions {
+  std::string cache_dir;  // binary cache directory; empty disables the disk cache
+  static RuntimeOptions from_settings();  // FP8JIT_CACHE_DIR / FP8JIT_DISK_CACHE
+};
+
+class KernelCache;
+
+class Runtime {
+ public:
+  Runtime();  // options from the FP8JIT_* settings
+  explicit Runtime(const RuntimeOptions& options);
+  ~Runtime();
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  // Pick the kernel (heuristic default), compile or load it once, launch on `stream`.
+  // Bad arguments throw fp8jit::Error naming the argument; nothing is launched then.
+  void quantize(const QuantizeArgs& args, CUstream stream);
+  void dequantize(const DequantizeArgs& args, CUstream stream);
+  // The same with an explicit kernel variant (tuning, benchmarks, `fp8jit` CLI).
+  void quantize(const QuantizeArgs& args, const KernelSpec& spec, CUstream stream);
+  void dequantize(const DequantizeArgs& args, const KernelSpec& spec, CUstream stream);
+
+  // The variant the runtime would use for these arguments.
+  KernelSpec select(const QuantizeArgs& args) const;
+  KernelSpec select(const DequantizeArgs& args) const;
+
+  // Cubin of a spec (disk cache or NVRTC); needs no GPU.
+  std::string compile(const KernelSpec& spec);
+  CacheStats cache_stats() const;
+  void reset_cache_stats();
+  const std::string& cache_dir() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// A process-wide runtime built from the settings, for the free functions below.
+Runtime& default_runtime();
+inline void quantize(const QuantizeArgs& a, CUstream s) { default_runtime().quantize(a, s); }
+inline void dequantize(const DequantizeArgs& a, CUstream s) { default_runtime().dequantize(a, s); }
+
+}  // namespace fp8jit

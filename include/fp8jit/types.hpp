@@ -1,0 +1,45 @@
+// Value types shared by the public API, the generator and the runtime.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace fp8jit {
+
+// Element types of high-precision tensors (inputs of quantize, outputs of dequantize and gemm).
+enum class DType { bf16, fp16, fp32 };
+
+// The two OCP FP8 formats. E4M3 is "e4m3fn": max 448, NaN = 0x7F/0xFF, no inf.
+// E5M2 follows IEEE conventions: max 57344, inf = 0x7C/0xFC, NaNs above.
+enum class Fp8Format { e4m3, e5m2 };
+
+// Which elements share one scale.
+enum class Granularity {
+  tensor,    // one scale for the whole tensor
+  row,       // one scale per row (per token)
+  group128,  // 1x128: one scale per 128 consecutive elements of a row
+  block128,  // 128x128: one scale per 128x128 tile
+};
+
+// How a 2-D scale tensor is laid out in memory. For `row_major`, scale (r, g) of a tensor with
+// G scale columns sits at r * G + g. `col_major_tma` is what Hopper GEMMs read with TMA
+// (DeepGEMM, cuBLASLt VEC128): scale (r, g) sits at g * align4(R) + r, i.e. the row count padded
+// to 16 bytes of fp32.
+enum class ScaleLayout { row_major, col_major_tma };
+
+std::string_view to_string(DType v);
+std::string_view to_string(Fp8Format v);
+std::string_view to_string(Granularity v);
+std::string_view to_string(ScaleLayout v);
+
+std::optional<DType> parse_dtype(std::string_view s);
+std::optional<Fp8Format> parse_fp8_format(std::string_view s);
+std::optional<Granularity> parse_granularity(std::string_view s);
+std::optional<ScaleLayout> parse_scale_layout(std::string_view s);
+
+std::size_t dtype_size(DType v);
+float fp8_max(Fp8Format f);  // largest finite magnitude: 448 or 57344
+
+}  // namespace fp8jit

@@ -1,0 +1,34 @@
+#include "runtime/headers.hpp"
+
+#include <string_view>
+
+#include "runtime/embedded_headers.hpp"
+#include "runtime/hash.hpp"
+
+namespace fp8jit {
+
+const HeaderSet& embedded_headers() {
+  static const HeaderSet set = [] {
+    HeaderSet s;
+    std::uint64_t h = kFnvOffset;
+    for (std::size_t i = 0; i < detail::kNumEmbeddedHeaders; ++i) {
+      const auto& e = detail::kEmbeddedHeaders[i];
+      s.names.push_back(e.name);
+      s.contents.push_back(e.text);
+      h = fnv1a64(e.name, h);
+      h = fnv1a64(std::string_view(e.text, e.size), h);
+    }
+    s.hash = h;
+    return s;
+  }();
+  return set;
+}
+
+const char* find_embedded_header(const std::string& name) {
+  const HeaderSet& s = embedded_headers();
+  for (std::size_t i = 0; i < s.names.size(); ++i)
+    if (name == s.names[i]) return s.contents[i];
+  return nullptr;
+}
+
+}  // namespace fp8jit

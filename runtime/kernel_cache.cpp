@@ -1,0 +1,92 @@
+#include "runtime/kernel_cache.hpp"
+
+#include <fmt/format.h>
+
+#include "runtime/driver.hpp"
+#include "runtime/headers.hpp"
+#include "runtime/settings.hpp"
+
+namespace fp8jit {
+
+std::string binary_cache_key(const std::string& source, CompileTarget target) {
+  return fmt::format("fp8jit {}\nnvrtc {}\noptions {}\nheaders {:016x}\n{}", FP8JIT_VERSION,
+                     nvrtc_version(), fmt::join(nvrtc_options(target), " "),
+                     embedded_headers().hash, source);
+}
+
+KernelCache::KernelCache(std::string disk_dir) : disk_(std::move(disk_dir)) {}
+
+std::string KernelCache::cubin(const KernelSpec& spec) {
+  const std::string name = spec_name(spec);
+  const std::string source = render_source(spec);
+  const std::string key = binary_cache_key(source, CompileTarget::cubin);
+  if (auto hit = disk_.load(key)) return *hit;
+  CompileResult r = nvrtc_compile(name, source, CompileTarget::cubin);
+  compiles_++;
+  compile_micros_ += static_cast<std::uint64_t>(r.seconds * 1e6);
+  disk_.store(key, r.binary);
+  return std::move(r.binary);
+}
+
+const LoadedKernel& KernelCache::get(const KernelSpec& spec) {
+  CUcontext ctx = driver::ensure_context();
+  Key key{ctx, spec_name(spec)};
+  std::promise<std::shared_ptr<LoadedKernel>> promise;
+  std::shared_future<std::shared_ptr<LoadedKernel>> future;
+  bool owner = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = loaded_.find(key);
+    if (it == loaded_.end()) {
+      future = promise.get_future().share();
+      loaded_.emplace(key, future);
+      owner = true;
+    } else {
+      future = it->second;
+    }
+  }
+  if (!owner) {
+    memory_hits_++;
+    return *future.get();  // rethrows the owner's failure
+  }
+  memory_misses_++;
+  try {
+    auto k = std::make_shared<LoadedKernel>();
+    k->spec = spec;
+    k->name = key.second;
+    k->module = std::make_shared<Module>(Module::load(cubin(spec)));
+    for (const std::string& entry : spec_entry_points(spec))
+      k->functions.push_back(k->module->function(entry.c_str()));
+    k->threads = spec_block_threads(spec);
+    k->smem_bytes = spec_dynamic_smem(spec);
+    for (CUfunction f : k->functions) set_max_dynamic_smem(f, k->smem_bytes);
+    promise.set_value(k);
+  } catch (...) {
+    promise.set_exception(std::current_exception());
+    std::lock_guard<std::mutex> lock(mutex_);
+    loaded_.erase(key);  // a later call may retry (e.g. after the disk cache was cleared)
+    throw;
+  }
+  return *future.get();
+}
+
+CacheStats KernelCache::stats() const {
+  const BinaryCacheStats d = disk_.stats();
+  CacheStats s;
+  s.memory_hits = memory_hits_;
+  s.memory_misses = memory_misses_;
+  s.disk_hits = d.hits;
+  s.disk_misses = d.misses;
+  s.disk_corrupt = d.corrupt;
+  s.disk_writes = d.writes;
+  s.compiles = compiles_;
+  s.compile_seconds = static_cast<double>(compile_micros_.load()) * 1e-6;
+  return s;
+}
+
+void KernelCache::reset_stats() {
+  disk_.reset_stats();
+  memory_hits_ = memory_misses_ = compiles_ = compile_micros_ = 0;
+}
+
+}  // namespace fp8jit

@@ -1,0 +1,57 @@
+// Compiled kernels: cubins (disk cache or NVRTC) and modules loaded per CUDA context.
+#pragma once
+
+#include <cuda.h>
+
+#include <future>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "fp8jit/kernel_spec.hpp"
+#include "fp8jit/runtime.hpp"
+#include "runtime/binary_cache.hpp"
+#include "runtime/module.hpp"
+#include "runtime/nvrtc.hpp"
+
+namespace fp8jit {
+
+struct LoadedKernel {
+  KernelSpec spec;
+  std::string name;
+  std::shared_ptr<Module> module;
+  std::vector<CUfunction> functions;  // parallel to spec_entry_points(spec)
+  int threads = 0;
+  int smem_bytes = 0;
+};
+
+// Everything that decides the bytes of a binary: library version, NVRTC version, options,
+// target, the embedded headers' hash and the rendered source. No paths.
+std::string binary_cache_key(const std::string& source, CompileTarget target);
+
+class KernelCache {
+ public:
+  explicit KernelCache(std::string disk_dir);
+
+  // The cubin of `spec`, from the disk cache or compiled (needs no GPU).
+  std::string cubin(const KernelSpec& spec);
+  // `spec` loaded into the calling thread's context; compiles and loads on the first request.
+  // Concurrent first requests for one spec compile it once.
+  const LoadedKernel& get(const KernelSpec& spec);
+
+  CacheStats stats() const;
+  void reset_stats();
+  BinaryCache& disk() { return disk_; }
+
+ private:
+  using Key = std::pair<CUcontext, std::string>;
+  BinaryCache disk_;
+  mutable std::mutex mutex_;
+  std::map<Key, std::shared_future<std::shared_ptr<LoadedKernel>>> loaded_;
+  std::atomic<std::uint64_t> memory_hits_{0}, memory_misses_{0}, compiles_{0};
+  std::atomic<std::uint64_t> compile_micros_{0};
+};
+
+}  // namespace fp8jit

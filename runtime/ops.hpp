@@ -1,0 +1,29 @@
+// Argument checks and launch sequences of the quantize and dequantize operations.
+#pragma once
+
+#include <cuda.h>
+
+#include "fp8jit/runtime.hpp"
+#include "runtime/kernel_cache.hpp"
+
+namespace fp8jit::ops {
+
+// Fills defaults (ld = 0 -> dense) and throws Error(invalid_argument) naming the first bad
+// argument. Nothing touches the GPU.
+QuantizeArgs normalize(const QuantizeArgs& a);
+DequantizeArgs normalize(const DequantizeArgs& a);
+
+// Largest vector width (16, 8 or 4 elements) the tensors' addresses and leading dimensions allow;
+// 0 when not even 4 (the kernels then take their element-wise path).
+int max_vec(const QuantizeArgs& a);
+int max_vec(const DequantizeArgs& a);
+
+// Throws unless `spec` computes what the arguments ask for.
+void check_matches(const KernelSpec& spec, const QuantizeArgs& a);
+void check_matches(const KernelSpec& spec, const DequantizeArgs& a);
+
+// Launches (in-stream, no allocation, no synchronisation). Arguments must be normalized.
+void launch(const LoadedKernel& k, const QuantizeArgs& a, CUstream stream);
+void launch(const LoadedKernel& k, const DequantizeArgs& a, CUstream stream);
+
+}  // namespace fp8jit::ops

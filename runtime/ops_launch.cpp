@@ -1,0 +1,122 @@
+// Launch sequences of quantize and dequantize: parameter blocks and grids. Nothing here
+// allocates or synchronises, so a launch can be captured in a CUDA graph.
+#include "fp8jit/quant/params.cuh"
+#include "runtime/driver.hpp"
+#include "runtime/ops.hpp"
+
+namespace fp8jit::ops {
+namespace {
+
+constexpr std::int64_t kGroup = 128;
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+// (rs, cs) such that scale (i, j) sits at i * rs + j * cs for a tensor with `rows` scale rows.
+void scale_strides(Granularity g, ScaleLayout layout, std::int64_t rows, std::int64_t groups,
+                   long long& rs, long long& cs) {
+  if (g == Granularity::tensor) { rs = cs = 0; return; }
+  if (g == Granularity::row) { rs = 1; cs = 0; return; }
+  if (layout == ScaleLayout::row_major) { rs = groups; cs = 1; return; }
+  rs = 1;
+  cs = (rows + 3) / 4 * 4;  // TMA needs 16-byte aligned columns
+}
+
+std::int64_t scale_rows(Granularity g, std::int64_t m) {
+  return g == Granularity::block128 ? ceil_div(m, kGroup) : m;
+}
+
+LaunchConfig config(unsigned grid_x, unsigned grid_y, int threads, int smem, CUstream stream) {
+  LaunchConfig c;
+  c.grid[0] = grid_x;
+  c.grid[1] = grid_y;
+  c.block[0] = static_cast<unsigned>(threads);
+  c.smem_bytes = static_cast<unsigned>(smem);
+  c.stream = stream;
+  return c;
+}
+
+dev::QuantParams quant_params(const QuantizeArgs& a, bool vector_ok) {
+  dev::QuantParams p{};
+  p.x = a.x;
+  p.ldx = a.ldx;
+  p.q = a.q;
+  p.ldq = a.ldq;
+  p.qt = a.qt;
+  p.ldqt = a.ldqt;
+  p.scales = a.scales;
+  scale_strides(a.granularity, a.scale_layout, scale_rows(a.granularity, a.m), ceil_div(a.k, kGroup),
+                p.scale_rs, p.scale_cs);
+  p.scales_t = a.scales_t;
+  if (a.scales_t)  // 1x128 groups of the transpose [k, m]
+    scale_strides(Granularity::group128, a.scale_layout, a.k, ceil_div(a.m, kGroup), p.scale_t_rs,
+                  p.scale_t_cs);
+  p.static_scale = a.static_scale;
+  p.amax_out = a.amax;
+  p.tensor_amax = a.scales;  // dynamic per-tensor: scales[0] holds the amax until finalize
+  p.M = static_cast<int>(a.m);
+  p.K = static_cast<int>(a.k);
+  p.pow2 = a.pow2_scale ? 1 : 0;
+  p.vector_ok = vector_ok ? 1 : 0;
+  return p;
+}
+
+}  // namespace
+
+void launch(const LoadedKernel& k, const QuantizeArgs& a, CUstream stream) {
+  const ElementwiseConfig c = elementwise_config_of(k.spec);
+  const QuantizeProblem prob = quantize_problem_of(k.spec);
+  dev::QuantParams p = quant_params(a, max_vec(a) >= c.vec);
+  const auto& cu = driver::api();
+  const std::int64_t segments = a.m * ceil_div(a.k, kGroup);
+  const std::int64_t per_cta = (c.threads / (kGroup / c.vec)) * c.unroll;
+  const auto stream_grid = static_cast<unsigned>(ceil_div(segments, per_cta));
+  void* args[] = {&p};
+  const bool dynamic_tensor = prob.granularity == Granularity::tensor;  // 3 kernels: amax, quantize, finalize
+  std::size_t main = 0;
+  if (dynamic_tensor) {
+    if (!a.static_scale) {
+      driver::check(cu.cuMemsetD32Async(reinterpret_cast<CUdeviceptr>(a.scales), 0, 1, stream), "cuMemsetD32Async(scales)");
+      fp8jit::launch(k.functions[0], config(stream_grid, 1, c.threads, 0, stream), args);
+      p.amax_out = nullptr;  // finalize copies the tensor amax
+    }
+    main = 1;
+  }
+  if (p.amax_out)
+    driver::check(cu.cuMemsetD32Async(reinterpret_cast<CUdeviceptr>(p.amax_out), 0, 1, stream), "cuMemsetD32Async(amax)");
+  LaunchConfig lc;
+  if (prob.granularity == Granularity::block128 || prob.transpose)
+    lc = config(static_cast<unsigned>(ceil_div(a.k, kGroup)), static_cast<unsigned>(ceil_div(a.m, kGroup)),
+                c.threads, k.smem_bytes, stream);
+  else if (prob.granularity == Granularity::row)
+    lc = config(static_cast<unsigned>(ceil_div(a.m, c.threads / 32)), 1, c.threads, 0, stream);
+  else
+    lc = config(stream_grid, 1, c.threads, 0, stream);
+  fp8jit::launch(k.functions[main], lc, args);
+  if (dynamic_tensor) {
+    p.amax_out = a.static_scale ? nullptr : a.amax;
+    fp8jit::launch(k.functions[2], config(1, 1, 32, 0, stream), args);
+  }
+}
+
+void launch(const LoadedKernel& k, const DequantizeArgs& a, CUstream stream) {
+  const ElementwiseConfig c = elementwise_config_of(k.spec);
+  dev::DequantParams p{};
+  p.q = a.q;
+  p.ldq = a.ldq;
+  p.y = a.y;
+  p.ldy = a.ldy;
+  p.scales = a.scales;
+  scale_strides(a.granularity, a.scale_layout, scale_rows(a.granularity, a.m), ceil_div(a.k, kGroup),
+                p.scale_rs, p.scale_cs);
+  p.M = static_cast<int>(a.m);
+  p.K = static_cast<int>(a.k);
+  p.vector_ok = max_vec(a) >= c.vec ? 1 : 0;
+  const std::int64_t segments = a.m * ceil_div(a.k, c.vec);
+  void* args[] = {&p};
+  fp8jit::launch(k.functions[0],
+                 config(static_cast<unsigned>(ceil_div(segments, std::int64_t{c.threads} * c.unroll)), 1,
+                        c.threads, 0, stream),
+                 args);
+}
+
+}  // namespace fp8jit::ops

@@ -1,0 +1,136 @@
+// Runtime: the facade host apps call. The launch path after the first call per variant is a
+// shared-lock lookup of a small integer key, the parameter block and cuLaunchKernelEx.
+#include "fp8jit/runtime.hpp"
+
+#include <shared_mutex>
+#include <unordered_map>
+
+#include "fp8jit/error.hpp"
+#include "runtime/driver.hpp"
+#include "runtime/kernel_cache.hpp"
+#include "runtime/ops.hpp"
+#include "runtime/settings.hpp"
+
+namespace fp8jit {
+
+RuntimeOptions RuntimeOptions::from_settings() {
+  const Settings& s = Settings::get();
+  return {s.disk_cache ? s.cache_dir : std::string()};
+}
+
+struct Runtime::Impl {
+  explicit Impl(const RuntimeOptions& o) : kernels(o.cache_dir), cache_dir(o.cache_dir) {}
+
+  KernelCache kernels;
+  std::string cache_dir;
+  // (context, packed problem + vector width) -> loaded heuristic kernel.
+  std::shared_mutex fast_mutex;
+  std::unordered_map<CUcontext, std::unordered_map<std::uint64_t, const LoadedKernel*>> fast;
+  std::unordered_map<CUcontext, bool> checked;  // contexts whose device was checked (under fast_mutex)
+
+  const LoadedKernel* find_fast(CUcontext ctx, std::uint64_t key) {
+    std::shared_lock lock(fast_mutex);
+    auto it = fast.find(ctx);
+    if (it == fast.end()) return nullptr;
+    auto jt = it->second.find(key);
+    return jt == it->second.end() ? nullptr : jt->second;
+  }
+
+  // First use of a context: the device must be a Hopper GPU.
+  void check_device(CUcontext ctx) {
+    {
+      std::shared_lock lock(fast_mutex);
+      if (checked.count(ctx)) return;
+    }
+    driver::require_sm90(driver::device_info());
+    std::unique_lock lock(fast_mutex);
+    checked[ctx] = true;
+  }
+
+  template <class Args>
+  const LoadedKernel& resolve(std::uint64_t key, const Args& a, const KernelSpec& spec) {
+    CUcontext ctx = driver::ensure_context();
+    if (const LoadedKernel* k = find_fast(ctx, key)) return *k;
+    check_device(ctx);
+    (void)a;
+    const LoadedKernel& k = kernels.get(spec);
+    std::unique_lock lock(fast_mutex);
+    fast[ctx][key] = &k;
+    return k;
+  }
+};
+
+namespace {
+
+std::uint64_t pack_key(int op, int a, int b, int c, int d, int vec) {
+  return (std::uint64_t(op) << 40) | (std::uint64_t(a) << 32) | (std::uint64_t(b) << 24) |
+         (std::uint64_t(c) << 16) | (std::uint64_t(d) << 8) | std::uint64_t(vec);
+}
+
+QuantizeProblem problem_of(const QuantizeArgs& a) {
+  return {a.input, a.format, a.granularity, a.qt != nullptr};
+}
+
+DequantizeProblem problem_of(const DequantizeArgs& a) { return {a.format, a.output, a.granularity}; }
+
+}  // namespace
+
+Runtime::Runtime() : Runtime(RuntimeOptions::from_settings()) {}
+Runtime::Runtime(const RuntimeOptions& options) : impl_(std::make_unique<Impl>(options)) {}
+Runtime::~Runtime() = default;
+
+KernelSpec Runtime::select(const QuantizeArgs& args) const {
+  const QuantizeArgs a = ops::normalize(args);
+  return default_quantize_spec(problem_of(a), std::max(4, ops::max_vec(a)));
+}
+
+KernelSpec Runtime::select(const DequantizeArgs& args) const {
+  const DequantizeArgs a = ops::normalize(args);
+  return default_dequantize_spec(problem_of(a), std::max(4, ops::max_vec(a)));
+}
+
+void Runtime::quantize(const QuantizeArgs& args, CUstream stream) {
+  const QuantizeArgs a = ops::normalize(args);
+  const int vec = std::max(4, ops::max_vec(a));
+  const std::uint64_t key = pack_key(1, int(a.input), int(a.format), int(a.granularity), a.qt ? 1 : 0, vec);
+  CUcontext ctx = driver::ensure_context();
+  const LoadedKernel* k = impl_->find_fast(ctx, key);
+  if (!k) k = &impl_->resolve(key, a, default_quantize_spec(problem_of(a), vec));
+  ops::launch(*k, a, stream);
+}
+
+void Runtime::dequantize(const DequantizeArgs& args, CUstream stream) {
+  const DequantizeArgs a = ops::normalize(args);
+  const int vec = std::max(4, ops::max_vec(a));
+  const std::uint64_t key = pack_key(2, int(a.format), int(a.output), int(a.granularity), 0, vec);
+  CUcontext ctx = driver::ensure_context();
+  const LoadedKernel* k = impl_->find_fast(ctx, key);
+  if (!k) k = &impl_->resolve(key, a, default_dequantize_spec(problem_of(a), vec));
+  ops::launch(*k, a, stream);
+}
+
+void Runtime::quantize(const QuantizeArgs& args, const KernelSpec& spec, CUstream stream) {
+  const QuantizeArgs a = ops::normalize(args);
+  ops::check_matches(spec, a);
+  impl_->check_device(driver::ensure_context());
+  ops::launch(impl_->kernels.get(spec), a, stream);
+}
+
+void Runtime::dequantize(const DequantizeArgs& args, const KernelSpec& spec, CUstream stream) {
+  const DequantizeArgs a = ops::normalize(args);
+  ops::check_matches(spec, a);
+  impl_->check_device(driver::ensure_context());
+  ops::launch(impl_->kernels.get(spec), a, stream);
+}
+
+std::string Runtime::compile(const KernelSpec& spec) { return impl_->kernels.cubin(spec); }
+CacheStats Runtime::cache_stats() const { return impl_->kernels.stats(); }
+void Runtime::reset_cache_stats() { impl_->kernels.reset_stats(); }
+const std::string& Runtime::cache_dir() const { return impl_->cache_dir; }
+
+Runtime& default_runtime() {
+  static Runtime runtime;
+  return runtime;
+}
+
+}  // namespace fp8jit

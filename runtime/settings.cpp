@@ -1,0 +1,78 @@
+#include "settings.hpp"
+
+#include <cstdlib>
+#include <string_view>
+#include <thread>
+
+#include "fp8jit/error.hpp"
+
+namespace fp8jit {
+namespace {
+
+const char* env(const char* name) {
+  const char* v = std::getenv(name);
+  return (v && *v) ? v : nullptr;
+}
+
+bool parse_bool(const char* name, const char* v) {
+  std::string_view s(v);
+  if (s == "1" || s == "true" || s == "on" || s == "yes") return true;
+  if (s == "0" || s == "false" || s == "off" || s == "no") return false;
+  throw_invalid(name, v, "expected 0/1, true/false, on/off or yes/no");
+}
+
+int parse_int(const char* name, const char* v, int lo, int hi) {
+  char* end = nullptr;
+  long x = std::strtol(v, &end, 10);
+  if (end == v || *end != '\0' || x < lo || x > hi)
+    throw_invalid(name, v, "expected an integer in [" + std::to_string(lo) + ", " +
+                               std::to_string(hi) + "]");
+  return static_cast<int>(x);
+}
+
+std::string default_cache_dir() {
+  if (const char* x = env("XDG_CACHE_HOME")) return std::string(x) + "/fp8jit";
+  if (const char* h = env("HOME")) return std::string(h) + "/.cache/fp8jit";
+  return "/tmp/fp8jit-cache";
+}
+
+}  // namespace
+
+Settings Settings::from_env() {
+  Settings s;
+  s.cache_dir = env("FP8JIT_CACHE_DIR") ? env("FP8JIT_CACHE_DIR") : default_cache_dir();
+  if (const char* v = env("FP8JIT_DISK_CACHE")) s.disk_cache = parse_bool("FP8JIT_DISK_CACHE", v);
+  s.db_path = env("FP8JIT_DB") ? env("FP8JIT_DB") : s.cache_dir + "/tuning.sqlite";
+  if (const char* v = env("FP8JIT_TUNE")) {
+    std::string_view t(v);
+    if (t == "off") s.tune = TunePolicy::off;
+    else if (t == "cached") s.tune = TunePolicy::cached;
+    else if (t == "on-miss") s.tune = TunePolicy::on_miss;
+    else throw_invalid("FP8JIT_TUNE", v, "expected off, cached or on-miss");
+  }
+  if (const char* v = env("FP8JIT_LOG")) s.log_level = parse_int("FP8JIT_LOG", v, 0, 3);
+  if (const char* v = env("FP8JIT_JOBS")) s.jobs = parse_int("FP8JIT_JOBS", v, 0, 1024);
+  if (s.jobs == 0) s.jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (const char* v = env("FP8JIT_KEEP_SOURCE"))
+    s.keep_source = parse_bool("FP8JIT_KEEP_SOURCE", v);
+  return s;
+}
+
+const Settings& Settings::get() {
+  static const Settings s = from_env();
+  return s;
+}
+
+std::vector<std::pair<std::string, std::string>> Settings::documented() {
+  return {
+      {"FP8JIT_CACHE_DIR", "directory of the binary cache (default $XDG_CACHE_HOME/fp8jit)"},
+      {"FP8JIT_DISK_CACHE", "0 disables the on-disk binary cache (default 1)"},
+      {"FP8JIT_DB", "tuning database path (default <cache dir>/tuning.sqlite)"},
+      {"FP8JIT_TUNE", "off | cached | on-miss (default cached)"},
+      {"FP8JIT_LOG", "0 quiet .. 3 debug (default 1)"},
+      {"FP8JIT_JOBS", "compile threads (default: all cores)"},
+      {"FP8JIT_KEEP_SOURCE", "1 writes each generated .cu beside its cubin"},
+  };
+}
+
+}  // namespace fp8jit

@@ -1,0 +1,29 @@
+// The one place that reads FP8JIT_* environment variables. Everything else asks Settings.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace fp8jit {
+
+enum class TunePolicy { off, cached, on_miss };
+
+struct Settings {
+  std::string cache_dir;        // FP8JIT_CACHE_DIR; default $XDG_CACHE_HOME/fp8jit or ~/.cache/fp8jit
+  bool disk_cache = true;       // FP8JIT_DISK_CACHE=0 disables the on-disk binary cache
+  std::string db_path;          // FP8JIT_DB; default <cache_dir>/tuning.sqlite
+  TunePolicy tune = TunePolicy::cached;  // FP8JIT_TUNE=off|cached|on-miss
+  int log_level = 1;            // FP8JIT_LOG=0 (quiet) .. 3 (debug)
+  int jobs = 0;                 // FP8JIT_JOBS: compile threads; 0 = hardware concurrency
+  bool keep_source = false;     // FP8JIT_KEEP_SOURCE=1 writes generated .cu next to cubins
+
+  // Reads the environment. Throws fp8jit::Error naming the variable for a malformed value.
+  static Settings from_env();
+  // Process-wide settings, read once on first use.
+  static const Settings& get();
+
+  // Every variable this module reads, with its doc line (for `fp8jit info`).
+  static std::vector<std::pair<std::string, std::string>> documented();
+};
+
+}  // namespace fp8jit

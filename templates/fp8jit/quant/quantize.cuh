@@ -1,0 +1,160 @@
+// The quantize family: high-precision [M, K] -> FP8 codes + fp32 scales.
+//
+// Three strategies, chosen at generation time from the granularity and the transpose option:
+//  - StreamQuantizer (tensor, 1x128): a team of 128/VEC lanes owns one 1x128 segment; UNROLL
+//    segments per team are loaded before any is used, to keep enough bytes in flight.
+//  - RowQuantizer (per row): one warp per row, an amax pass then a quantize pass (the second
+//    read of the row comes from L2).
+//  - TileQuantizer (128x128, and any transposed output): a CTA stages a 128x128 tile in shared
+//    memory, which gives row, column and block amaxes and a conflict-free transposed write.
+#pragma once
+
+#include "fp8jit/common/reduce.cuh"
+#include "fp8jit/common/scale.cuh"
+#include "fp8jit/quant/params.cuh"
+#include "fp8jit/quant/vec_io.cuh"
+
+namespace fp8jit {
+namespace dev {
+
+template <int VEC> FP8JIT_DEVICE float abs_max(const float (&v)[VEC], float acc) {
+#pragma unroll
+  for (int i = 0; i < VEC; ++i) acc = fmaxf(acc, fabsf(v[i]));  // fmaxf drops NaN
+  return acc;
+}
+
+// The per-tensor scale pair of this launch: static, or from the amax pass.
+template <int F> FP8JIT_DEVICE ScalePair tensor_scale(const QuantParams& p) {
+  if (p.static_scale) return scale_from_static(*p.static_scale);
+  return scale_from_amax(*p.tensor_amax, Fp8Max<F>::value, p.pow2 != 0);
+}
+
+// Folds a thread's amax into the optional amax output, one atomic per warp.
+FP8JIT_DEVICE void publish_amax(const QuantParams& p, float amax) {
+  if (!p.amax_out) return;
+  amax = group_max<kWarpSize>(amax);
+  if (threadIdx.x % kWarpSize == 0) atomic_max_nonneg(p.amax_out, amax);
+}
+
+template <int E, int F, int G, int VEC, int THREADS, int UNROLL> struct StreamQuantizer {
+  static_assert(G == kTensor || G == kGroup128, "StreamQuantizer serves tensor and 1x128");
+  static constexpr int kTeam = kScaleGroup / VEC;
+  static_assert(kTeam >= 1 && kTeam <= kWarpSize, "StreamQuantizer: 128/VEC lanes must fit a warp");
+  static constexpr int kTeams = THREADS / kTeam;
+  static constexpr int kSegmentsPerCta = kTeams * UNROLL;
+
+  // Segment j of this thread: (row, first column), or row = -1 past the end.
+  static FP8JIT_DEVICE void locate(const QuantParams& p, int j, int& row, int& col) {
+    const u32 groups = (p.K + kScaleGroup - 1) / kScaleGroup;
+    const u32 seg = blockIdx.x * kSegmentsPerCta + j * kTeams + threadIdx.x / kTeam;
+    row = seg < static_cast<u32>(p.M) * groups ? static_cast<int>(seg / groups) : -1;
+    col = static_cast<int>(seg % groups) * kScaleGroup + (threadIdx.x % kTeam) * VEC;
+  }
+
+  static FP8JIT_DEVICE void load(const QuantParams& p, float (&v)[UNROLL][VEC], int (&row)[UNROLL],
+                                 int (&col)[UNROLL]) {
+#pragma unroll
+    for (int j = 0; j < UNROLL; ++j) {
+      locate(p, j, row[j], col[j]);
+      if (row[j] >= 0) load_elems<E, VEC>(p.x, p.ldx, row[j], col[j], p.K, p.vector_ok, v[j]);
+      else
+#pragma unroll
+        for (int i = 0; i < VEC; ++i) v[j][i] = 0.0f;
+    }
+  }
+
+  // Dynamic per-tensor scaling, pass 1: amax of everything.
+  static FP8JIT_DEVICE void amax_pass(const QuantParams& p) {
+    float v[UNROLL][VEC];
+    int row[UNROLL], col[UNROLL];
+    load(p, v, row, col);
+    float amax = 0.0f;
+#pragma unroll
+    for (int j = 0; j < UNROLL; ++j) amax = abs_max(v[j], amax);
+    amax = group_max<kWarpSize>(amax);
+    if (threadIdx.x % kWarpSize == 0) atomic_max_nonneg(p.tensor_amax, amax);
+  }
+
+  static FP8JIT_DEVICE void run(const QuantParams& p) {
+    float v[UNROLL][VEC];
+    int row[UNROLL], col[UNROLL];
+    load(p, v, row, col);
+    ScalePair sp;
+    if constexpr (G == kTensor) sp = tensor_scale<F>(p);
+    float thread_amax = 0.0f;
+#pragma unroll
+    for (int j = 0; j < UNROLL; ++j) {
+      const float amax = group_max<kTeam>(abs_max(v[j], 0.0f));
+      thread_amax = fmaxf(thread_amax, amax);
+      if constexpr (G == kGroup128) sp = scale_from_amax(amax, Fp8Max<F>::value, p.pow2 != 0);
+      if (row[j] < 0) continue;
+      u32 w[VEC / 4];
+      quantize_pack<F, VEC>(v[j], sp.inv, w);
+      store_fp8<VEC>(p.q, p.ldq, row[j], col[j], p.K, p.vector_ok, w);
+      if (G == kGroup128 && threadIdx.x % kTeam == 0)
+        p.scales[row[j] * p.scale_rs + (col[j] / kScaleGroup) * p.scale_cs] = sp.scale;
+    }
+    publish_amax(p, thread_amax);
+  }
+};
+
+template <int E, int F, int VEC, int THREADS, int UNROLL> struct RowQuantizer {
+  static constexpr int kWarps = THREADS / kWarpSize;
+  static constexpr int kStep = kWarpSize * VEC;
+
+  static FP8JIT_DEVICE void run(const QuantParams& p) {
+    const int row = blockIdx.x * kWarps + threadIdx.x / kWarpSize;
+    const int lane = threadIdx.x % kWarpSize;
+    float amax = 0.0f;
+    if (row < p.M) {
+      for (int c = lane * VEC; c < p.K; c += kStep * UNROLL) {
+        float v[UNROLL][VEC];
+#pragma unroll
+        for (int j = 0; j < UNROLL; ++j) load_elems<E, VEC>(p.x, p.ldx, row, c + j * kStep, p.K, p.vector_ok, v[j]);
+#pragma unroll
+        for (int j = 0; j < UNROLL; ++j) amax = abs_max(v[j], amax);
+      }
+    }
+    amax = group_max<kWarpSize>(amax);  // whole warp: every lane shares the row
+    const ScalePair sp = scale_from_amax(amax, Fp8Max<F>::value, p.pow2 != 0);
+    if (row < p.M) {
+      if (lane == 0) p.scales[row * p.scale_rs] = sp.scale;
+      for (int c = lane * VEC; c < p.K; c += kStep * UNROLL) {
+        float v[UNROLL][VEC];
+#pragma unroll
+        for (int j = 0; j < UNROLL; ++j) load_elems<E, VEC>(p.x, p.ldx, row, c + j * kStep, p.K, p.vector_ok, v[j]);
+#pragma unroll
+        for (int j = 0; j < UNROLL; ++j) {
+          u32 w[VEC / 4];
+          quantize_pack<F, VEC>(v[j], sp.inv, w);
+          store_fp8<VEC>(p.q, p.ldq, row, c + j * kStep, p.K, p.vector_ok, w);
+        }
+      }
+    }
+    publish_amax(p, amax);
+  }
+};
+
+}  // namespace dev
+}  // namespace fp8jit
+
+#include "fp8jit/quant/quantize_tile.cuh"
+
+namespace fp8jit {
+namespace dev {
+
+// Per-tensor scaling, last step (one thread): the scale slot held the amax accumulated by the
+// amax pass (dynamic) or must receive the given scale (static).
+template <int F> FP8JIT_DEVICE void finalize_tensor_scale(const QuantParams& p) {
+  if (threadIdx.x != 0 || blockIdx.x != 0) return;
+  if (p.static_scale) {
+    p.scales[0] = *p.static_scale;
+    return;
+  }
+  const float amax = *p.tensor_amax;
+  if (p.amax_out) *p.amax_out = amax;
+  p.scales[0] = scale_from_amax(amax, Fp8Max<F>::value, p.pow2 != 0).scale;
+}
+
+}  // namespace dev
+}  // namespace fp8jit

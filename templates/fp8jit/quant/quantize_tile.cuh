@@ -1,0 +1,129 @@
+// TileQuantizer: one CTA per 128x128 tile, staged in shared memory as floats.
+#pragma once
+
+#include "fp8jit/quant/quantize.cuh"
+
+namespace fp8jit {
+namespace dev {
+
+template <int E, int F, int G, bool TRANSPOSE, int VEC, int THREADS> struct TileQuantizer {
+  static constexpr int kTile = kScaleGroup;
+  // NOTE: one float of padding per row puts the 32 lanes of a column read in 32 banks.
+  static constexpr int kPitch = kTile + 1;
+  static constexpr int kWarps = THREADS / kWarpSize;
+  static constexpr int kTransposeBytes = 16;  // rows of the tile packed into one qt store
+  static_assert(G != kRow, "TileQuantizer: per-row scaling has no tile form");
+  static_assert(G != kGroup128 || TRANSPOSE, "TileQuantizer: 1x128 without transpose streams");
+
+  // Dynamic shared memory: the tile, per-row and per-column reciprocals, reduction scratch.
+  static constexpr int smem_bytes() { return (kTile * kPitch + 2 * kTile + kWarpSize) * 4; }
+
+  static FP8JIT_DEVICE float stage(const QuantParams& p, float* tile, int r0, int c0) {
+    float amax = 0.0f;
+    for (int idx = threadIdx.x; idx < kTile * (kTile / VEC); idx += THREADS) {
+      const int r = idx / (kTile / VEC), c = (idx % (kTile / VEC)) * VEC;
+      float v[VEC];
+      if (r0 + r < p.M) load_elems<E, VEC>(p.x, p.ldx, r0 + r, c0 + c, p.K, p.vector_ok, v);
+      else
+#pragma unroll
+        for (int i = 0; i < VEC; ++i) v[i] = 0.0f;
+      amax = abs_max(v, amax);
+#pragma unroll
+      for (int i = 0; i < VEC; ++i) tile[r * kPitch + c + i] = v[i];
+    }
+    return amax;
+  }
+
+  // 1x128 groups along rows (for q) and along columns (for qt): reciprocals into smem, scales out.
+  static FP8JIT_DEVICE void group_scales(const QuantParams& p, const float* tile, float* row_inv,
+                                         float* col_inv, int r0, int c0) {
+    const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
+    const bool pow2 = p.pow2 != 0;
+    for (int r = warp; r < kTile; r += kWarps) {
+      float a = 0.0f;
+#pragma unroll
+      for (int i = 0; i < kTile / kWarpSize; ++i) a = fmaxf(a, fabsf(tile[r * kPitch + lane + i * kWarpSize]));
+      const ScalePair sp = scale_from_amax(group_max<kWarpSize>(a), Fp8Max<F>::value, pow2);
+      if (lane == 0) {
+        row_inv[r] = sp.inv;
+        if (r0 + r < p.M) p.scales[(r0 + r) * p.scale_rs + blockIdx.x * p.scale_cs] = sp.scale;
+      }
+    }
+    for (int c = warp; c < kTile; c += kWarps) {
+      float a = 0.0f;
+#pragma unroll
+      for (int i = 0; i < kTile / kWarpSize; ++i) a = fmaxf(a, fabsf(tile[(lane + i * kWarpSize) * kPitch + c]));
+      const ScalePair sp = scale_from_amax(group_max<kWarpSize>(a), Fp8Max<F>::value, pow2);
+      if (lane == 0) {
+        col_inv[c] = sp.inv;
+        if (c0 + c < p.K) p.scales_t[(c0 + c) * p.scale_t_rs + blockIdx.y * p.scale_t_cs] = sp.scale;
+      }
+    }
+  }
+
+  static FP8JIT_DEVICE void write_rows(const QuantParams& p, const float* tile, const float* row_inv,
+                                       float inv, int r0, int c0) {
+    for (int idx = threadIdx.x; idx < kTile * (kTile / VEC); idx += THREADS) {
+      const int r = idx / (kTile / VEC), c = (idx % (kTile / VEC)) * VEC;
+      if (r0 + r >= p.M) continue;
+      float v[VEC];
+#pragma unroll
+      for (int i = 0; i < VEC; ++i) v[i] = tile[r * kPitch + c + i];
+      u32 w[VEC / 4];
+      quantize_pack<F, VEC>(v, G == kGroup128 ? row_inv[r] : inv, w);
+      store_fp8<VEC>(p.q, p.ldq, r0 + r, c0 + c, p.K, p.vector_ok, w);
+    }
+  }
+
+  // qt[c, r] = q(x[r, c]): lanes take consecutive columns (conflict-free smem reads); each thread
+  // packs 16 consecutive rows into one 16-byte store when qt's rows allow it.
+  static FP8JIT_DEVICE void write_transposed(const QuantParams& p, const float* tile,
+                                             const float* col_inv, float inv, int r0, int c0) {
+    constexpr int TV = kTransposeBytes;
+    const bool aligned = ((p.ldqt | reinterpret_cast<i64>(p.qt)) & (TV - 1)) == 0;
+    for (int idx = threadIdx.x; idx < kTile * (kTile / TV); idx += THREADS) {
+      const int c = idx % kTile, r = (idx / kTile) * TV;
+      if (c0 + c >= p.K || r0 + r >= p.M) continue;
+      float v[TV];
+#pragma unroll
+      for (int i = 0; i < TV; ++i) v[i] = tile[(r + i) * kPitch + c];
+      u32 w[TV / 4];
+      quantize_pack<F, TV>(v, G == kGroup128 ? col_inv[c] : inv, w);
+      if (aligned) {
+        store_fp8<TV>(p.qt, p.ldqt, c0 + c, r0 + r, p.M, true, w);
+      } else {  // qt rows not 16-byte aligned (e.g. odd M): byte stores
+        const i64 first = static_cast<i64>(c0 + c) * p.ldqt + r0 + r;
+#pragma unroll
+        for (int i = 0; i < TV; ++i)
+          if (r0 + r + i < p.M) store_bits<1>(p.qt, first + i, (w[i / 4] >> (8 * (i % 4))) & 0xFFu);
+      }
+    }
+  }
+
+  static FP8JIT_DEVICE void run(const QuantParams& p, float* smem) {
+    float* tile = smem;
+    float* row_inv = tile + kTile * kPitch;
+    float* col_inv = row_inv + kTile;
+    float* scratch = col_inv + kTile;
+    const int r0 = blockIdx.y * kTile, c0 = blockIdx.x * kTile;
+    float amax = stage(p, tile, r0, c0);
+    ScalePair sp;
+    sp.inv = 0.0f;
+    if constexpr (G == kTensor) sp = tensor_scale<F>(p);
+    publish_amax(p, amax);
+    amax = block_max<THREADS>(amax, scratch);  // also orders the tile writes before the reads
+    if constexpr (G == kBlock128) {
+      sp = scale_from_amax(amax, Fp8Max<F>::value, p.pow2 != 0);
+      if (threadIdx.x == 0) p.scales[blockIdx.y * p.scale_rs + blockIdx.x * p.scale_cs] = sp.scale;
+    }
+    if constexpr (G == kGroup128) {
+      group_scales(p, tile, row_inv, col_inv, r0, c0);
+      __syncthreads();
+    }
+    write_rows(p, tile, row_inv, sp.inv, r0, c0);
+    if constexpr (TRANSPOSE) write_transposed(p, tile, col_inv, sp.inv, r0, c0);
+  }
+};
+
+}  // namespace dev
+}  // namespace fp8jit
