@@ -1,0 +1,209 @@
+// quantize / dequantize bandwidth against the device-to-device copy of the same run, and JIT
+// latencies (cold NVRTC compile, disk-cache load, dispatch overhead against a raw launch).
+//
+// Every kernel timing: CUDA events around one launch, a 256 MiB memset before it so that no run
+// reads the previous one's data from L2, warm-up first, median over the iterations.
+#include <benchmark/benchmark.h>
+#include <cuda_runtime.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <random>
+
+#include "fp8jit/fp8.hpp"
+#include "fp8jit/quant/params.cuh"
+#include "fp8jit/runtime.hpp"
+#include "runtime/driver.hpp"
+#include "runtime/kernel_cache.hpp"
+#include "runtime/nvrtc.hpp"
+
+namespace {
+
+using namespace fp8jit;
+
+bool have_gpu() {
+  int n = 0;
+  return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
+}
+
+struct Buf {
+  void* p = nullptr;
+  explicit Buf(std::size_t n) { cudaMalloc(&p, n); }
+  ~Buf() { cudaFree(p); }
+};
+
+// Median milliseconds of fn() over `iters` L2-flushed runs after 3 warm-ups.
+template <class F> double median_ms(F&& fn, int iters, std::vector<double>* all = nullptr) {
+  static Buf flush(256u << 20);
+  cudaEvent_t a, b;
+  cudaEventCreate(&a);
+  cudaEventCreate(&b);
+  for (int i = 0; i < 3; ++i) fn();
+  std::vector<double> ms;
+  for (int i = 0; i < iters; ++i) {
+    cudaMemsetAsync(flush.p, i & 0xFF, 256u << 20);
+    cudaEventRecord(a);
+    fn();
+    cudaEventRecord(b);
+    cudaEventSynchronize(b);
+    float t = 0;
+    cudaEventElapsedTime(&t, a, b);
+    ms.push_back(t);
+  }
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  if (all) *all = ms;
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
+// Copy bandwidth (bytes read + written per second) for a copy of `bytes`, measured once per size.
+double copy_gbps(std::size_t moved) {
+  static std::map<std::size_t, double> cache;
+  if (auto it = cache.find(moved); it != cache.end()) return it->second;
+  Buf a(moved / 2), b(moved / 2);
+  cudaMemset(a.p, 1, moved / 2);
+  const double ms = median_ms([&] { cudaMemcpyAsync(b.p, a.p, moved / 2, cudaMemcpyDeviceToDevice); }, 30);
+  return cache[moved] = moved / ms * 1e-6;
+}
+
+void report(benchmark::State& state, const std::vector<double>& ms, std::size_t bytes) {
+  std::vector<double> sorted = ms;
+  std::sort(sorted.begin(), sorted.end());
+  const double med = sorted[sorted.size() / 2];
+  const double copy = copy_gbps(bytes);
+  state.counters["median_us"] = med * 1e3;
+  state.counters["GBps"] = bytes / med * 1e-6;
+  state.counters["copy_GBps"] = copy;
+  state.counters["pct_of_copy"] = 100.0 * (bytes / med * 1e-6) / copy;
+}
+
+std::vector<unsigned char> random_bf16(std::size_t n) {
+  std::mt19937 rng(3);
+  std::normal_distribution<float> d(0, 1);
+  std::vector<unsigned char> h(n * 2);
+  for (std::size_t i = 0; i < n; ++i) fp8::store_from_float(h.data(), i, DType::bf16, d(rng) * (i % 613 == 0 ? 50 : 1));
+  return h;
+}
+
+void BM_Quantize1x128(benchmark::State& state) {
+  if (!have_gpu()) return state.SkipWithError("no GPU");
+  const std::int64_t m = state.range(0), k = state.range(1);
+  const std::size_t n = static_cast<std::size_t>(m * k);
+  const std::int64_t ns = scale_count(Granularity::group128, ScaleLayout::col_major_tma, m, k);
+  Buf x(n * 2), q(n), s(ns * 4);
+  const auto h = random_bf16(n);
+  cudaMemcpy(x.p, h.data(), h.size(), cudaMemcpyHostToDevice);
+  QuantizeArgs a;
+  a.x = x.p; a.m = m; a.k = k; a.q = q.p; a.scales = static_cast<float*>(s.p);
+  a.scale_layout = ScaleLayout::col_major_tma;
+  std::vector<double> ms;
+  for (auto _ : state) {
+    std::vector<double> one;
+    median_ms([&] { quantize(a, nullptr); }, 1, &one);
+    state.SetIterationTime(one[0] * 1e-3);
+    ms.push_back(one[0]);
+  }
+  report(state, ms, n * 2 + n + ns * 4);
+  state.SetLabel(spec_name(default_runtime().select(a)));
+}
+
+void BM_Dequantize128x128(benchmark::State& state) {
+  if (!have_gpu()) return state.SkipWithError("no GPU");
+  const std::int64_t m = state.range(0), k = state.range(1);
+  const std::size_t n = static_cast<std::size_t>(m * k);
+  const std::int64_t ns = scale_count(Granularity::block128, ScaleLayout::row_major, m, k);
+  Buf q(n), s(ns * 4), y(n * 2);
+  std::vector<unsigned char> qh(n);
+  std::mt19937 rng(4);
+  for (auto& b : qh) b = static_cast<unsigned char>(rng() & 0x7E);  // finite codes
+  std::vector<float> sh(ns, 0.01f);
+  cudaMemcpy(q.p, qh.data(), n, cudaMemcpyHostToDevice);
+  cudaMemcpy(s.p, sh.data(), ns * 4, cudaMemcpyHostToDevice);
+  DequantizeArgs a;
+  a.q = q.p; a.m = m; a.k = k; a.scales = static_cast<float*>(s.p); a.y = y.p;
+  std::vector<double> ms;
+  for (auto _ : state) {
+    std::vector<double> one;
+    median_ms([&] { dequantize(a, nullptr); }, 1, &one);
+    state.SetIterationTime(one[0] * 1e-3);
+    ms.push_back(one[0]);
+  }
+  report(state, ms, n + n * 2 + ns * 4);
+  state.SetLabel(spec_name(default_runtime().select(a)));
+}
+
+KernelSpec latency_spec() { return default_quantize_spec(QuantizeProblem{}); }
+
+void BM_ColdCompile(benchmark::State& state) {
+  const KernelSpec spec = latency_spec();
+  const std::string name = spec_name(spec), src = render_source(spec);
+  for (auto _ : state) benchmark::DoNotOptimize(nvrtc_compile(name, src, CompileTarget::cubin));
+  state.SetLabel(name);
+}
+
+void BM_DiskCacheLoad(benchmark::State& state) {
+  if (!have_gpu()) return state.SkipWithError("no GPU");
+  cudaFree(nullptr);  // create the primary context
+  const std::string dir = std::filesystem::temp_directory_path() / "fp8jit-bench-cache";
+  const KernelSpec spec = latency_spec();
+  KernelCache(dir).cubin(spec);  // populate
+  for (auto _ : state) {
+    KernelCache cache(dir);  // empty memory cache: disk read, verify, cuModuleLoadData, lookup
+    benchmark::DoNotOptimize(cache.get(spec).functions[0]);
+    if (cache.stats().disk_hits != 1) state.SkipWithError("expected a disk-cache hit");
+  }
+}
+
+// Host time per call of a cached kernel through the runtime, against cuLaunchKernelEx alone.
+void dispatch_loop(benchmark::State& state, bool raw) {
+  if (!have_gpu()) return state.SkipWithError("no GPU");
+  Buf x(4096), q(4096), s(64);
+  QuantizeArgs a;
+  a.x = x.p; a.m = 1; a.k = 128; a.q = q.p; a.scales = static_cast<float*>(s.p);
+  quantize(a, nullptr);
+  cudaDeviceSynchronize();
+  // The raw launch uses the very kernel the runtime dispatches, with the same parameter block.
+  static KernelCache raw_cache{std::string()};
+  const LoadedKernel& rk = raw_cache.get(default_runtime().select(a));
+  dev::QuantParams p{};
+  p.x = x.p;
+  p.ldx = p.ldq = 128;
+  p.q = q.p;
+  p.scales = p.tensor_amax = static_cast<float*>(s.p);
+  p.scale_rs = p.scale_cs = 1;
+  p.M = 1;
+  p.K = 128;
+  p.vector_ok = 1;
+  void* args[] = {&p};
+  CUlaunchConfig cfg{};
+  cfg.gridDimX = cfg.gridDimY = cfg.gridDimZ = 1;
+  cfg.blockDimX = static_cast<unsigned>(rk.threads);
+  cfg.blockDimY = cfg.blockDimZ = 1;
+  int n = 0;
+  for (auto _ : state) {
+    const auto t0 = std::chrono::steady_clock::now();
+    if (raw) driver::api().cuLaunchKernelEx(&cfg, rk.functions[0], args, nullptr);
+    else quantize(a, nullptr);
+    state.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    if (++n % 256 == 0) cudaDeviceSynchronize();  // keep the launch queue from filling (not timed)
+  }
+  cudaDeviceSynchronize();
+}
+void BM_DispatchRuntime(benchmark::State& state) { dispatch_loop(state, false); }
+void BM_DispatchRawLaunch(benchmark::State& state) { dispatch_loop(state, true); }
+
+}  // namespace
+
+BENCHMARK(BM_Quantize1x128)->Args({4096, 7168})->Args({16384, 7168})->Args({8192, 16384})
+    ->UseManualTime()->Iterations(30)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Dequantize128x128)->Args({7168, 16384})->Args({24576, 7168})
+    ->UseManualTime()->Iterations(30)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_ColdCompile)->Iterations(5)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_DiskCacheLoad)->Iterations(20)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_DispatchRuntime)->UseManualTime()->Iterations(20000)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_DispatchRawLaunch)->UseManualTime()->Iterations(20000)->Unit(benchmark::kMicrosecond);
+BENCHMARK_MAIN();

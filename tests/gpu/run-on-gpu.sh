@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Builds fp8jit on a lent Hopper machine and runs the GPU tests, the PyTorch cross-check, the
+# demo, the SASS checks and the benchmarks. Logs go to $OUT (default /tmp/fp8jit-gpu-out).
+# Usage (repo root): bash tests/gpu/run-on-gpu.sh [quick]
+set -uo pipefail
+OUT=${OUT:-/tmp/fp8jit-gpu-out}
+mkdir -p "$OUT"
+B=build-gpu
+export FP8JIT_CACHE_DIR=/tmp/fp8jit-cache
+sqlite_args=()
+if [ ! -f /usr/include/sqlite3.h ] && [ -f .carry/sqlite/sqlite3.h ]; then
+  sqlite_args=(-DSQLite3_INCLUDE_DIR="$PWD/.carry/sqlite" -DSQLite3_LIBRARY=/lib/x86_64-linux-gnu/libsqlite3.so.0)
+fi
+status=0
+step() { echo "=== $*"; }
+step "build"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$OUT/gpu.txt"
+cmake -S . -B $B -DCMAKE_BUILD_TYPE=Release "${sqlite_args[@]}" > "$OUT/cmake.log" 2>&1 || { cat "$OUT/cmake.log"; exit 1; }
+cmake --build $B -j"$(nproc)" > "$OUT/build.log" 2>&1 || { tail -50 "$OUT/build.log"; exit 1; }
+./$B/fp8jit info | head -3
+step "gpu tests"
+mkdir -p "$OUT/dump"
+FP8JIT_TORCH_DUMP="$OUT/dump" ./$B/tests/fp8jit_gpu_tests --gtest_brief=1 > "$OUT/gpu_tests.log" 2>&1 || status=1
+tail -5 "$OUT/gpu_tests.log"
+grep -E "FAILED|Failure" "$OUT/gpu_tests.log" | head -20
+step "torch cross-check"
+python3 tests/gpu/torch_check.py "$OUT/dump" || status=1
+rm -rf "$OUT/dump"
+step "unit tests on the GPU machine"
+./$B/tests/fp8jit_tests --gtest_brief=1 > "$OUT/unit_tests.log" 2>&1 || status=1
+tail -3 "$OUT/unit_tests.log"
+step "demo"
+./$B/fp8jit demo || status=1
+step "SASS of the default kernels"
+for spec in '{"family":"quantize","problem":{"input":"bf16","format":"e4m3","granularity":"1x128","transpose":0},"config":{"vec":8,"threads":256,"unroll":2}}' \
+            '{"family":"dequantize","problem":{"format":"e4m3","output":"bf16","granularity":"128x128"},"config":{"vec":16,"threads":256,"unroll":2}}'; do
+  ./$B/fp8jit compile --spec "$spec" --cubin /tmp/k.cubin > /dev/null
+  cuobjdump --dump-sass /tmp/k.cubin > /tmp/k.sass
+  echo "$(grep -c 'LDG.E.128' /tmp/k.sass) LDG.128, $(grep -cE 'STG.E.(64|128)' /tmp/k.sass) wide STG, $(grep -cE '\bLDL|\bSTL' /tmp/k.sass) LDL/STL"
+done
+if [ "${1:-}" != "quick" ]; then
+  step "compute-sanitizer"
+  compute-sanitizer --tool memcheck ./$B/fp8jit quantize --m 300 --k 1000 --iters 1 2>&1 | tail -3
+  compute-sanitizer --tool memcheck ./$B/fp8jit quantize --m 300 --k 1000 --granularity 128x128 --transpose --iters 1 2>&1 | tail -3
+  step "bench"
+  ./$B/bench/fp8jit_bench --benchmark_out="$OUT/bench_quant.json" --benchmark_out_format=json 2>&1 | tee "$OUT/bench_quant.txt" | grep -vE "^\*\*\*|^---"
+fi
+exit $status
