@@ -16,6 +16,7 @@
 #include "fp8jit/fp8.hpp"
 #include "fp8jit/quant/params.cuh"
 #include "fp8jit/runtime.hpp"
+#include "generator/family.hpp"
 #include "runtime/driver.hpp"
 #include "runtime/kernel_cache.hpp"
 #include "runtime/nvrtc.hpp"
@@ -206,4 +207,66 @@ BENCHMARK(BM_ColdCompile)->Iterations(5)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_DiskCacheLoad)->Iterations(20)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_DispatchRuntime)->UseManualTime()->Iterations(20000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_DispatchRawLaunch)->UseManualTime()->Iterations(20000)->Unit(benchmark::kMicrosecond);
-BENCHMARK_MAIN();
+
+
+namespace {
+
+// Every config of one quantize and one dequantize problem at a fixed size: the data behind the
+// heuristic defaults (run with --benchmark_filter=Sweep).
+void register_sweeps() {
+  using namespace fp8jit;
+  QuantizeProblem qp;  // bf16 -> e4m3, 1x128
+  KernelSpec qprob = make_quantize_spec(qp, {});
+  for (const KernelSpec& spec : enumerate_configs(quantize_family(), qprob)) {
+    benchmark::RegisterBenchmark(("SweepQuantize/" + spec_name(spec)).c_str(), [spec](benchmark::State& state) {
+      if (!have_gpu()) return state.SkipWithError("no GPU");
+      const std::int64_t m = 16384, k = 7168;
+      const std::size_t n = m * k;
+      const std::int64_t ns = scale_count(Granularity::group128, ScaleLayout::col_major_tma, m, k);
+      static Buf x(n * 2), q(n), s(ns * 4);
+      QuantizeArgs a;
+      a.x = x.p; a.m = m; a.k = k; a.q = q.p; a.scales = static_cast<float*>(s.p);
+      a.scale_layout = ScaleLayout::col_major_tma;
+      std::vector<double> ms;
+      for (auto _ : state) {
+        std::vector<double> one;
+        median_ms([&] { default_runtime().quantize(a, spec, nullptr); }, 1, &one);
+        state.SetIterationTime(one[0] * 1e-3);
+        ms.push_back(one[0]);
+      }
+      report(state, ms, n * 3 + ns * 4);
+    })->UseManualTime()->Iterations(20)->Unit(benchmark::kMicrosecond);
+  }
+  DequantizeProblem dp;  // e4m3 -> bf16, 128x128
+  KernelSpec dprob = make_dequantize_spec(dp, {});
+  for (const KernelSpec& spec : enumerate_configs(dequantize_family(), dprob)) {
+    benchmark::RegisterBenchmark(("SweepDequantize/" + spec_name(spec)).c_str(), [spec](benchmark::State& state) {
+      if (!have_gpu()) return state.SkipWithError("no GPU");
+      const std::int64_t m = 24576, k = 7168;
+      const std::size_t n = m * k;
+      const std::int64_t ns = scale_count(Granularity::block128, ScaleLayout::row_major, m, k);
+      static Buf q(n), s(ns * 4), y(n * 2);
+      DequantizeArgs a;
+      a.q = q.p; a.m = m; a.k = k; a.scales = static_cast<float*>(s.p); a.y = y.p;
+      std::vector<double> ms;
+      for (auto _ : state) {
+        std::vector<double> one;
+        median_ms([&] { default_runtime().dequantize(a, spec, nullptr); }, 1, &one);
+        state.SetIterationTime(one[0] * 1e-3);
+        ms.push_back(one[0]);
+      }
+      report(state, ms, n * 3 + ns * 4);
+    })->UseManualTime()->Iterations(20)->Unit(benchmark::kMicrosecond);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  register_sweeps();
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -1,5 +1,7 @@
-// Default configs before any tuning, from what is known about memory-bound kernels on Hopper:
-// 16-byte accesses per thread and at least two of them in flight.
+// Default configs before any tuning. The figures behind them are in bench/NOTES.md (config
+// sweeps on an H200): these memory-bound kernels do best with 32 bytes of input per thread,
+// small blocks and few segments per thread, i.e. many short-lived CTAs that keep every SM's
+// load queue full.
 #include <algorithm>
 
 #include "fp8jit/kernel_spec.hpp"
@@ -7,11 +9,9 @@
 namespace fp8jit {
 namespace {
 
-// Largest allowed vector width (4, 8 or 16 elements) not above `max_vec` whose access is at most
-// 16 bytes of `elem_bytes`-sized elements.
-int pick_vec(int elem_bytes, int max_vec) {
-  int vec = 16 / elem_bytes;  // 8 for bf16/fp16, 4 for fp32
-  vec = std::min(std::max(vec, 4), 16);
+// The widest vector (4, 8 or 16 elements) of at most `bytes` bytes that alignment allows.
+int pick_vec(int elem_bytes, int bytes, int max_vec) {
+  int vec = std::clamp(bytes / elem_bytes, 4, 16);
   while (vec > 4 && vec > max_vec) vec /= 2;
   return vec;
 }
@@ -19,19 +19,23 @@ int pick_vec(int elem_bytes, int max_vec) {
 }  // namespace
 
 KernelSpec default_quantize_spec(const QuantizeProblem& problem, int max_vec) {
-  const int vec = pick_vec(static_cast<int>(dtype_size(problem.input)), max_vec);
+  const int elem = static_cast<int>(dtype_size(problem.input));
   const bool tile = problem.granularity == Granularity::block128 || problem.transpose;
-  const bool row = problem.granularity == Granularity::row;
-  ElementwiseConfig c{vec, 256, 2};
-  if (tile) c = {vec, 256, problem.granularity == Granularity::tensor ? 2 : 1};
-  if (row) c = {vec, 128, 2};
-  return make_quantize_spec(problem, c);
+  if (tile) {
+    // unroll only matters for the amax pass of per-tensor scaling; 1 elsewhere by rule.
+    const int unroll = problem.granularity == Granularity::tensor ? 2 : 1;
+    return make_quantize_spec(problem, {pick_vec(elem, 16, max_vec), 256, unroll});
+  }
+  if (problem.granularity == Granularity::row)
+    return make_quantize_spec(problem, {pick_vec(elem, 32, max_vec), 128, 2});
+  // Sweep (16384x7168 bf16, 1x128): v16_t128_u1 95% of copy, v8_t256_u2 74%.
+  return make_quantize_spec(problem, {pick_vec(elem, 32, max_vec), 128, 1});
 }
 
 KernelSpec default_dequantize_spec(const DequantizeProblem& problem, int max_vec) {
-  // 16 FP8 codes = one 16-byte load; the store is 16 or 32 bytes (64 for fp32, as 4 stores).
-  const int vec = std::max(4, std::min(16, max_vec));
-  return make_dequantize_spec(problem, {vec, 256, 2});
+  // Sweep (24576x7168 e4m3 -> bf16, 128x128): v8_t128_u2 96% of copy, v16_t256_u2 91%.
+  const int vec = std::clamp(std::min(8, max_vec), 4, 16);
+  return make_dequantize_spec(problem, {vec, 128, 2});
 }
 
 }  // namespace fp8jit

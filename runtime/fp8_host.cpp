@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstring>
 #include <string>
 
@@ -188,9 +189,14 @@ void store_from_float(void* base, std::size_t index, DType dtype, float x) {
       std::memcpy(p + index * sizeof b, &b, sizeof b);
       return;
     }
-    case DType::fp32:
-      std::memcpy(p + index * sizeof x, &x, sizeof x);
+    case DType::fp32: {
+      // GPU arithmetic (mul.rn.f32) yields the canonical NaN 0x7FFFFFFF whatever the inputs'
+      // payloads and signs; an fp32 result stored "as the GPU does" must too.
+      const std::uint32_t nan = 0x7FFFFFFFu;
+      if (std::isnan(x)) std::memcpy(p + index * sizeof x, &nan, sizeof nan);
+      else std::memcpy(p + index * sizeof x, &x, sizeof x);
       return;
+    }
   }
   bad_dtype(dtype);
 }

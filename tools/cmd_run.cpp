@@ -43,6 +43,7 @@ void require_gpu() {
 }
 
 struct QuantRun {
+  std::string kernel;
   double ms = 0, gbps = 0;
   std::size_t bytes = 0;
   std::int64_t mismatches = 0;
@@ -62,6 +63,8 @@ QuantRun run_quantize(Runtime& rt, QuantizeArgs a, int iters, std::vector<unsign
   if (a.qt) { a.qt = qt.get(); a.scales_t = a.scales_t ? st.f32() : nullptr; }
   rt.quantize(a, nullptr);
   driver::check(driver::api().cuCtxSynchronize(), "quantize");
+  QuantRun r;
+  r.kernel = spec_name(rt.select(a));
   std::vector<unsigned char> got(n), want(n);
   std::vector<float> got_s(ns), want_s(ns);
   q.download(got.data(), n);
@@ -74,7 +77,6 @@ QuantRun run_quantize(Runtime& rt, QuantizeArgs a, int iters, std::vector<unsign
   h.scales_t = nullptr;
   h.amax = nullptr;
   reference::quantize(h);
-  QuantRun r;
   for (std::size_t i = 0; i < n; ++i) r.mismatches += got[i] != want[i];
   for (std::int64_t i = 0; i < ns; ++i) r.mismatches += std::memcmp(&got_s[i], &want_s[i], 4) != 0;
   r.bytes = x_host.size() + n + ns * 4 + (a.qt ? n : 0);
@@ -113,7 +115,7 @@ int cmd_quantize(const Args& args) {
   const QuantRun r = run_quantize(rt, a, iters, nullptr, nullptr, x);
   const double copy_gbps = r.bytes / copy_median_ms(r.bytes / 2, iters) * 1e-6;
   fmt::print("{} [{}x{}]: {:.3f} ms, {:.0f} GB/s = {:.1f}% of copy ({:.0f} GB/s); {} vs host reference\n",
-             spec_name(rt.select(a)), a.m, a.k, r.ms, r.gbps, 100 * r.gbps / copy_gbps, copy_gbps,
+             r.kernel, a.m, a.k, r.ms, r.gbps, 100 * r.gbps / copy_gbps, copy_gbps,
              r.mismatches ? fmt::format("{} MISMATCHES", r.mismatches) : "bit-exact");
   return r.mismatches ? 1 : 0;
 }

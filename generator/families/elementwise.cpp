@@ -60,7 +60,7 @@ std::string config_suffix(const KernelSpec& spec) {
 void add_config_params(std::vector<ParamDef>& params) {
   params.push_back({"vec", true, {4, 8, 16}, "elements per vector access"});
   params.push_back({"threads", true, {64, 128, 256, 512}, "threads per block"});
-  params.push_back({"unroll", true, {1, 2, 4}, "vector segments in flight per thread"});
+  params.push_back({"unroll", true, {1, 2, 4, 8}, "vector segments in flight per thread"});
 }
 
 }  // namespace fp8jit::elementwise

@@ -26,7 +26,8 @@ float fp16_to_float(std::uint16_t bits);
 
 // Reads one element of a high-precision tensor stored as `dtype` (bf16/fp16 bits or fp32).
 float load_as_float(const void* base, std::size_t index, DType dtype);
-// Writes `x` rounded as the GPU rounds it (see above) into element `index` of `base`.
+// Writes `x` rounded as the GPU rounds it (see above) into element `index` of `base`; an fp32
+// NaN is written as the canonical 0x7FFFFFFF that GPU arithmetic produces.
 void store_from_float(void* base, std::size_t index, DType dtype, float x);
 
 }  // namespace fp8jit::fp8
