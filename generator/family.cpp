@@ -27,6 +27,13 @@ std::string param_to_string(const ParamValue& v) {
   return std::get<std::string>(v);
 }
 
+std::string param_repr(const ParamValue& v) {
+  if (const auto* i = std::get_if<std::int64_t>(&v)) return std::to_string(*i);
+  const std::string& s = std::get<std::string>(v);
+  // Quoted and cut, so "8" reads differently from 8 and a hostile string stays short.
+  return "\"" + (s.size() > 64 ? s.substr(0, 61) + "..." : s) + "\"";
+}
+
 namespace {
 
 // Walks the cartesian product of the selected parameters' allowed values, depth first in the

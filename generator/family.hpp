@@ -38,6 +38,8 @@ std::vector<KernelSpec> enumerate_specs(const FamilyDef& family);
 std::vector<KernelSpec> enumerate_configs(const FamilyDef& family, const KernelSpec& problem_spec);
 
 std::string param_to_string(const ParamValue& v);
+// For error messages: strings quoted and cut to a bounded length.
+std::string param_repr(const ParamValue& v);
 
 // Defined by the families.
 const FamilyDef& quantize_family();

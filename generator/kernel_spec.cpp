@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <climits>
 #include <nlohmann/json.hpp>
 
 #include "fp8jit/error.hpp"
@@ -46,12 +47,12 @@ void validate_spec(const KernelSpec& spec) {
     if (it == spec.params.end())
       throw_invalid(spec.family + "." + def.name, "<missing>", allowed_list(def));
     if (std::find(def.allowed.begin(), def.allowed.end(), it->second) == def.allowed.end())
-      throw_invalid(spec.family + "." + def.name, param_to_string(it->second), allowed_list(def));
+      throw_invalid(spec.family + "." + def.name, param_repr(it->second), allowed_list(def));
   }
   for (const auto& [name, value] : spec.params) {
     bool known = std::any_of(family.params.begin(), family.params.end(),
                              [&](const ParamDef& d) { return d.name == name; });
-    if (!known) throw_invalid(spec.family + "." + name, param_to_string(value), "unknown parameter");
+    if (!known) throw_invalid(spec.family + "." + name, param_repr(value), "unknown parameter");
   }
   if (std::string why = family.check(spec); !why.empty())
     throw Error(ErrorKind::invalid_argument, "invalid " + spec.family + " spec: " + why);
@@ -94,13 +95,24 @@ std::uint64_t spec_hash(const KernelSpec& spec) {
 
 namespace {
 
+constexpr int kMaxDepth = 4;
+
+// A short, bounded rendering of a JSON value for error messages.
+std::string brief(const json& v) {
+  if (v.is_object() || v.is_array()) return fmt::format("<{} of {} entries>", v.type_name(), v.size());
+  std::string s = v.dump();
+  return s.size() > 80 ? s.substr(0, 77) + "..." : s;
+}
+
 void read_params(const json& section, const char* where, KernelSpec& spec) {
-  if (!section.is_object()) throw_invalid(where, section.dump(), "expected a JSON object");
+  if (!section.is_object()) throw_invalid(where, brief(section), "expected a JSON object");
   for (const auto& [key, value] : section.items()) {
+    if (value.is_number_unsigned() && value.get<std::uint64_t>() > std::uint64_t(INT64_MAX))
+      throw_invalid(std::string(where) + "." + key, brief(value), "integer out of range");
     if (value.is_number_integer()) spec.params[key] = value.get<std::int64_t>();
     else if (value.is_boolean()) spec.params[key] = static_cast<std::int64_t>(value.get<bool>());
     else if (value.is_string()) spec.params[key] = value.get<std::string>();
-    else throw_invalid(std::string(where) + "." + key, value.dump(), "expected an integer or a string");
+    else throw_invalid(std::string(where) + "." + key, brief(value), "expected an integer or a string");
   }
 }
 
@@ -109,16 +121,25 @@ void read_params(const json& section, const char* where, KernelSpec& spec) {
 KernelSpec spec_from_json(std::string_view text) {
   json j;
   try {
-    j = json::parse(text);
-  } catch (const json::parse_error& e) {
+    // NOTE: a spec nests two levels; refusing deeper input while parsing keeps a hostile file
+    // from exhausting the stack in the recursive serialiser used by error messages.
+    j = json::parse(text, [](int depth, json::parse_event_t, json&) {
+      if (depth > kMaxDepth)
+        throw Error(ErrorKind::invalid_argument,
+                    fmt::format("spec JSON nests deeper than {} levels; a spec is {{family, problem: {{...}}, config: {{...}}}}", kMaxDepth));
+      return true;
+    });
+  } catch (const Error&) {
+    throw;
+  } catch (const json::exception& e) {  // parse errors and numbers out of range alike
     throw Error(ErrorKind::invalid_argument, std::string("spec is not valid JSON: ") + e.what());
   }
-  if (!j.is_object()) throw_invalid("spec", j.dump(), "expected a JSON object");
+  if (!j.is_object()) throw_invalid("spec", brief(j), "expected a JSON object");
   for (const auto& [key, _] : j.items())
     if (key != "family" && key != "problem" && key != "config")
       throw_invalid("spec." + key, "present", "a spec has only family, problem and config");
   if (!j.contains("family") || !j["family"].is_string())
-    throw_invalid("spec.family", j.value("family", json()).dump(), "a string naming the family");
+    throw_invalid("spec.family", brief(j.value("family", json())), "a string naming the family");
   KernelSpec spec{j["family"].get<std::string>(), {}};
   const FamilyDef& family = find_family(spec.family);
   read_params(j.value("problem", json::object()), "problem", spec);
@@ -142,7 +163,13 @@ std::vector<std::string> spec_entry_points(const KernelSpec& spec) {
   return find_family(spec.family).entry_points(spec);
 }
 
-int spec_dynamic_smem(const KernelSpec& spec) { return find_family(spec.family).dynamic_smem(spec); }
-int spec_block_threads(const KernelSpec& spec) { return find_family(spec.family).block_threads(spec); }
+int spec_dynamic_smem(const KernelSpec& spec) {
+  validate_spec(spec);
+  return find_family(spec.family).dynamic_smem(spec);
+}
+int spec_block_threads(const KernelSpec& spec) {
+  validate_spec(spec);
+  return find_family(spec.family).block_threads(spec);
+}
 
 }  // namespace fp8jit

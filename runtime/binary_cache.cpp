@@ -17,6 +17,7 @@
 
 #include "fp8jit/error.hpp"
 #include "hash.hpp"
+#include "log.hpp"
 
 namespace fp8jit {
 namespace {
@@ -256,8 +257,7 @@ void BinaryCache::store(std::string_view key, std::string_view payload) {
   } catch (const std::exception& e) {
     // Includes bad_alloc and random_device failures: a cache write is never worth an exception.
     write_failures_.fetch_add(1, std::memory_order_relaxed);
-    fmt::print(stderr, "fp8jit: warning: binary cache write skipped: {} (continuing without it)\n",
-               e.what());
+    log::at(log::warning, "binary cache write skipped: {} (continuing without it)", e.what());
   }
 }
 

@@ -3,7 +3,10 @@
 #include <fmt/format.h>
 
 #include "runtime/driver.hpp"
+#include <fstream>
+
 #include "runtime/headers.hpp"
+#include "runtime/log.hpp"
 #include "runtime/settings.hpp"
 
 namespace fp8jit {
@@ -20,11 +23,22 @@ std::string KernelCache::cubin(const KernelSpec& spec) {
   const std::string name = spec_name(spec);
   const std::string source = render_source(spec);
   const std::string key = binary_cache_key(source, CompileTarget::cubin);
-  if (auto hit = disk_.load(key)) return *hit;
+  if (auto hit = disk_.load(key)) {
+    log::at(log::debug, "{}: cubin from the disk cache", name);
+    return *hit;
+  }
   CompileResult r = nvrtc_compile(name, source, CompileTarget::cubin);
   compiles_++;
   compile_micros_ += static_cast<std::uint64_t>(r.seconds * 1e6);
+  log::at(log::info, "{}: compiled in {:.3f} s", name, r.seconds);
+  if (!r.log.empty()) log::at(log::debug, "{}: NVRTC log:\n{}", name, r.log);
   disk_.store(key, r.binary);
+  if (Settings::get().keep_source && !disk_.dir().empty()) {
+    // Beside the cubin, so `cuobjdump` output and source can be read together.
+    const std::string path = disk_.path_for(key) + ".cu";
+    std::ofstream(path) << source;
+    log::at(log::info, "{}: source kept at {}", name, path);
+  }
   return std::move(r.binary);
 }
 

@@ -90,6 +90,7 @@ int cmd_compile(const Args& args) {
 
 int cmd_compile_all(const Args& args) {
   const int jobs = static_cast<int>(args.get_int("jobs", Settings::get().jobs));
+  if (jobs < 1 || jobs > 1024) throw_invalid("--jobs", std::to_string(jobs), "must be in [1, 1024]");
   int failures = 0;
   for (const FamilyDef* f : selected_families(args)) {
     const std::vector<KernelSpec> specs = enumerate_specs(*f);

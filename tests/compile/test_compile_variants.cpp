@@ -62,8 +62,13 @@ void compile_all(const std::vector<KernelSpec>& specs, const char* what) {
     EXPECT_TRUE(o.elf) << o.name << ": " << o.bytes << " bytes, not an ELF cubin";
     slowest = std::max(slowest, o.seconds);
   }
-  std::printf("[ compiled ] %s: %zu variants for sm_90a in %.1f s wall on %d threads (slowest %.3f s)\n", what,
-              specs.size(), wall, jobs, slowest);
+  static std::size_t total_variants = 0;  // over every sample compiled by this binary so far
+  static double total_wall = 0;
+  total_variants += specs.size();
+  total_wall += wall;
+  std::printf("[ compiled ] %s: %zu variants for sm_90a in %.1f s wall on %d threads (slowest %.3f s); "
+              "%zu variants in %.1f s so far\n",
+              what, specs.size(), wall, jobs, slowest, total_variants, total_wall);
   ::testing::Test::RecordProperty("variants", static_cast<int>(specs.size()));
   ::testing::Test::RecordProperty("wall_ms", static_cast<int>(wall * 1000));
 }
@@ -164,13 +169,18 @@ std::string ptx_of(const KernelSpec& spec) {
   return r.binary;
 }
 
+// The read-only global load a vector of `bytes` bytes compiles to (see load_words).
+std::string load_for(std::int64_t bytes) {
+  return bytes >= 16 ? "ld.global.nc.v4.u32" : bytes == 8 ? "ld.global.nc.v2.u32" : "ld.global.nc.u32";
+}
+
 TEST(CompilePtx, QuantizeDefault1x128) {
   const KernelSpec spec = default_quantize_spec({DType::bf16, Fp8Format::e4m3, Granularity::group128, false});
   const std::string ptx = ptx_of(spec);
   EXPECT_NE(ptx.find(".target sm_90a"), std::string::npos);
   EXPECT_NE(ptx.find("cvt.rn.satfinite.e4m3x2.f32"), std::string::npos);
   EXPECT_EQ(ptx.find("cvt.rn.satfinite.e5m2x2.f32"), std::string::npos);
-  EXPECT_NE(ptx.find("ld.global.nc.v4.u32"), std::string::npos);  // 8 bf16 = one 16-byte load
+  EXPECT_NE(ptx.find(load_for(spec.i("vec") * 2)), std::string::npos) << spec_name(spec);
   EXPECT_NE(ptx.find(".entry fp8jit_quantize("), std::string::npos);
 }
 
@@ -179,8 +189,21 @@ TEST(CompilePtx, DequantizeDefault128x128) {
   const std::string ptx = ptx_of(spec);
   EXPECT_NE(ptx.find(".target sm_90a"), std::string::npos);
   EXPECT_NE(ptx.find("cvt.rn.f16x2.e4m3x2"), std::string::npos);
-  EXPECT_NE(ptx.find("ld.global.nc.v4.u32"), std::string::npos);  // 16 FP8 codes = one 16-byte load
+  EXPECT_EQ(ptx.find("cvt.rn.f16x2.e5m2x2"), std::string::npos);
+  EXPECT_NE(ptx.find(load_for(spec.i("vec"))), std::string::npos) << spec_name(spec);
   EXPECT_NE(ptx.find(".entry fp8jit_dequantize("), std::string::npos);
+}
+
+TEST(CompilePtx, SixteenByteAccessesAreSingleV4Loads) {
+  const KernelSpec q = make_quantize_spec({DType::bf16, Fp8Format::e4m3, Granularity::group128, false}, {8, 256, 2});
+  const std::string qp = ptx_of(q);
+  EXPECT_NE(qp.find("ld.global.nc.v4.u32"), std::string::npos);
+  EXPECT_NE(qp.find("cvt.rn.satfinite.e4m3x2.f32"), std::string::npos);
+  const KernelSpec d = make_dequantize_spec({Fp8Format::e4m3, DType::bf16, Granularity::block128}, {16, 256, 2});
+  const std::string dp = ptx_of(d);
+  EXPECT_NE(dp.find("ld.global.nc.v4.u32"), std::string::npos);
+  EXPECT_NE(dp.find("cvt.rn.f16x2.e4m3x2"), std::string::npos);
+  EXPECT_NE(dp.find(".target sm_90a"), std::string::npos);
 }
 
 TEST(CompileErrors, BrokenSourceThrowsCompileErrorWithLog) {

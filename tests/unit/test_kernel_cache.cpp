@@ -268,17 +268,24 @@ TEST(KernelCacheRuntime, InvalidDequantizeArgsNamedBeforeDriverUse) {
   }
 }
 
-TEST(KernelCacheRuntime, SelectPicksTheHeuristicDefault) {
+TEST(KernelCacheRuntime, SelectPicksTheHeuristicDefaultForTheAlignment) {
   Runtime rt(RuntimeOptions{""});
-  QuantizeArgs a = valid_quantize_args();
-  EXPECT_EQ(spec_name(rt.select(a)), "quant_sm90_bf16_e4m3_1x128_v8_t256_u2");
-  a.x = fake(0x10008);  // 8-byte aligned: 4 bf16 per access
+  QuantizeArgs a = valid_quantize_args();  // 64 KiB aligned, k = 512: any vector width
+  EXPECT_EQ(rt.select(a), default_quantize_spec({}, 16));
+  a.x = fake(0x10008);  // 8-byte aligned: 4 bf16 per access at most
+  EXPECT_EQ(rt.select(a), default_quantize_spec({}, 4));
   EXPECT_EQ(rt.select(a).i("vec"), 4);
+  a = valid_quantize_args();
+  a.ldx = 520;  // rows 1040 bytes apart: 8 bf16 (16 bytes) per access at most
+  EXPECT_EQ(rt.select(a), default_quantize_spec({}, 8));
   a = valid_quantize_args();
   a.granularity = Granularity::block128;
   a.qt = fake(0x700000);
-  EXPECT_EQ(spec_name(rt.select(a)), "quant_sm90_bf16_e4m3_128x128_tr_v8_t256_u1");
-  EXPECT_EQ(spec_name(rt.select(valid_dequantize_args())), "dequant_sm90_e4m3_bf16_128x128_v16_t256_u2");
+  EXPECT_EQ(rt.select(a), default_quantize_spec({DType::bf16, Fp8Format::e4m3, Granularity::block128, true}, 16));
+  EXPECT_EQ(rt.select(valid_dequantize_args()), default_dequantize_spec({}, 16));
+  DequantizeArgs d = valid_dequantize_args();
+  d.q = fake(0x10004);  // FP8 codes 4-byte aligned
+  EXPECT_EQ(rt.select(d), default_dequantize_spec({}, 4));
 }
 
 }  // namespace

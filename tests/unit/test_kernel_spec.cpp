@@ -195,13 +195,12 @@ TEST(KernelSpecValidation, WrongTypes) {
                        {"config.vec", "8.0", "integer or a string"});
   expect_json_rejected(R"({"family":"quantize","problem":{"input":["bf16"],"format":"e4m3","granularity":"1x128",)"
                        R"("transpose":0},"config":{"vec":8,"threads":256,"unroll":2}})",
-                       {"problem.input", "[\"bf16\"]"});
+                       {"problem.input", "<array of 1 entries>"});
   expect_json_rejected(R"({"family":"quantize","problem":{"input":null}})", {"problem.input", "null"});
 }
 
-// The value "8" (a string) is shown exactly like the integer 8, so the message claims that 8 is
-// not one of {4, 8, 16}. It should make the type visible (quote strings).
-TEST(KernelSpecValidation, DISABLED_WrongTypeMessageShowsTheString) {
+// The value "8" (a string) must read differently from the integer 8 in the message.
+TEST(KernelSpecValidation, WrongTypeMessageShowsTheString) {
   const std::string msg = invalid_message([&] { validate_spec(with(quant_spec(), "vec", std::string("8"))); });
   EXPECT_NE(msg.find("\"8\""), std::string::npos) << msg;
 }
@@ -221,14 +220,12 @@ TEST(KernelSpecValidation, OutOfSetIntegers) {
                        {"dequantize.threads = -256"});
   expect_json_rejected(R"({"family":"dequantize","problem":{"format":"e4m3","output":"bf16","granularity":"row"},)"
                        R"("config":{"vec":16,"threads":256,"unroll":18446744073709551615}})",
-                       {"dequantize.unroll"});
+                       {"config.unroll", "integer out of range"});
 }
 
-// BUG (generator/kernel_spec.cpp, spec_from_json): only json::parse_error is caught, but
-// json::parse also throws json::out_of_range (406) for a number literal that overflows a double.
-// That escapes as a raw nlohmann exception instead of fp8jit::Error(invalid_argument), so callers
-// mapping fp8jit errors (the C ABI, the CLI's "unexpected error" branch) misreport bad input.
-TEST(KernelSpecValidation, DISABLED_NumberOverflowIsInvalidArgument) {
+// json::parse throws json::out_of_range (406), not parse_error, for a number literal that
+// overflows a double: it must still surface as fp8jit::Error(invalid_argument).
+TEST(KernelSpecValidation, NumberOverflowIsInvalidArgument) {
   expect_json_rejected(R"({"family":"dequantize","problem":{"format":"e4m3","output":"bf16","granularity":"row"},)"
                        R"("config":{"vec":16,"threads":256,"unroll":1e400}})",
                        {"not valid JSON", "1e400"});
@@ -250,7 +247,7 @@ TEST(KernelSpecValidation, HostileStringsNeverRendered) {
     (void)spec_from_json(R"({"family":"quantize","problem":{"input":"bf16\"; system(\"rm -rf /\"); //",)"
                          R"("format":"e4m3","granularity":"1x128","transpose":0},"config":{"vec":8,"threads":256,"unroll":2}})");
   });
-  EXPECT_NE(msg.find("quantize.input = bf16\"; system(\"rm -rf /\"); //"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("quantize.input = \"bf16\"; system(\"rm -rf /\"); //\""), std::string::npos) << msg;
   expect_json_rejected(R"({"family":"quantize","problem":{"input":"bf16","format":"e4m3","granularity":"1x128\n",)"
                        R"("transpose":0},"config":{"vec":8,"threads":256,"unroll":2}})",
                        {"quantize.granularity"});
@@ -375,25 +372,41 @@ TEST(KernelSpecTyped, ProblemCounts) {
 }
 
 TEST(KernelSpecTyped, DefaultsValidateAndRespectMaxVec) {
-  for (int max_vec : {4, 8, 16}) {
-    for (const QuantizeProblem& p : quantize_problems()) {
+  // The heuristic's choices are tuned elsewhere (bench/NOTES.md); what must hold for any choice:
+  // the spec is valid, solves the asked problem, and never uses a wider vector than alignment
+  // allows (max_vec), while 4 (always allowed) is used when that is the bound.
+  for (const QuantizeProblem& p : quantize_problems()) {
+    int previous = 0;
+    for (int max_vec : {4, 8, 16}) {
       const KernelSpec s = default_quantize_spec(p, max_vec);
+      SCOPED_TRACE(spec_name(s) + " max_vec " + std::to_string(max_vec));
       ASSERT_NO_THROW(validate_spec(s));
       const QuantizeProblem back = quantize_problem_of(s);
       EXPECT_TRUE(back.input == p.input && back.format == p.format && back.granularity == p.granularity &&
                   back.transpose == p.transpose);
-      // 16-byte accesses of the input, capped by the alignment bound.
-      const int want = std::min(p.input == DType::fp32 ? 4 : 8, max_vec);
-      EXPECT_EQ(s.i("vec"), want) << spec_name(s) << " max_vec " << max_vec;
+      EXPECT_LE(s.i("vec"), max_vec);
+      if (max_vec == 4) EXPECT_EQ(s.i("vec"), 4);
+      EXPECT_GE(s.i("vec"), previous);  // more alignment never narrows the access
+      EXPECT_LE(s.i("vec") * static_cast<std::int64_t>(dtype_size(p.input)), 32);
+      previous = static_cast<int>(s.i("vec"));
     }
-    for (const DequantizeProblem& p : dequantize_problems()) {
-      const KernelSpec s = default_dequantize_spec(p, max_vec);
-      ASSERT_NO_THROW(validate_spec(s));
-      EXPECT_EQ(s.i("vec"), max_vec) << spec_name(s);
-    }
+    EXPECT_EQ(default_quantize_spec(p), default_quantize_spec(p, 16));
   }
-  EXPECT_EQ(spec_name(default_quantize_spec({})), "quant_sm90_bf16_e4m3_1x128_v8_t256_u2");
-  EXPECT_EQ(spec_name(default_dequantize_spec({})), "dequant_sm90_e4m3_bf16_128x128_v16_t256_u2");
+  for (const DequantizeProblem& p : dequantize_problems()) {
+    int previous = 0;
+    for (int max_vec : {4, 8, 16}) {
+      const KernelSpec s = default_dequantize_spec(p, max_vec);
+      SCOPED_TRACE(spec_name(s) + " max_vec " + std::to_string(max_vec));
+      ASSERT_NO_THROW(validate_spec(s));
+      const DequantizeProblem back = dequantize_problem_of(s);
+      EXPECT_TRUE(back.format == p.format && back.output == p.output && back.granularity == p.granularity);
+      EXPECT_LE(s.i("vec"), max_vec);
+      if (max_vec == 4) EXPECT_EQ(s.i("vec"), 4);
+      EXPECT_GE(s.i("vec"), previous);
+      previous = static_cast<int>(s.i("vec"));
+    }
+    EXPECT_EQ(default_dequantize_spec(p), default_dequantize_spec(p, 16));
+  }
   invalid_message([] { (void)default_quantize_spec({DType::bf16, Fp8Format::e4m3, Granularity::row, true}); });
 }
 

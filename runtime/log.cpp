@@ -1,0 +1,16 @@
+#include "runtime/log.hpp"
+
+#include <cstdio>
+
+#include "runtime/settings.hpp"
+
+namespace fp8jit::log {
+
+bool enabled(Level level) { return Settings::get().log_level >= level; }
+
+void write(Level level, std::string_view message) {
+  static const char* const kNames[] = {"", "warning", "info", "debug"};
+  std::fprintf(stderr, "fp8jit %s: %.*s\n", kNames[level], static_cast<int>(message.size()), message.data());
+}
+
+}  // namespace fp8jit::log
