@@ -9,7 +9,7 @@
 namespace fp8jit {
 
 const std::vector<const FamilyDef*>& all_families() {
-  static const std::vector<const FamilyDef*> families = {&quantize_family(), &dequantize_family()};
+  static const std::vector<const FamilyDef*> families = {&quantize_family(), &dequantize_family(), &gemm_family()};
   return families;
 }
 
@@ -61,6 +61,28 @@ std::vector<KernelSpec> enumerate_specs(const FamilyDef& family) {
   std::vector<KernelSpec> out;
   KernelSpec spec{family.name, {}};
   walk(family, spec, 0, false, [&](const KernelSpec& s) { out.push_back(s); });
+  return out;
+}
+
+std::vector<KernelSpec> spread_sample(const FamilyDef& family, std::size_t n) {
+  const std::vector<KernelSpec> all = enumerate_specs(family);
+  if (all.size() <= n || n == 0) return all;
+  std::vector<bool> take(all.size(), false);
+  for (std::size_t i = 0; i < n; ++i) take[i * all.size() / n] = true;
+  for (const ParamDef& def : family.params) {
+    if (!def.is_config) continue;
+    // First spec at the smallest and at the largest value that occurs among valid specs.
+    std::size_t lo = 0, hi = 0;
+    for (std::size_t i = 0; i < all.size(); ++i) {
+      const ParamValue& v = all[i].params.at(def.name);
+      if (v < all[lo].params.at(def.name)) lo = i;
+      if (all[hi].params.at(def.name) < v) hi = i;
+    }
+    take[lo] = take[hi] = true;
+  }
+  std::vector<KernelSpec> out;
+  for (std::size_t i = 0; i < all.size(); ++i)
+    if (take[i]) out.push_back(all[i]);
   return out;
 }
 

@@ -37,6 +37,10 @@ std::vector<KernelSpec> enumerate_specs(const FamilyDef& family);
 // Every valid config for the problem parameters of `problem_spec` (its config params ignored).
 std::vector<KernelSpec> enumerate_configs(const FamilyDef& family, const KernelSpec& problem_spec);
 
+// A fixed, spread subset of at most about `n` valid specs: evenly spaced over enumerate_specs(),
+// plus, for every config parameter, a spec at its smallest and at its largest valid value.
+std::vector<KernelSpec> spread_sample(const FamilyDef& family, std::size_t n);
+
 std::string param_to_string(const ParamValue& v);
 // For error messages: strings quoted and cut to a bounded length.
 std::string param_repr(const ParamValue& v);
@@ -44,5 +48,6 @@ std::string param_repr(const ParamValue& v);
 // Defined by the families.
 const FamilyDef& quantize_family();
 const FamilyDef& dequantize_family();
+const FamilyDef& gemm_family();
 
 }  // namespace fp8jit

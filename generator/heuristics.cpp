@@ -39,3 +39,37 @@ KernelSpec default_dequantize_spec(const DequantizeProblem& problem, int max_vec
 }
 
 }  // namespace fp8jit
+
+namespace fp8jit {
+
+// Tiles: 64 rows when M is small (one consumer warpgroup), else 128; the BLOCK_N that fills the
+// most of the last wave of a persistent grid (ties: the larger tile, which reuses A more); as many
+// stages as shared memory holds, up to 6.
+KernelSpec default_gemm_spec(const GemmProblem& problem, std::int64_t m, std::int64_t n, std::int64_t k,
+                             int sm_count, int smem_bytes) {
+  (void)k;
+  const int block_m = m <= 64 ? 64 : 128;
+  const int max_n = (problem.scale == ScaleMode::block || problem.scale == ScaleMode::group) ? 176 : 256;
+  int best_n = 128;
+  double best_score = -1;
+  for (int bn = 64; bn <= max_n; bn += 16) {
+    if (problem.scale == ScaleMode::block && bn > 128 && 128 % bn != 0 && bn != 160 && bn != 144) continue;
+    const std::int64_t tiles = ((m + block_m - 1) / block_m) * ((n + bn - 1) / bn);
+    const std::int64_t waves = (tiles + sm_count - 1) / sm_count;
+    const double fill = static_cast<double>(tiles) / static_cast<double>(waves * sm_count);
+    // Prefer fuller waves; among equals, fewer waves of larger tiles.
+    const double score = fill - 0.01 * static_cast<double>(waves) + 1e-4 * bn;
+    if (score > best_score) {
+      best_score = score;
+      best_n = bn;
+    }
+  }
+  GemmConfig c{block_m, best_n, 2, 8};
+  for (int stages = 6; stages >= 2; --stages) {
+    c.stages = stages;
+    if (gemm_smem_bytes(c) <= smem_bytes) break;
+  }
+  return make_gemm_spec(problem, c);
+}
+
+}  // namespace fp8jit

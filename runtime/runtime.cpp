@@ -7,6 +7,7 @@
 
 #include "fp8jit/error.hpp"
 #include "runtime/driver.hpp"
+#include "runtime/gemm_op.hpp"
 #include "runtime/kernel_cache.hpp"
 #include "runtime/ops.hpp"
 #include "runtime/settings.hpp"
@@ -27,6 +28,21 @@ struct Runtime::Impl {
   std::shared_mutex fast_mutex;
   std::unordered_map<CUcontext, std::unordered_map<std::uint64_t, const LoadedKernel*>> fast;
   std::unordered_map<CUcontext, bool> checked;  // contexts whose device was checked (under fast_mutex)
+  // gemm: the heuristic depends on the shape, so the key holds it: (context, problem, m, n, k).
+  struct GemmKey {
+    CUcontext ctx;
+    std::uint64_t problem;
+    std::int64_t m, n, k;
+    bool operator==(const GemmKey&) const = default;
+  };
+  struct GemmKeyHash {
+    std::size_t operator()(const GemmKey& g) const {
+      std::size_t h = std::hash<const void*>()(g.ctx) ^ (g.problem * 0x9E3779B97F4A7C15ull);
+      for (std::int64_t v : {g.m, g.n, g.k}) h = (h ^ static_cast<std::size_t>(v)) * 0x100000001B3ull;
+      return h;
+    }
+  };
+  std::unordered_map<GemmKey, const LoadedKernel*, GemmKeyHash> gemm_fast;
 
   const LoadedKernel* find_fast(CUcontext ctx, std::uint64_t key) {
     std::shared_lock lock(fast_mutex);
@@ -121,6 +137,52 @@ void Runtime::dequantize(const DequantizeArgs& args, const KernelSpec& spec, CUs
   ops::check_matches(spec, a);
   impl_->check_device(driver::ensure_context());
   ops::launch(impl_->kernels.get(spec), a, stream);
+}
+
+namespace {
+
+std::uint64_t gemm_problem_bits(const GemmProblem& p) {
+  return pack_key(3, int(p.a_format), int(p.b_format), int(p.out), int(p.scale), p.bias ? 1 : 0);
+}
+
+int sm_count() { return driver::device_info().sm_count; }
+
+}  // namespace
+
+KernelSpec Runtime::select(const GemmArgs& args) const {
+  const GemmArgs a = ops::normalize(args);
+  int sms = 132, smem = 232448;
+  if (driver::available()) {
+    const driver::DeviceInfo d = driver::device_info();
+    sms = d.sm_count;
+    smem = d.max_smem_optin;
+  }
+  return default_gemm_spec(ops::problem_of(a), a.m, a.n, a.k, sms, smem);
+}
+
+void Runtime::gemm(const GemmArgs& args, CUstream stream) {
+  const GemmArgs a = ops::normalize(args);
+  const Impl::GemmKey key{driver::ensure_context(), gemm_problem_bits(ops::problem_of(a)), a.m, a.n, a.k};
+  const LoadedKernel* k = nullptr;
+  {
+    std::shared_lock lock(impl_->fast_mutex);
+    auto it = impl_->gemm_fast.find(key);
+    if (it != impl_->gemm_fast.end()) k = it->second;
+  }
+  if (!k) {
+    impl_->check_device(key.ctx);
+    k = &impl_->kernels.get(select(a));
+    std::unique_lock lock(impl_->fast_mutex);
+    impl_->gemm_fast[key] = k;
+  }
+  ops::launch(*k, a, sm_count(), stream);
+}
+
+void Runtime::gemm(const GemmArgs& args, const KernelSpec& spec, CUstream stream) {
+  const GemmArgs a = ops::normalize(args);
+  ops::check_matches(spec, a);
+  impl_->check_device(driver::ensure_context());
+  ops::launch(impl_->kernels.get(spec), a, sm_count(), stream);
 }
 
 std::string Runtime::compile(const KernelSpec& spec) { return impl_->kernels.cubin(spec); }

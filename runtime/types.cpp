@@ -39,6 +39,13 @@ constexpr NameTable<ScaleLayout, 2> k_scale_layout_names{{
     {ScaleLayout::col_major_tma, "col_major_tma"},
 }};
 
+constexpr NameTable<ScaleMode, 4> k_scale_mode_names{{
+    {ScaleMode::tensor, "tensor"},
+    {ScaleMode::rowwise, "rowwise"},
+    {ScaleMode::block, "block"},
+    {ScaleMode::group, "group"},
+}};
+
 // An enumerator outside the table can only come from a bad cast inside fp8jit or a caller
 // bypassing parse_*, so it is reported rather than printed as garbage.
 template <class E, std::size_t N>
@@ -67,6 +74,11 @@ std::string_view to_string(Granularity v) {
 }
 std::string_view to_string(ScaleLayout v) {
   return name_of(k_scale_layout_names, v, "ScaleLayout");
+}
+
+std::string_view to_string(ScaleMode v) { return name_of(k_scale_mode_names, v, "ScaleMode"); }
+std::optional<ScaleMode> parse_scale_mode(std::string_view s) {
+  return parse_name(k_scale_mode_names, s);
 }
 
 std::optional<DType> parse_dtype(std::string_view s) { return parse_name(k_dtype_names, s); }

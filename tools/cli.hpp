@@ -36,5 +36,6 @@ int cmd_compile_all(const Args& args);
 int cmd_quantize(const Args& args);
 int cmd_dequantize(const Args& args);
 int cmd_demo(const Args& args);
+int cmd_gemm(const Args& args);
 
 }  // namespace fp8jit::cli

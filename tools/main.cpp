@@ -68,10 +68,13 @@ constexpr const char* kUsage = R"(usage: fp8jit <command> [options]
   list [--family F] [--json]             kernel families and config spaces; --json: one spec per line
   emit --spec JSON|FILE                  print the generated CUDA source
   compile --spec JSON|FILE [--ptx PATH] [--cubin PATH]   NVRTC for sm_90a (no GPU needed)
-  compile-all [--family F] [--jobs N]    compile every variant, print a summary
+  compile-all [--family F,G] [--jobs N] [--sample N]
+                                         compile every variant (gemm: a spread sample of N, 0 = all)
   quantize [--m M --k K --input bf16|fp16|fp32 --format e4m3|e5m2 --granularity tensor|row|1x128|128x128
             --layout row_major|col_major_tma --pow2 --transpose --iters N]    GPU run, checked, GB/s
   dequantize [--m M --k K --format F --output bf16|fp16|fp32 --granularity G --iters N]
+  gemm [--m M --n N --k K --scale block|rowwise|tensor|group --out bf16|fp16|fp32
+        --a-format e4m3|e5m2 --b-format e4m3|e5m2 --iters N]  one GEMM on the GPU, checked, TFLOP/s
   demo                                   with a GPU: quantize -> dequantize round trip with GB/s;
                                          without: compile every kernel variant
 )";
@@ -92,10 +95,12 @@ int main(int argc, char** argv) {
     if (cmd == "list") return cmd_list(Args(argc, argv, 2, {"family"}, {"json"}));
     if (cmd == "emit") return cmd_emit(Args(argc, argv, 2, {"spec"}, {}));
     if (cmd == "compile") return cmd_compile(Args(argc, argv, 2, {"spec", "ptx", "cubin"}, {}));
-    if (cmd == "compile-all") return cmd_compile_all(Args(argc, argv, 2, {"family", "jobs"}, {}));
+    if (cmd == "compile-all") return cmd_compile_all(Args(argc, argv, 2, {"family", "jobs", "sample"}, {}));
     if (cmd == "quantize") return cmd_quantize(Args(argc, argv, 2, run_opts, {"pow2", "transpose"}));
     if (cmd == "dequantize") return cmd_dequantize(Args(argc, argv, 2, run_opts, {}));
-    if (cmd == "demo") return cmd_demo(Args(argc, argv, 2, {"m", "k", "jobs"}, {}));
+    if (cmd == "gemm")
+      return cmd_gemm(Args(argc, argv, 2, {"m", "n", "k", "scale", "out", "a-format", "b-format", "iters"}, {}));
+    if (cmd == "demo") return cmd_demo(Args(argc, argv, 2, {"m", "k", "jobs", "sample"}, {}));
     fmt::print(stderr, "fp8jit: unknown command '{}'\n{}", cmd, kUsage);
     return 2;
   } catch (const fp8jit::Error& e) {

@@ -85,4 +85,34 @@ ElementwiseConfig elementwise_config_of(const KernelSpec& spec);
 KernelSpec default_quantize_spec(const QuantizeProblem& problem, int max_vec = 16);
 KernelSpec default_dequantize_spec(const DequantizeProblem& problem, int max_vec = 16);
 
+// ---- the gemm family ------------------------------------------------------------------------
+
+// What is baked into a gemm kernel. Sizes, pointers and scale layouts are run-time arguments.
+struct GemmProblem {
+  Fp8Format a_format = Fp8Format::e4m3;
+  Fp8Format b_format = Fp8Format::e4m3;
+  DType out = DType::bf16;
+  ScaleMode scale = ScaleMode::block;
+  bool bias = false;
+};
+
+struct GemmConfig {
+  int block_m = 128;
+  int block_n = 128;
+  int stages = 4;
+  int group_m = 8;  // tile-rows per raster group
+};
+
+KernelSpec make_gemm_spec(const GemmProblem& problem, const GemmConfig& config);
+GemmProblem gemm_problem_of(const KernelSpec& spec);
+GemmConfig gemm_config_of(const KernelSpec& spec);
+
+// Heuristic default for an M x N x K problem on a GPU with `sm_count` multiprocessors and
+// `smem_bytes` of opt-in shared memory per block.
+KernelSpec default_gemm_spec(const GemmProblem& problem, std::int64_t m, std::int64_t n, std::int64_t k,
+                             int sm_count = 132, int smem_bytes = 232448);
+
+// Shared memory the gemm variant needs and whether it fits a GPU with `smem_bytes` per block.
+int gemm_smem_bytes(const GemmConfig& config);
+
 }  // namespace fp8jit

@@ -47,6 +47,32 @@ struct DequantizeArgs {
   std::int64_t ldy = 0;
 };
 
+// D [m, n] = (A [m, k] scaled) . (B [n, k] scaled)^T (+ bias [n]). A and B are FP8 and K-major
+// (rows of K bytes, leading dimensions in elements); D is row-major. Device pointers.
+struct GemmArgs {
+  const void* a = nullptr;
+  Fp8Format a_format = Fp8Format::e4m3;
+  std::int64_t lda = 0;  // 0 = k
+  const void* b = nullptr;
+  Fp8Format b_format = Fp8Format::e4m3;
+  std::int64_t ldb = 0;
+  void* d = nullptr;
+  DType d_dtype = DType::bf16;
+  std::int64_t ldd = 0;  // 0 = n
+  std::int64_t m = 0, n = 0, k = 0;
+  ScaleMode scale_mode = ScaleMode::block;
+  // tensor: 1 float each; rowwise: m and n floats; block: A 1x128 (scale_count(group128,
+  // scale_a_layout, m, k)) and B 128x128 (scale_count(block128, scale_b_layout, n, k)); group: A and
+  // B 1x128. The sizes (in floats) are checked against the shape.
+  const float* scale_a = nullptr;
+  std::int64_t scale_a_size = 0;
+  ScaleLayout scale_a_layout = ScaleLayout::col_major_tma;
+  const float* scale_b = nullptr;
+  std::int64_t scale_b_size = 0;
+  ScaleLayout scale_b_layout = ScaleLayout::row_major;
+  const void* bias = nullptr;  // [n] in d_dtype, or null
+};
+
 // Floats a scale tensor holds for an [m, k] tensor (col_major_tma pads its row count to 4).
 std::int64_t scale_count(Granularity g, ScaleLayout layout, std::int64_t m, std::int64_t k);
 
@@ -80,6 +106,10 @@ class Runtime {
   void quantize(const QuantizeArgs& args, const KernelSpec& spec, CUstream stream);
   void dequantize(const DequantizeArgs& args, const KernelSpec& spec, CUstream stream);
 
+  void gemm(const GemmArgs& args, CUstream stream);
+  void gemm(const GemmArgs& args, const KernelSpec& spec, CUstream stream);
+  KernelSpec select(const GemmArgs& args) const;
+
   // The variant the runtime would use for these arguments.
   KernelSpec select(const QuantizeArgs& args) const;
   KernelSpec select(const DequantizeArgs& args) const;
@@ -99,5 +129,6 @@ class Runtime {
 Runtime& default_runtime();
 inline void quantize(const QuantizeArgs& a, CUstream s) { default_runtime().quantize(a, s); }
 inline void dequantize(const DequantizeArgs& a, CUstream s) { default_runtime().dequantize(a, s); }
+inline void gemm(const GemmArgs& a, CUstream s) { default_runtime().gemm(a, s); }
 
 }  // namespace fp8jit

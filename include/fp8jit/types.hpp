@@ -29,11 +29,21 @@ enum class Granularity {
 // to 16 bytes of fp32.
 enum class ScaleLayout { row_major, col_major_tma };
 
+// How the GEMM operands are scaled (D = sum_k (A * sA)(m, k) (B * sB)(n, k)).
+enum class ScaleMode {
+  tensor,   // one fp32 scale per operand
+  rowwise,  // a scale per row of A (M) and per row of B (N)
+  block,    // A per 1x128 group along K, B per 128x128 block (DeepSeek-V3)
+  group,    // A and B per 1x128 group along K (weight gradients)
+};
+
 std::string_view to_string(DType v);
 std::string_view to_string(Fp8Format v);
 std::string_view to_string(Granularity v);
 std::string_view to_string(ScaleLayout v);
 
+std::string_view to_string(ScaleMode v);
+std::optional<ScaleMode> parse_scale_mode(std::string_view s);
 std::optional<DType> parse_dtype(std::string_view s);
 std::optional<Fp8Format> parse_fp8_format(std::string_view s);
 std::optional<Granularity> parse_granularity(std::string_view s);

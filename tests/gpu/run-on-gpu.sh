@@ -47,6 +47,6 @@ if [ "${1:-}" != "quick" ]; then
   compute-sanitizer --tool memcheck ./$B/fp8jit quantize --m 300 --k 1000 --iters 1 2>&1 | tail -3
   compute-sanitizer --tool memcheck ./$B/fp8jit quantize --m 300 --k 1000 --granularity 128x128 --transpose --iters 1 2>&1 | tail -3
   step "bench"
-  ./$B/bench/fp8jit_bench --benchmark_out="$OUT/bench_quant.json" --benchmark_out_format=json 2>&1 | tee "$OUT/bench_quant.txt" | grep -vE "^\*\*\*|^---"
+  ./$B/bench/fp8jit_bench --benchmark_filter="${BENCH_FILTER:-^BM_}" --benchmark_out="$OUT/bench_quant.json" --benchmark_out_format=json 2>&1 | tee "$OUT/bench_quant.txt" | grep -vE "^\*\*\*|^---"
 fi
 exit $status

@@ -1,0 +1,170 @@
+// The gemm family: config space, validity rules and resource model, names and source.
+#include <fmt/format.h>
+
+#include <numeric>
+
+#include "fp8jit/error.hpp"
+#include "generator/families/elementwise.hpp"
+#include "generator/family.hpp"
+
+namespace fp8jit {
+namespace {
+
+using elementwise::dev_elem;
+using elementwise::dev_fp8;
+
+constexpr int kSmemLimit = 232448;  // opt-in shared memory per block on H100/H200
+constexpr int kConsumerRegs = 232;  // registers of a consumer thread after setmaxnreg
+constexpr int kRegOverhead = 48;    // addresses, loop state, scales: measured headroom
+
+const char* dev_scale(ScaleMode m) {
+  switch (m) {
+    case ScaleMode::tensor: return "kPerTensor";
+    case ScaleMode::rowwise: return "kPerRow";
+    case ScaleMode::block: return "kBlockScale";
+    case ScaleMode::group: return "kGroupScale";
+  }
+  throw Error(ErrorKind::internal, "dev_scale: bad ScaleMode");
+}
+
+bool promotes(ScaleMode m) { return m == ScaleMode::block || m == ScaleMode::group; }
+
+// Accumulator registers per consumer thread: BLOCK_N/2 per m64 row slab, twice with promotion.
+int accumulator_regs(const GemmProblem& p, const GemmConfig& c) {
+  const int slabs = c.block_m == 256 ? 2 : 1;
+  return slabs * c.block_n / 2 * (promotes(p.scale) ? 2 : 1);
+}
+
+std::string check(const KernelSpec& spec) {
+  const GemmProblem p = gemm_problem_of(spec);
+  const GemmConfig c = gemm_config_of(spec);
+  if (p.a_format == Fp8Format::e5m2 && p.b_format == Fp8Format::e5m2)
+    return "a_format = b_format = e5m2: FP8 GEMMs need at least one E4M3 operand";
+  if (gemm_smem_bytes(c) > kSmemLimit)
+    return fmt::format("stages = {} with {}x{} tiles needs {} bytes of shared memory; the limit is {}",
+                       c.stages, c.block_m, c.block_n, gemm_smem_bytes(c), kSmemLimit);
+  if (accumulator_regs(p, c) + kRegOverhead > kConsumerRegs)
+    return fmt::format("{}x{} tiles need {} accumulator registers per thread ({} scaling); at most {} fit",
+                       c.block_m, c.block_n, accumulator_regs(p, c), to_string(p.scale),
+                       kConsumerRegs - kRegOverhead);
+  // Block scaling reads the scales of at most two 128-wide blocks of B per tile.
+  if (p.scale == ScaleMode::block && 128 - std::gcd(c.block_n, 128) > 256 - c.block_n)
+    return fmt::format("block_n = {} lets a tile straddle three 128x128 scale blocks of B", c.block_n);
+  return "";
+}
+
+std::string name_of(const KernelSpec& spec) {
+  const GemmProblem p = gemm_problem_of(spec);
+  const GemmConfig c = gemm_config_of(spec);
+  return fmt::format("gemm_sm90_{}{}_{}_{}{}_{}x{}x128_s{}_g{}", to_string(p.a_format), to_string(p.b_format),
+                     to_string(p.out), to_string(p.scale), p.bias ? "_bias" : "", c.block_m, c.block_n,
+                     c.stages, c.group_m);
+}
+
+// The m64nNk32 FP8 wgmma with its N/2 accumulator operands spelt out.
+std::string render_wgmma(int n, Fp8Format a, Fp8Format b) {
+  const int regs = n / 2;
+  std::string list, outs;
+  for (int i = 0; i < regs; ++i) {
+    list += fmt::format("{}%{}", i ? ", " : "", i);
+    outs += fmt::format("{}\"+f\"(d[{}])", i ? ", " : "", i);
+  }
+  return fmt::format(
+      "template <> struct Wgmma<{0}, {1}, {2}> {{\n"
+      "  static FP8JIT_DEVICE void mma(u64 desc_a, u64 desc_b, float (&d)[{3}], int scale_d) {{\n"
+      "    asm volatile(\n"
+      "        \"{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{6}, 0;\\n\"\n"
+      "        \"wgmma.mma_async.sync.aligned.m64n{0}k32.f32.{7}.{8} {{{4}}}, %{3}, %{5}, p, 1, 1;\\n}}\\n\"\n"
+      "        : {9}\n"
+      "        : \"l\"(desc_a), \"l\"(desc_b), \"r\"(scale_d));\n"
+      "  }}\n}};\n",
+      n, dev_fp8(a), dev_fp8(b), regs, list, regs + 1, regs + 2, to_string(a), to_string(b), outs);
+}
+
+std::string render_body(const KernelSpec& spec) {
+  const GemmProblem p = gemm_problem_of(spec);
+  const GemmConfig c = gemm_config_of(spec);
+  const int threads = 128 * ((c.block_m >= 128 ? 2 : 1) + 1);
+  return fmt::format(
+      "{}\n"
+      "using Kernel = Sm90Fp8Gemm</*BLOCK_M=*/{}, /*BLOCK_N=*/{}, /*kStages=*/{}, {}, {}, {}, {}, /*kBias=*/{}, "
+      "/*GROUP_M=*/{}>;\n\n"
+      "extern \"C\" __global__ void __launch_bounds__({}, 1) fp8jit_gemm(const __grid_constant__ GemmParams p) {{\n"
+      "  extern __shared__ __align__(1024) u8 smem[];\n"
+      "  Kernel::run(p, smem);\n}}\n",
+      render_wgmma(c.block_n, p.a_format, p.b_format), c.block_m, c.block_n, c.stages, dev_scale(p.scale),
+      dev_elem(p.out), dev_fp8(p.a_format), dev_fp8(p.b_format), p.bias ? "true" : "false", c.group_m, threads);
+}
+
+std::vector<std::string> entry_points(const KernelSpec&) { return {"fp8jit_gemm"}; }
+int dynamic_smem(const KernelSpec& spec) { return gemm_smem_bytes(gemm_config_of(spec)); }
+int block_threads(const KernelSpec& spec) { return 128 * ((spec.i("block_m") >= 128 ? 2 : 1) + 1); }
+
+std::vector<ParamValue> range(int from, int to, int step) {
+  std::vector<ParamValue> v;
+  for (int i = from; i <= to; i += step) v.push_back(std::int64_t{i});
+  return v;
+}
+
+FamilyDef make_family() {
+  FamilyDef f;
+  f.name = "gemm";
+  f.header = "fp8jit/gemm/sm90_fp8_gemm.cuh";
+  f.params = {
+      {"a_format", false, {"e4m3", "e5m2"}, "FP8 format of A [M, K]"},
+      {"b_format", false, {"e4m3", "e5m2"}, "FP8 format of B [N, K]"},
+      {"out", false, {"bf16", "fp16", "fp32"}, "element type of D"},
+      {"scale", false, {"tensor", "rowwise", "block", "group"}, "scale mode"},
+      {"bias", false, {0, 1}, "add bias[N]"},
+      {"block_m", true, {64, 128, 256}, "rows of D per tile"},
+      {"block_n", true, range(16, 256, 8), "columns of D per tile"},
+      {"stages", true, range(2, 8, 1), "shared-memory pipeline depth"},
+      {"group_m", true, {1, 4, 8, 16}, "tile-rows per raster group"},
+  };
+  f.check = check;
+  f.name_of = name_of;
+  f.render_body = render_body;
+  f.entry_points = entry_points;
+  f.dynamic_smem = dynamic_smem;
+  f.block_threads = block_threads;
+  return f;
+}
+
+}  // namespace
+
+const FamilyDef& gemm_family() {
+  static const FamilyDef family = make_family();
+  return family;
+}
+
+int gemm_smem_bytes(const GemmConfig& c) { return c.stages * (c.block_m + c.block_n) * 128 + 2 * c.stages * 8 + 1024; }
+
+KernelSpec make_gemm_spec(const GemmProblem& p, const GemmConfig& c) {
+  KernelSpec spec{"gemm",
+                  {{"a_format", std::string(to_string(p.a_format))},
+                   {"b_format", std::string(to_string(p.b_format))},
+                   {"out", std::string(to_string(p.out))},
+                   {"scale", std::string(to_string(p.scale))},
+                   {"bias", std::int64_t{p.bias}},
+                   {"block_m", std::int64_t{c.block_m}},
+                   {"block_n", std::int64_t{c.block_n}},
+                   {"stages", std::int64_t{c.stages}},
+                   {"group_m", std::int64_t{c.group_m}}}};
+  validate_spec(spec);
+  return spec;
+}
+
+GemmProblem gemm_problem_of(const KernelSpec& spec) {
+  if (spec.family != "gemm") throw_invalid("family", spec.family, "expected gemm");
+  auto scale = parse_scale_mode(spec.s("scale"));
+  if (!scale) throw_invalid("scale", spec.s("scale"), "tensor, rowwise, block or group");
+  return {elementwise::format_param(spec, "a_format"), elementwise::format_param(spec, "b_format"),
+          elementwise::dtype_param(spec, "out"), *scale, spec.i("bias") != 0};
+}
+
+GemmConfig gemm_config_of(const KernelSpec& spec) {
+  return {static_cast<int>(spec.i("block_m")), static_cast<int>(spec.i("block_n")),
+          static_cast<int>(spec.i("stages")), static_cast<int>(spec.i("group_m"))};
+}
+
+}  // namespace fp8jit

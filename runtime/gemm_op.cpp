@@ -1,0 +1,152 @@
+#include "runtime/gemm_op.hpp"
+
+#include <fmt/format.h>
+
+#include <climits>
+
+#include "fp8jit/error.hpp"
+#include "fp8jit/gemm/params.cuh"
+#include "runtime/driver.hpp"
+
+namespace fp8jit::ops {
+namespace {
+
+constexpr std::int64_t kBlockK = 128;
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+void require_ptr(const void* p, const char* name) {
+  if (!p) throw_invalid(name, "nullptr", "a device pointer is required");
+}
+
+void require_aligned(const void* p, std::size_t bytes, const char* name, const char* why) {
+  if (reinterpret_cast<std::uintptr_t>(p) % bytes != 0)
+    throw_invalid(name, fmt::format("{}", p), fmt::format("must be {}-byte aligned ({})", bytes, why));
+}
+
+std::int64_t leading(std::int64_t ld, std::int64_t min, const char* name) {
+  if (ld == 0) return min;
+  if (ld < min) throw_invalid(name, std::to_string(ld), fmt::format("must be at least {}", min));
+  return ld;
+}
+
+// Floats each operand's scales need, from the mode and layouts.
+std::int64_t needed_scales_a(const GemmArgs& a) {
+  switch (a.scale_mode) {
+    case ScaleMode::tensor: return 1;
+    case ScaleMode::rowwise: return a.m;
+    default: return scale_count(Granularity::group128, a.scale_a_layout, a.m, a.k);
+  }
+}
+std::int64_t needed_scales_b(const GemmArgs& a) {
+  switch (a.scale_mode) {
+    case ScaleMode::tensor: return 1;
+    case ScaleMode::rowwise: return a.n;
+    case ScaleMode::block: return scale_count(Granularity::block128, a.scale_b_layout, a.n, a.k);
+    case ScaleMode::group: return scale_count(Granularity::group128, a.scale_b_layout, a.n, a.k);
+  }
+  return 0;
+}
+
+// (rs, cs) of a per-row (or per-128-row-block) x per-128-K-block scale tensor with `rows` rows.
+void strides(ScaleLayout layout, std::int64_t rows, std::int64_t k_blocks, long long& rs, long long& cs) {
+  if (layout == ScaleLayout::row_major) { rs = k_blocks; cs = 1; }
+  else { rs = 1; cs = (rows + 3) / 4 * 4; }
+}
+
+void encode(dev::TensorMap* out, const void* base, std::int64_t rows, std::int64_t k, std::int64_t ld, int box_rows) {
+  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(k), static_cast<cuuint64_t>(rows)};
+  const cuuint64_t strides_bytes[1] = {static_cast<cuuint64_t>(ld)};
+  const cuuint32_t box[2] = {static_cast<cuuint32_t>(kBlockK), static_cast<cuuint32_t>(box_rows)};
+  const cuuint32_t elem_strides[2] = {1, 1};
+  driver::check(driver::api().cuTensorMapEncodeTiled(
+                    reinterpret_cast<CUtensorMap*>(out), CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, const_cast<void*>(base), dims,
+                    strides_bytes, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                    CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+                "cuTensorMapEncodeTiled");
+}
+
+}  // namespace
+
+GemmArgs normalize(const GemmArgs& in) {
+  GemmArgs a = in;
+  if (a.m <= 0) throw_invalid("m", std::to_string(a.m), "must be positive");
+  if (a.n <= 0) throw_invalid("n", std::to_string(a.n), "must be positive");
+  if (a.k <= 0) throw_invalid("k", std::to_string(a.k), "must be positive");
+  if (a.m > INT_MAX || a.n > INT_MAX || a.k > INT_MAX)
+    throw_invalid("m/n/k", fmt::format("{}/{}/{}", a.m, a.n, a.k), "each must be below 2^31");
+  if (a.k % 16 != 0)
+    throw_invalid("k", std::to_string(a.k),
+                  "must be a multiple of 16: TMA needs 16-byte aligned rows of the FP8 operands; pad K with zeros");
+  if (a.a_format == Fp8Format::e5m2 && a.b_format == Fp8Format::e5m2)
+    throw_invalid("a_format/b_format", "e5m2/e5m2", "at least one operand must be E4M3");
+  require_ptr(a.a, "a");
+  require_ptr(a.b, "b");
+  require_ptr(a.d, "d");
+  require_ptr(a.scale_a, "scale_a");
+  require_ptr(a.scale_b, "scale_b");
+  require_aligned(a.a, 16, "a", "TMA");
+  require_aligned(a.b, 16, "b", "TMA");
+  require_aligned(a.d, dtype_size(a.d_dtype), "d", "element size");
+  require_aligned(a.scale_a, 4, "scale_a", "fp32");
+  require_aligned(a.scale_b, 4, "scale_b", "fp32");
+  if (a.bias) require_aligned(a.bias, dtype_size(a.d_dtype), "bias", "element size");
+  a.lda = leading(a.lda, a.k, "lda");
+  a.ldb = leading(a.ldb, a.k, "ldb");
+  a.ldd = leading(a.ldd, a.n, "ldd");
+  if (a.lda % 16) throw_invalid("lda", std::to_string(a.lda), "must be a multiple of 16 (TMA row alignment)");
+  if (a.ldb % 16) throw_invalid("ldb", std::to_string(a.ldb), "must be a multiple of 16 (TMA row alignment)");
+  const std::int64_t need_a = needed_scales_a(a), need_b = needed_scales_b(a);
+  if (a.scale_a_size < need_a)
+    throw_invalid("scale_a_size", std::to_string(a.scale_a_size),
+                  fmt::format("{} scaling of A [{}x{}] needs {} floats", to_string(a.scale_mode), a.m, a.k, need_a));
+  if (a.scale_b_size < need_b)
+    throw_invalid("scale_b_size", std::to_string(a.scale_b_size),
+                  fmt::format("{} scaling of B [{}x{}] needs {} floats", to_string(a.scale_mode), a.n, a.k, need_b));
+  return a;
+}
+
+GemmProblem problem_of(const GemmArgs& a) {
+  return {a.a_format, a.b_format, a.d_dtype, a.scale_mode, a.bias != nullptr};
+}
+
+void check_matches(const KernelSpec& spec, const GemmArgs& a) {
+  const GemmProblem p = gemm_problem_of(spec), q = problem_of(a);
+  if (p.a_format != q.a_format || p.b_format != q.b_format || p.out != q.out || p.scale != q.scale ||
+      p.bias != q.bias)
+    throw_invalid("spec", spec_name(spec), "does not match the arguments' formats, output, scale mode or bias");
+}
+
+void launch(const LoadedKernel& k, const GemmArgs& a, int sm_count, CUstream stream) {
+  const GemmConfig c = gemm_config_of(k.spec);
+  dev::GemmParams p{};
+  encode(&p.tma_a, a.a, a.m, a.k, a.lda, c.block_m);
+  encode(&p.tma_b, a.b, a.n, a.k, a.ldb, c.block_n);
+  p.d = a.d;
+  p.ldd = a.ldd;
+  p.scale_a = a.scale_a;
+  p.scale_b = a.scale_b;
+  const std::int64_t kb = ceil_div(a.k, kBlockK);
+  if (a.scale_mode == ScaleMode::block || a.scale_mode == ScaleMode::group)
+    strides(a.scale_a_layout, a.m, kb, p.sa_rs, p.sa_cs);
+  if (a.scale_mode == ScaleMode::block) strides(a.scale_b_layout, ceil_div(a.n, 128), kb, p.sb_rs, p.sb_cs);
+  if (a.scale_mode == ScaleMode::group) strides(a.scale_b_layout, a.n, kb, p.sb_rs, p.sb_cs);
+  p.bias = a.bias;
+  p.M = static_cast<int>(a.m);
+  p.N = static_cast<int>(a.n);
+  p.K = static_cast<int>(a.k);
+  p.tiles_m = static_cast<int>(ceil_div(a.m, c.block_m));
+  p.tiles_n = static_cast<int>(ceil_div(a.n, c.block_n));
+  p.k_blocks = static_cast<int>(kb);
+  p.pair_stores = (a.ldd % 2 == 0 && reinterpret_cast<std::uintptr_t>(a.d) % (2 * dtype_size(a.d_dtype)) == 0) ? 1 : 0;
+  const std::int64_t tiles = std::int64_t{p.tiles_m} * p.tiles_n;
+  LaunchConfig lc;
+  lc.grid[0] = static_cast<unsigned>(std::min<std::int64_t>(tiles, sm_count));
+  lc.block[0] = static_cast<unsigned>(k.threads);
+  lc.smem_bytes = static_cast<unsigned>(k.smem_bytes);
+  lc.stream = stream;
+  void* args[] = {&p};
+  fp8jit::launch(k.functions[0], lc, args);
+}
+
+}  // namespace fp8jit::ops

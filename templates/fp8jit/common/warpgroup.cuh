@@ -1,0 +1,43 @@
+// Warpgroup-level primitives for WGMMA (sm_90a): fences, commit/wait, register reallocation and
+// shared-memory matrix descriptors.
+#pragma once
+
+#include "fp8jit/common/defs.cuh"
+
+namespace fp8jit {
+namespace dev {
+namespace warpgroup {
+
+constexpr int kThreads = 128;
+
+// Orders prior register writes of the accumulators before the next wgmma reads them.
+FP8JIT_DEVICE void arrive() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+FP8JIT_DEVICE void commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+template <int N> FP8JIT_DEVICE void wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
+}
+
+// Register reallocation between roles: takes effect only with __launch_bounds__(threads, 1).
+template <int REGS> FP8JIT_DEVICE void increase_registers() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(REGS));
+}
+template <int REGS> FP8JIT_DEVICE void decrease_registers() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(REGS));
+}
+
+// Descriptor of a K-major tile written by TMA with 128-byte swizzle: rows of 128 bytes, groups of
+// 8 rows 1024 bytes apart (stride byte offset). The leading byte offset is unused when one wgmma
+// reads K = 32 bytes within a swizzle atom. Tile bases must be 1024-byte aligned.
+FP8JIT_DEVICE u64 smem_desc_k128_swizzle(const void* smem) {
+  const u32 addr = static_cast<u32>(__cvta_generic_to_shared(smem));
+  u64 desc = 0;
+  desc |= static_cast<u64>((addr & 0x3FFFF) >> 4);   // start address, 16-byte units
+  desc |= static_cast<u64>(1) << 16;                  // leading byte offset (ignored)
+  desc |= static_cast<u64>(1024 >> 4) << 32;          // stride byte offset: 8 rows x 128 B
+  desc |= static_cast<u64>(1) << 62;                  // layout: 128-byte swizzle
+  return desc;
+}
+
+}  // namespace warpgroup
+}  // namespace dev
+}  // namespace fp8jit

@@ -1,0 +1,35 @@
+// Kernel parameter block of the gemm family, shared by device code and the host launcher.
+#pragma once
+
+#include "fp8jit/common/tensor_map.cuh"
+
+namespace fp8jit {
+namespace dev {
+
+// Scale modes; values match fp8jit::ScaleMode on the host.
+enum GemmScale {
+  kPerTensor = 0,   // one scale per operand
+  kPerRow = 1,  // a scale per row of A and per row of B
+  kBlockScale = 2,    // A 1x128 groups along K x B 128x128 blocks (DeepSeek-V3)
+  kGroupScale = 3,    // A 1x128 x B 1x128 (weight gradients)
+};
+
+// Scale (i, j) of an operand sits at i * rs + j * cs: i indexes rows (or 128-row blocks of B in
+// block mode), j indexes 128-wide K blocks. The host derives rs/cs from the scale layout.
+struct GemmParams {
+  TensorMap tma_a;  // A [M, K] FP8, K-major, box 128 x BLOCK_M, 128-byte swizzle
+  TensorMap tma_b;  // B [N, K] FP8, K-major, box 128 x BLOCK_N
+  void* d;          // D [M, N], row stride ldd elements
+  long long ldd;
+  const float* scale_a;
+  long long sa_rs, sa_cs;
+  const float* scale_b;
+  long long sb_rs, sb_cs;
+  const void* bias;  // [N] in D's element type, or null
+  int M, N, K;
+  int tiles_m, tiles_n, k_blocks;
+  int pair_stores;  // D rows allow aligned 2-element stores
+};
+
+}  // namespace dev
+}  // namespace fp8jit

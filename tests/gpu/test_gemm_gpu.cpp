@@ -1,0 +1,195 @@
+// gemm on the GPU against the float64 reference of the dequantized operands: every scale mode x
+// output dtype x operand formats, shapes with ragged tails, poisoned outputs (NaN never passes).
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "fp8jit/error.hpp"
+#include "fp8jit/fp8.hpp"
+#include "fp8jit/reference.hpp"
+#include "fp8jit/runtime.hpp"
+#include "runtime/parallel.hpp"
+#include "tests/common/gpu_env.hpp"
+
+namespace fp8jit::test {
+namespace {
+
+struct Operands {
+  std::unique_ptr<DeviceMem> a, b, sa, sb, bias;
+  GemmArgs args;
+};
+
+Granularity granularity_a(ScaleMode m) {
+  return m == ScaleMode::tensor ? Granularity::tensor : m == ScaleMode::rowwise ? Granularity::row : Granularity::group128;
+}
+Granularity granularity_b(ScaleMode m) {
+  switch (m) {
+    case ScaleMode::tensor: return Granularity::tensor;
+    case ScaleMode::rowwise: return Granularity::row;
+    case ScaleMode::block: return Granularity::block128;
+    case ScaleMode::group: return Granularity::group128;
+  }
+  return Granularity::tensor;
+}
+
+// Random bf16 data quantized on the GPU by the quantize family, as a model would feed the GEMM.
+void quantize_into(std::int64_t rows, std::int64_t k, Fp8Format f, Granularity g, ScaleLayout layout, DeviceMem& q,
+                   DeviceMem& s, unsigned seed) {
+  const auto h = random_tensor(rows, k, k, DType::bf16, seed, false);
+  DeviceMem x(h.size());
+  x.upload(h.data(), h.size());
+  QuantizeArgs a;
+  a.x = x.get();
+  a.m = rows;
+  a.k = k;
+  a.q = q.get();
+  a.format = f;
+  a.scales = s.f32();
+  a.granularity = g;
+  a.scale_layout = layout;
+  default_runtime().quantize(a, nullptr);
+  ASSERT_EQ(cudaSuccess, cudaDeviceSynchronize());
+}
+
+Operands make_operands(const GemmProblem& p, std::int64_t m, std::int64_t n, std::int64_t k, unsigned seed) {
+  Operands o;
+  GemmArgs& g = o.args;
+  g.m = m; g.n = n; g.k = k;
+  g.a_format = p.a_format;
+  g.b_format = p.b_format;
+  g.d_dtype = p.out;
+  g.scale_mode = p.scale;
+  g.scale_a_layout = (seed % 2) ? ScaleLayout::col_major_tma : ScaleLayout::row_major;
+  g.scale_b_layout = (seed % 3) ? ScaleLayout::row_major : ScaleLayout::col_major_tma;
+  g.scale_a_size = scale_count(granularity_a(p.scale), g.scale_a_layout, m, k);
+  g.scale_b_size = scale_count(granularity_b(p.scale), g.scale_b_layout, n, k);
+  o.a = std::make_unique<DeviceMem>(m * k);
+  o.b = std::make_unique<DeviceMem>(n * k);
+  o.sa = std::make_unique<DeviceMem>(4 * g.scale_a_size);
+  o.sb = std::make_unique<DeviceMem>(4 * g.scale_b_size);
+  quantize_into(m, k, p.a_format, granularity_a(p.scale), g.scale_a_layout, *o.a, *o.sa, seed);
+  quantize_into(n, k, p.b_format, granularity_b(p.scale), g.scale_b_layout, *o.b, *o.sb, seed + 1000);
+  g.a = o.a->get();
+  g.b = o.b->get();
+  g.scale_a = o.sa->f32();
+  g.scale_b = o.sb->f32();
+  if (p.bias) {
+    const auto h = random_tensor(1, n, n, p.out, seed + 7, false);
+    o.bias = std::make_unique<DeviceMem>(h.size());
+    o.bias->upload(h.data(), h.size());
+    g.bias = o.bias->get();
+  }
+  return o;
+}
+
+// Runs D = gemm(args) with D poisoned (NaN) and padded rows (ldd > n); returns the relative
+// Frobenius error against the float64 reference, and checks that the padding was not written.
+double run_and_compare(GemmArgs g, std::int64_t pad) {
+  g.ldd = g.n + pad;
+  const std::size_t esize = dtype_size(g.d_dtype);
+  DeviceMem d(g.m * g.ldd * esize), ref(g.m * g.n * 8);
+  d.poison(0xFF);
+  g.d = d.get();
+  default_runtime().gemm(g, nullptr);
+  const auto dh = d.download();
+  reference::gemm_on_device(g, ref.as<double>(), nullptr);
+  const auto rb = ref.download();
+  for (std::int64_t r = 0; r < g.m; ++r)
+    for (std::int64_t c = g.n * esize; c < g.ldd * static_cast<std::int64_t>(esize); ++c)
+      if (dh[r * g.ldd * esize + c] != 0xFF) {
+        ADD_FAILURE() << "padding byte written at row " << r;
+        return INFINITY;
+      }
+  return reference::relative_error(dh.data(), g.ldd, g.d_dtype, reinterpret_cast<const double*>(rb.data()), g.m, g.n);
+}
+
+double tolerance(DType t) { return t == DType::fp32 ? 1e-3 : 4e-3; }
+
+struct Shape { std::int64_t m, n, k; };
+
+// Compiles every kernel the runtime will pick for these cases in parallel, so the tests don't
+// wait for NVRTC one kernel at a time.
+void precompile(const std::vector<std::pair<GemmProblem, Shape>>& cases) {
+  std::vector<KernelSpec> specs;
+  for (const auto& [p, s] : cases) specs.push_back(default_gemm_spec(p, s.m, s.n, s.k));
+  parallel_for(specs.size(), 16, [&](std::size_t i) {
+    try { default_runtime().compile(specs[i]); } catch (...) {}
+  });
+}
+
+TEST(GemmGpu, EveryModeOutputAndFormatOnRaggedShapes) {
+  FP8JIT_REQUIRE_GPU();
+  const std::vector<Shape> shapes = {{65, 24, 144}, {130, 200, 272}};
+  std::vector<std::pair<GemmProblem, Shape>> cases;
+  for (ScaleMode mode : {ScaleMode::tensor, ScaleMode::rowwise, ScaleMode::block, ScaleMode::group})
+    for (DType out : {DType::bf16, DType::fp16, DType::fp32})
+      for (auto [fa, fb] : {std::pair{Fp8Format::e4m3, Fp8Format::e4m3}, std::pair{Fp8Format::e4m3, Fp8Format::e5m2},
+                            std::pair{Fp8Format::e5m2, Fp8Format::e4m3}})
+        for (const Shape& s : shapes) cases.push_back({GemmProblem{fa, fb, out, mode, s.m == 130}, s});
+  precompile(cases);
+  unsigned seed = 1;
+  for (const auto& [p, s] : cases) {
+    SCOPED_TRACE(testing::Message() << to_string(p.scale) << " " << to_string(p.out) << " " << to_string(p.a_format)
+                                    << "x" << to_string(p.b_format) << (p.bias ? " bias" : "") << " m=" << s.m
+                                    << " n=" << s.n << " k=" << s.k);
+    Operands o = make_operands(p, s.m, s.n, s.k, seed++);
+    EXPECT_LE(run_and_compare(o.args, seed % 2 ? 8 : 0), tolerance(p.out));
+  }
+}
+
+TEST(GemmGpu, IssueShapes) {
+  FP8JIT_REQUIRE_GPU();
+  // Every M, N and K of the issue's list appears at least once, against each scale mode.
+  const std::vector<Shape> shapes = {{1, 16, 16},     {7, 24, 128},      {64, 2112, 144},  {65, 7168, 128},
+                                     {128, 16, 7168}, {1000, 2112, 144}, {4096, 7168, 7168}, {1, 7168, 7168},
+                                     {4096, 24, 16},  {65, 2112, 7168}};
+  std::vector<std::pair<GemmProblem, Shape>> cases;
+  for (const Shape& s : shapes)
+    for (ScaleMode mode : {ScaleMode::block, ScaleMode::tensor, ScaleMode::rowwise, ScaleMode::group})
+      cases.push_back({GemmProblem{Fp8Format::e4m3, Fp8Format::e4m3, mode == ScaleMode::tensor ? DType::fp32 : DType::bf16, mode, false}, s});
+  precompile(cases);
+  unsigned seed = 100;
+  for (const auto& [p, s] : cases) {
+    SCOPED_TRACE(testing::Message() << to_string(p.scale) << " m=" << s.m << " n=" << s.n << " k=" << s.k);
+    Operands o = make_operands(p, s.m, s.n, s.k, seed++);
+    EXPECT_LE(run_and_compare(o.args, 0), tolerance(p.out));
+  }
+}
+
+TEST(GemmGpu, NanInputNeverPasses) {
+  FP8JIT_REQUIRE_GPU();
+  GemmProblem p;
+  Operands o = make_operands(p, 64, 64, 128, 5);
+  const unsigned char nan = 0x7F;
+  ASSERT_EQ(cudaSuccess, cudaMemcpy(static_cast<unsigned char*>(o.a->get()) + 3 * 128 + 5, &nan, 1, cudaMemcpyHostToDevice));
+  EXPECT_EQ(run_and_compare(o.args, 0), INFINITY);
+}
+
+TEST(GemmGpu, BadInputIsRejectedAndNothingWritten) {
+  FP8JIT_REQUIRE_GPU();
+  GemmProblem p;
+  Operands o = make_operands(p, 64, 64, 128, 9);
+  DeviceMem d(64 * 64 * 2);
+  d.poison(0x5A);
+  GemmArgs g = o.args;
+  g.d = d.get();
+  auto expect_invalid = [&](GemmArgs bad, const char* what) {
+    try {
+      default_runtime().gemm(bad, nullptr);
+      ADD_FAILURE() << "accepted: " << what;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::invalid_argument) << e.what();
+      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+    }
+  };
+  GemmArgs b = g; b.k = 100; expect_invalid(b, "multiple of 16");
+  b = g; b.n = 0; expect_invalid(b, "n");
+  b = g; b.scale_b_size = 1; expect_invalid(b, "scale_b_size");
+  b = g; b.a_format = b.b_format = Fp8Format::e5m2; expect_invalid(b, "e5m2");
+  b = g; b.lda = 64; expect_invalid(b, "lda");
+  b = g; b.b = nullptr; expect_invalid(b, "b");
+  for (unsigned char byte : d.download()) ASSERT_EQ(byte, 0x5A);
+}
+
+}  // namespace
+}  // namespace fp8jit::test
