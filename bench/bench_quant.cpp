@@ -13,6 +13,7 @@
 #include <map>
 #include <random>
 
+#include "bench/bench_gemm.hpp"
 #include "fp8jit/fp8.hpp"
 #include "fp8jit/quant/params.cuh"
 #include "fp8jit/runtime.hpp"
@@ -263,10 +264,34 @@ void register_sweeps() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // fp8jit options, taken out before Google Benchmark reads the rest:
+  //   --shapes=FILE.csv (m,n,k per line)  --scales=block,tensor,...  --out=DIR (gemm.md, gemm.csv)
+  std::string shapes_path, scales = "block,tensor", out_dir;
+  int kept = 1;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a.rfind("--shapes=", 0) == 0) shapes_path = a.substr(9);
+    else if (a.rfind("--scales=", 0) == 0) scales = a.substr(9);
+    else if (a.rfind("--out=", 0) == 0) out_dir = a.substr(6);
+    else argv[kept++] = argv[i];
+  }
+  argc = kept;
   register_sweeps();
+  if (!shapes_path.empty()) {
+    std::vector<std::string> modes;
+    for (std::size_t s = 0; s <= scales.size();) {
+      const std::size_t c = std::min(scales.find(',', s), scales.size());
+      modes.push_back(scales.substr(s, c - s));
+      s = c + 1;
+    }
+    fp8jit::bench::register_gemm_benchmarks(fp8jit::bench::read_shapes(shapes_path), modes);
+  }
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
+  cudaDeviceProp prop{};
+  if (have_gpu()) cudaGetDeviceProperties(&prop, 0);
+  fp8jit::bench::write_gemm_report(out_dir, prop.name);
   return 0;
 }

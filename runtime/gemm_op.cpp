@@ -80,6 +80,8 @@ GemmArgs normalize(const GemmArgs& in) {
                   "must be a multiple of 16: TMA needs 16-byte aligned rows of the FP8 operands; pad K with zeros");
   if (a.a_format == Fp8Format::e5m2 && a.b_format == Fp8Format::e5m2)
     throw_invalid("a_format/b_format", "e5m2/e5m2", "at least one operand must be E4M3");
+  if (a.fast_accum && (a.scale_mode == ScaleMode::block || a.scale_mode == ScaleMode::group))
+    throw_invalid("fast_accum", "true", "only tensor and rowwise scaling accumulate without promotion");
   require_ptr(a.a, "a");
   require_ptr(a.b, "b");
   require_ptr(a.d, "d");
@@ -107,13 +109,13 @@ GemmArgs normalize(const GemmArgs& in) {
 }
 
 GemmProblem problem_of(const GemmArgs& a) {
-  return {a.a_format, a.b_format, a.d_dtype, a.scale_mode, a.bias != nullptr};
+  return {a.a_format, a.b_format, a.d_dtype, a.scale_mode, a.bias != nullptr, a.fast_accum};
 }
 
 void check_matches(const KernelSpec& spec, const GemmArgs& a) {
   const GemmProblem p = gemm_problem_of(spec), q = problem_of(a);
   if (p.a_format != q.a_format || p.b_format != q.b_format || p.out != q.out || p.scale != q.scale ||
-      p.bias != q.bias)
+      p.bias != q.bias || p.fast_accum != q.fast_accum)
     throw_invalid("spec", spec_name(spec), "does not match the arguments' formats, output, scale mode or bias");
 }
 

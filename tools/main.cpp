@@ -74,7 +74,8 @@ constexpr const char* kUsage = R"(usage: fp8jit <command> [options]
             --layout row_major|col_major_tma --pow2 --transpose --iters N]    GPU run, checked, GB/s
   dequantize [--m M --k K --format F --output bf16|fp16|fp32 --granularity G --iters N]
   gemm [--m M --n N --k K --scale block|rowwise|tensor|group --out bf16|fp16|fp32
-        --a-format e4m3|e5m2 --b-format e4m3|e5m2 --iters N]  one GEMM on the GPU, checked, TFLOP/s
+        --a-format e4m3|e5m2 --b-format e4m3|e5m2 --fast-accum --iters N]  one GEMM, checked, TFLOP/s
+  select-gemm [--m --n --k --scale --out --fast-accum]   the heuristic's gemm spec as JSON
   demo                                   with a GPU: quantize -> dequantize round trip with GB/s;
                                          without: compile every kernel variant
 )";
@@ -99,7 +100,9 @@ int main(int argc, char** argv) {
     if (cmd == "quantize") return cmd_quantize(Args(argc, argv, 2, run_opts, {"pow2", "transpose"}));
     if (cmd == "dequantize") return cmd_dequantize(Args(argc, argv, 2, run_opts, {}));
     if (cmd == "gemm")
-      return cmd_gemm(Args(argc, argv, 2, {"m", "n", "k", "scale", "out", "a-format", "b-format", "iters"}, {}));
+      return cmd_gemm(Args(argc, argv, 2, {"m", "n", "k", "scale", "out", "a-format", "b-format", "iters"}, {"fast-accum"}));
+    if (cmd == "select-gemm")
+      return cmd_select_gemm(Args(argc, argv, 2, {"m", "n", "k", "scale", "out"}, {"fast-accum"}));
     if (cmd == "demo") return cmd_demo(Args(argc, argv, 2, {"m", "k", "jobs", "sample"}, {}));
     fmt::print(stderr, "fp8jit: unknown command '{}'\n{}", cmd, kUsage);
     return 2;

@@ -27,12 +27,12 @@ const char* dev_scale(ScaleMode m) {
   throw Error(ErrorKind::internal, "dev_scale: bad ScaleMode");
 }
 
-bool promotes(ScaleMode m) { return m == ScaleMode::block || m == ScaleMode::group; }
+bool promotes(const GemmProblem& p) { return !p.fast_accum; }
 
 // Accumulator registers per consumer thread: BLOCK_N/2 per m64 row slab, twice with promotion.
 int accumulator_regs(const GemmProblem& p, const GemmConfig& c) {
   const int slabs = c.block_m == 256 ? 2 : 1;
-  return slabs * c.block_n / 2 * (promotes(p.scale) ? 2 : 1);
+  return slabs * c.block_n / 2 * (promotes(p) ? 2 : 1);
 }
 
 std::string check(const KernelSpec& spec) {
@@ -40,6 +40,9 @@ std::string check(const KernelSpec& spec) {
   const GemmConfig c = gemm_config_of(spec);
   if (p.a_format == Fp8Format::e5m2 && p.b_format == Fp8Format::e5m2)
     return "a_format = b_format = e5m2: FP8 GEMMs need at least one E4M3 operand";
+  if (p.fast_accum && (p.scale == ScaleMode::block || p.scale == ScaleMode::group))
+    return fmt::format("accum = fast is for tensor and rowwise scaling; {} scaling promotes every 128 of K",
+                       to_string(p.scale));
   if (gemm_smem_bytes(c) > kSmemLimit)
     return fmt::format("stages = {} with {}x{} tiles needs {} bytes of shared memory; the limit is {}",
                        c.stages, c.block_m, c.block_n, gemm_smem_bytes(c), kSmemLimit);
@@ -56,8 +59,9 @@ std::string check(const KernelSpec& spec) {
 std::string name_of(const KernelSpec& spec) {
   const GemmProblem p = gemm_problem_of(spec);
   const GemmConfig c = gemm_config_of(spec);
-  return fmt::format("gemm_sm90_{}{}_{}_{}{}_{}x{}x128_s{}_g{}", to_string(p.a_format), to_string(p.b_format),
-                     to_string(p.out), to_string(p.scale), p.bias ? "_bias" : "", c.block_m, c.block_n,
+  return fmt::format("gemm_sm90_{}{}_{}_{}{}{}_{}x{}x128_s{}_g{}", to_string(p.a_format), to_string(p.b_format),
+                     to_string(p.out), to_string(p.scale), p.fast_accum ? "_fast" : "", p.bias ? "_bias" : "",
+                     c.block_m, c.block_n,
                      c.stages, c.group_m);
 }
 
@@ -88,12 +92,13 @@ std::string render_body(const KernelSpec& spec) {
   return fmt::format(
       "{}\n"
       "using Kernel = Sm90Fp8Gemm</*BLOCK_M=*/{}, /*BLOCK_N=*/{}, /*kStages=*/{}, {}, {}, {}, {}, /*kBias=*/{}, "
-      "/*GROUP_M=*/{}>;\n\n"
+      "/*GROUP_M=*/{}, /*kFastAccum=*/{}>;\n\n"
       "extern \"C\" __global__ void __launch_bounds__({}, 1) fp8jit_gemm(const __grid_constant__ GemmParams p) {{\n"
       "  extern __shared__ __align__(1024) u8 smem[];\n"
       "  Kernel::run(p, smem);\n}}\n",
       render_wgmma(c.block_n, p.a_format, p.b_format), c.block_m, c.block_n, c.stages, dev_scale(p.scale),
-      dev_elem(p.out), dev_fp8(p.a_format), dev_fp8(p.b_format), p.bias ? "true" : "false", c.group_m, threads);
+      dev_elem(p.out), dev_fp8(p.a_format), dev_fp8(p.b_format), p.bias ? "true" : "false", c.group_m,
+      p.fast_accum ? "true" : "false", threads);
 }
 
 std::vector<std::string> entry_points(const KernelSpec&) { return {"fp8jit_gemm"}; }
@@ -116,6 +121,7 @@ FamilyDef make_family() {
       {"out", false, {"bf16", "fp16", "fp32"}, "element type of D"},
       {"scale", false, {"tensor", "rowwise", "block", "group"}, "scale mode"},
       {"bias", false, {0, 1}, "add bias[N]"},
+      {"accum", false, {"precise", "fast"}, "precise: promote every 128 of K into FP32; fast: tensor-core accumulation"},
       {"block_m", true, {64, 128, 256}, "rows of D per tile"},
       {"block_n", true, range(16, 256, 8), "columns of D per tile"},
       {"stages", true, range(2, 8, 1), "shared-memory pipeline depth"},
@@ -146,6 +152,7 @@ KernelSpec make_gemm_spec(const GemmProblem& p, const GemmConfig& c) {
                    {"out", std::string(to_string(p.out))},
                    {"scale", std::string(to_string(p.scale))},
                    {"bias", std::int64_t{p.bias}},
+                   {"accum", std::string(p.fast_accum ? "fast" : "precise")},
                    {"block_m", std::int64_t{c.block_m}},
                    {"block_n", std::int64_t{c.block_n}},
                    {"stages", std::int64_t{c.stages}},
@@ -159,7 +166,7 @@ GemmProblem gemm_problem_of(const KernelSpec& spec) {
   auto scale = parse_scale_mode(spec.s("scale"));
   if (!scale) throw_invalid("scale", spec.s("scale"), "tensor, rowwise, block or group");
   return {elementwise::format_param(spec, "a_format"), elementwise::format_param(spec, "b_format"),
-          elementwise::dtype_param(spec, "out"), *scale, spec.i("bias") != 0};
+          elementwise::dtype_param(spec, "out"), *scale, spec.i("bias") != 0, spec.s("accum") == "fast"};
 }
 
 GemmConfig gemm_config_of(const KernelSpec& spec) {

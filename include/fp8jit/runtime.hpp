@@ -71,6 +71,7 @@ struct GemmArgs {
   std::int64_t scale_b_size = 0;
   ScaleLayout scale_b_layout = ScaleLayout::row_major;
   const void* bias = nullptr;  // [n] in d_dtype, or null
+  bool fast_accum = false;     // tensor/rowwise only: see GemmProblem::fast_accum
 };
 
 // Floats a scale tensor holds for an [m, k] tensor (col_major_tma pads its row count to 4).

@@ -36,6 +36,15 @@ fi
 step "demo"
 ./$B/fp8jit demo || status=1
 step "SASS of the default kernels"
+for shape in "4096 7168 7168" "64 2112 7168" "128 24576 1536"; do
+  for scale in block tensor; do
+    set -- $shape
+    spec=$(./$B/fp8jit select-gemm --m $1 --n $2 --k $3 --scale $scale)
+    ./$B/fp8jit compile --spec "$spec" --cubin /tmp/g.cubin > /dev/null
+    cuobjdump --dump-sass /tmp/g.cubin > /tmp/g.sass
+    echo "gemm $shape $scale: $(grep -c QGMMA /tmp/g.sass) QGMMA, $(grep -cE '\bLDL|\bSTL' /tmp/g.sass) LDL/STL, $(grep -c UTMALDG /tmp/g.sass) UTMALDG"
+  done
+done
 for spec in '{"family":"quantize","problem":{"input":"bf16","format":"e4m3","granularity":"1x128","transpose":0},"config":{"vec":8,"threads":256,"unroll":2}}' \
             '{"family":"dequantize","problem":{"format":"e4m3","output":"bf16","granularity":"128x128"},"config":{"vec":16,"threads":256,"unroll":2}}'; do
   ./$B/fp8jit compile --spec "$spec" --cubin /tmp/k.cubin > /dev/null
@@ -46,7 +55,15 @@ if [ "${1:-}" != "quick" ]; then
   step "compute-sanitizer"
   compute-sanitizer --tool memcheck ./$B/fp8jit quantize --m 300 --k 1000 --iters 1 2>&1 | tail -3
   compute-sanitizer --tool memcheck ./$B/fp8jit quantize --m 300 --k 1000 --granularity 128x128 --transpose --iters 1 2>&1 | tail -3
+  for scale in block tensor rowwise group; do
+    compute-sanitizer --tool memcheck ./$B/fp8jit gemm --m 65 --n 24 --k 144 --scale $scale --iters 1 2>&1 | tail -2
+  done
+  compute-sanitizer --tool memcheck ./$B/fp8jit gemm --m 130 --n 200 --k 272 --out fp32 --iters 1 2>&1 | tail -2
   step "bench"
   ./$B/bench/fp8jit_bench --benchmark_filter="${BENCH_FILTER:-^BM_}" --benchmark_out="$OUT/bench_quant.json" --benchmark_out_format=json 2>&1 | tee "$OUT/bench_quant.txt" | grep -vE "^\*\*\*|^---"
+  step "gemm bench"
+  ./$B/bench/fp8jit_bench --benchmark_filter=Gemm --shapes=bench/shapes/deepseek_v3.csv --scales="${GEMM_SCALES:-block,tensor,tensor_fast}" \
+    --out="$OUT" --benchmark_out="$OUT/bench_gemm.json" --benchmark_out_format=json > "$OUT/bench_gemm.txt" 2>&1
+  sed -n '/^GEMM on/,$p' "$OUT/bench_gemm.txt"
 fi
 exit $status

@@ -101,6 +101,7 @@ TEST_F(CliTest, ListShowsBothFamilies) {
   }
   EXPECT_EQ(r.out.rfind("quantize (", 0), 0u);
   EXPECT_NE(r.out.find("\ndequantize ("), std::string::npos);
+  EXPECT_NE(r.out.find("\ngemm ("), std::string::npos);
 }
 
 TEST_F(CliTest, ListJsonOneSpecPerLine) {
@@ -131,7 +132,8 @@ TEST_F(CliTest, EmitPrintsRenderSource) {
   const std::vector<KernelSpec> specs = {
       spec_from_json(kQuantJson),
       make_quantize_spec({DType::fp32, Fp8Format::e5m2, Granularity::tensor, true}, {4, 512, 4}),
-      make_dequantize_spec({Fp8Format::e5m2, DType::fp16, Granularity::block128}, {16, 64, 1})};
+      make_dequantize_spec({Fp8Format::e5m2, DType::fp16, Granularity::block128}, {16, 64, 1}),
+      make_gemm_spec({Fp8Format::e5m2, Fp8Format::e4m3, DType::fp32, ScaleMode::rowwise, true}, {64, 24, 3, 16})};
   for (const KernelSpec& s : specs) {
     const CliResult r = run({"emit", "--spec", spec_to_json(s)});
     ASSERT_TRUE(r.exited);
@@ -192,7 +194,13 @@ TEST_F(CliTest, ErrorsExitCleanly) {
   expect_clean_failure(run({"frobnicate"}), 2, {"unknown command 'frobnicate'", "usage:"});
   expect_clean_failure(run({"list", "--bogus"}), 1, {"--bogus", "unknown"});
   expect_clean_failure(run({"list", "json"}), 1, {"json", "expected an option"});
-  expect_clean_failure(run({"list", "--family", "gemm"}), 1, {"family = gemm"});
+  expect_clean_failure(run({"list", "--family", "conv2d"}), 1,
+                       {"family = conv2d", "known families: quantize, dequantize, gemm"});
+  // compile-all resolves every family and checks --sample before compiling anything.
+  expect_clean_failure(run({"compile-all", "--family", "quantize,conv2d"}), 1, {"family = conv2d"});
+  expect_clean_failure(run({"compile-all", "--family", "gemm,"}), 1, {"family = ", "known families"});
+  expect_clean_failure(run({"compile-all", "--family", "gemm", "--sample", "-1"}), 1, {"--sample", "-1", ">= 0"});
+  expect_clean_failure(run({"compile-all", "--family", "gemm", "--jobs", "0"}), 1, {"--jobs", "0"});
   expect_clean_failure(run({"emit"}), 1, {"--spec", "<missing>"});
   expect_clean_failure(run({"emit", "--spec"}), 1, {"--spec", "needs a value"});
   expect_clean_failure(run({"compile", "--ptx", dir_ + "/x.ptx"}), 1, {"--spec", "<missing>"});

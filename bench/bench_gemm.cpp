@@ -1,0 +1,181 @@
+// fp8jit GEMM against cuBLASLt on the same inputs, per scale mode, over a shape suite.
+// Each benchmark times both providers (CUDA events, L2 flushed, warm-up, median) and reports
+// TFLOP/s, the ratio to cuBLASLt, the fraction of the memory roofline, and how far the two
+// outputs differ (a sanity check that the peer computes the same product).
+#include <benchmark/benchmark.h>
+#include <cuda_runtime.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <functional>
+#include <random>
+#include <sstream>
+
+#include "bench/bench_gemm.hpp"
+#include "bench/gemm_peer.hpp"
+#include "fp8jit/fp8.hpp"
+#include "fp8jit/runtime.hpp"
+
+namespace fp8jit::bench {
+namespace {
+
+std::vector<GemmRow>& rows() {
+  static std::vector<GemmRow> r;
+  return r;
+}
+
+struct Dev {
+  void* p = nullptr;
+  explicit Dev(std::size_t n) { cudaMalloc(&p, std::max<std::size_t>(n, 16)); }
+  ~Dev() { cudaFree(p); }
+};
+
+double median_ms(const std::function<void()>& fn, int iters) {
+  static Dev flush(256u << 20);
+  cudaEvent_t a, b;
+  cudaEventCreate(&a);
+  cudaEventCreate(&b);
+  for (int i = 0; i < 3; ++i) fn();
+  std::vector<float> ms;
+  for (int i = 0; i < iters; ++i) {
+    cudaMemsetAsync(flush.p, i & 0xFF, 256u << 20);
+    cudaEventRecord(a);
+    fn();
+    cudaEventRecord(b);
+    cudaEventSynchronize(b);
+    float t = 0;
+    cudaEventElapsedTime(&t, a, b);
+    ms.push_back(t);
+  }
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
+double copy_gbps() {
+  static double v = 0;
+  if (v == 0) {
+    const std::size_t n = 1u << 30;
+    Dev a(n), b(n);
+    cudaMemset(a.p, 1, n);
+    v = 2.0 * n / (median_ms([&] { cudaMemcpyAsync(b.p, a.p, n, cudaMemcpyDeviceToDevice); }, 20) * 1e-3) * 1e-9;
+  }
+  return v;
+}
+
+void quantize_operand(std::int64_t rows, std::int64_t k, Granularity g, ScaleLayout layout, void* q, float* s,
+                      unsigned seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0, 1);
+  std::vector<unsigned char> h(rows * k * 2);
+  for (std::int64_t i = 0; i < rows * k; ++i) fp8::store_from_float(h.data(), i, DType::bf16, d(rng));
+  Dev x(h.size());
+  cudaMemcpy(x.p, h.data(), h.size(), cudaMemcpyHostToDevice);
+  QuantizeArgs a;
+  a.x = x.p;
+  a.m = rows;
+  a.k = k;
+  a.q = q;
+  a.scales = s;
+  a.granularity = g;
+  a.scale_layout = layout;
+  quantize(a, nullptr);
+  cudaDeviceSynchronize();
+}
+
+double relative_difference(const std::vector<unsigned char>& x, const std::vector<unsigned char>& y, DType t, std::size_t n) {
+  double diff = 0, norm = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double a = fp8::load_as_float(x.data(), i, t), b = fp8::load_as_float(y.data(), i, t);
+    diff += (a - b) * (a - b);
+    norm += b * b;
+  }
+  return norm > 0 ? std::sqrt(diff / norm) : INFINITY;
+}
+
+void run_case(benchmark::State& state, GemmShape s, ScaleMode mode, bool fast) {
+  int n_dev = 0;
+  if (cudaGetDeviceCount(&n_dev) != cudaSuccess || n_dev == 0) return state.SkipWithError("no GPU");
+  GemmArgs g;
+  g.m = s.m; g.n = s.n; g.k = s.k;
+  g.scale_mode = mode;
+  g.fast_accum = fast;
+  const Granularity ga = mode == ScaleMode::tensor ? Granularity::tensor : mode == ScaleMode::rowwise ? Granularity::row : Granularity::group128;
+  const Granularity gb = mode == ScaleMode::tensor ? Granularity::tensor : mode == ScaleMode::rowwise ? Granularity::row
+                         : mode == ScaleMode::block ? Granularity::block128 : Granularity::group128;
+  g.scale_a_layout = ScaleLayout::col_major_tma;  // cuBLASLt VEC128: token-contiguous
+  g.scale_b_layout = mode == ScaleMode::group ? ScaleLayout::col_major_tma : ScaleLayout::row_major;
+  g.scale_a_size = scale_count(ga, g.scale_a_layout, s.m, s.k);
+  g.scale_b_size = scale_count(gb, g.scale_b_layout, s.n, s.k);
+  Dev a(s.m * s.k), b(s.n * s.k), sa(4 * g.scale_a_size), sb(4 * g.scale_b_size), d(s.m * s.n * 2), dp(s.m * s.n * 2);
+  quantize_operand(s.m, s.k, ga, g.scale_a_layout, a.p, static_cast<float*>(sa.p), 1);
+  quantize_operand(s.n, s.k, gb, g.scale_b_layout, b.p, static_cast<float*>(sb.p), 2);
+  g.a = a.p; g.b = b.p; g.scale_a = static_cast<float*>(sa.p); g.scale_b = static_cast<float*>(sb.p); g.d = d.p;
+  GemmRow row{s, std::string(to_string(mode)) + (fast ? "_fast" : ""), spec_name(default_runtime().select(g))};
+  double ms = 0;
+  for (auto _ : state) {
+    ms = median_ms([&] { gemm(g, nullptr); }, 30);
+    state.SetIterationTime(ms * 1e-3);
+  }
+  row.fp8jit_us = ms * 1e3;
+  GemmArgs peer_args = g;
+  peer_args.d = dp.p;
+  CublasLtGemm peer;
+  std::string why;
+  if (peer.plan(peer_args, why)) {
+    row.cublaslt_us = median_ms([&] { peer.run(nullptr); }, 30) * 1e3;
+    std::vector<unsigned char> x(s.m * s.n * 2), y(x.size());
+    cudaMemcpy(x.data(), d.p, x.size(), cudaMemcpyDeviceToHost);
+    cudaMemcpy(y.data(), dp.p, y.size(), cudaMemcpyDeviceToHost);
+    row.rel_diff = relative_difference(x, y, DType::bf16, s.m * s.n);
+  } else {
+    row.peer_status = why;
+  }
+  const double flop = 2.0 * s.m * s.n * s.k;
+  const double bytes = double(s.m) * s.k + double(s.n) * s.k + 2.0 * s.m * s.n;
+  row.roofline = (bytes / (copy_gbps() * 1e9)) / (row.fp8jit_us * 1e-6);
+  state.counters["TFLOPs"] = flop / (row.fp8jit_us * 1e-6) * 1e-12;
+  if (row.cublaslt_us > 0) {
+    state.counters["cublaslt_TFLOPs"] = flop / (row.cublaslt_us * 1e-6) * 1e-12;
+    state.counters["ratio"] = row.cublaslt_us / row.fp8jit_us;
+    state.counters["rel_diff"] = row.rel_diff;
+  }
+  state.counters["roofline"] = row.roofline;
+  state.SetLabel(row.kernel + (row.peer_status.empty() ? "" : " [peer: " + row.peer_status + "]"));
+  rows().push_back(row);
+}
+
+}  // namespace
+
+std::vector<GemmShape> read_shapes(const std::string& path) {
+  std::ifstream f(path);
+  std::vector<GemmShape> out;
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.empty() || line[0] == '#' || !std::isdigit(static_cast<unsigned char>(line[0]))) continue;
+    std::replace(line.begin(), line.end(), ',', ' ');
+    std::istringstream ss(line);
+    GemmShape s;
+    if (ss >> s.m >> s.n >> s.k) out.push_back(s);
+  }
+  return out;
+}
+
+void register_gemm_benchmarks(const std::vector<GemmShape>& shapes, const std::vector<std::string>& modes) {
+  for (const std::string& m : modes) {
+    const bool fast = m.size() > 5 && m.substr(m.size() - 5) == "_fast";
+    const auto mode = parse_scale_mode(fast ? m.substr(0, m.size() - 5) : m);
+    if (!mode) continue;
+    for (const GemmShape& s : shapes)
+      benchmark::RegisterBenchmark(fmt::format("Gemm/{}/{}x{}x{}", m, s.m, s.n, s.k).c_str(),
+                                   [s, mode = *mode, fast](benchmark::State& st) { run_case(st, s, mode, fast); })
+          ->UseManualTime()->Iterations(1)->Unit(benchmark::kMicrosecond);
+  }
+}
+
+const std::vector<GemmRow>& gemm_results() { return rows(); }
+
+}  // namespace fp8jit::bench

@@ -1,0 +1,423 @@
+// The gemm family's specs: validation rules (formats, shared memory, registers, block-scale
+// straddling, closed parameter sets), the shared-memory model, names and hashes, the heuristic
+// default for real and awkward shapes, and the spread sample used to compile the family.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "fp8jit/error.hpp"
+#include "fp8jit/kernel_spec.hpp"
+#include "generator/family.hpp"
+
+namespace fp8jit {
+namespace {
+
+constexpr int kSmemLimit = 232448;  // opt-in shared memory per block on H100/H200
+
+// Runs fn, which must throw fp8jit::Error(invalid_argument); returns the message.
+template <class F>
+std::string invalid_message(F&& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::invalid_argument) << e.what();
+    return e.what();
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "threw a non-fp8jit exception: " << e.what();
+    return {};
+  }
+  ADD_FAILURE() << "did not throw";
+  return {};
+}
+
+// The spec as the JSON a file could hold, written without validating it.
+std::string raw_json(const KernelSpec& s) {
+  nlohmann::json problem = nlohmann::json::object(), config = nlohmann::json::object();
+  for (const auto& [key, value] : s.params) {
+    bool is_config = false;
+    for (const ParamDef& d : gemm_family().params)
+      if (d.name == key) is_config = d.is_config;
+    nlohmann::json& section = is_config ? config : problem;
+    if (const auto* i = std::get_if<std::int64_t>(&value)) section[key] = *i;
+    else section[key] = std::get<std::string>(value);
+  }
+  return nlohmann::json{{"family", s.family}, {"problem", problem}, {"config", config}}.dump();
+}
+
+// `spec` must fail validation, naming, hashing, JSON conversion (both ways) and rendering alike,
+// with a message that contains each of `needles`.
+void expect_rejected(const KernelSpec& spec, const std::vector<std::string>& needles) {
+  const std::string msg = invalid_message([&] { validate_spec(spec); });
+  for (const auto& n : needles) EXPECT_NE(msg.find(n), std::string::npos) << "'" << n << "' not in: " << msg;
+  invalid_message([&] { (void)spec_name(spec); });
+  invalid_message([&] { (void)spec_hash(spec); });
+  invalid_message([&] { (void)spec_to_json(spec); });
+  invalid_message([&] { (void)render_source(spec); });
+  invalid_message([&] { (void)spec_from_json(raw_json(spec)); });
+}
+
+void expect_valid(const KernelSpec& spec) {
+  EXPECT_NO_THROW(validate_spec(spec)) << raw_json(spec);
+  EXPECT_EQ(spec_from_json(raw_json(spec)), spec);
+}
+
+KernelSpec with(KernelSpec spec, const std::string& key, ParamValue v) {
+  spec.params[key] = std::move(v);
+  return spec;
+}
+
+// A gemm spec built without validation, so invalid combinations can be expressed.
+KernelSpec raw(const std::string& a, const std::string& b, const std::string& out, const std::string& scale, int bias,
+               int block_m, int block_n, int stages, int group_m) {
+  return KernelSpec{"gemm",
+                    {{"a_format", a},
+                     {"b_format", b},
+                     {"out", out},
+                     {"scale", scale},
+                     {"bias", std::int64_t{bias}},
+                     {"block_m", std::int64_t{block_m}},
+                     {"block_n", std::int64_t{block_n}},
+                     {"stages", std::int64_t{stages}},
+                     {"group_m", std::int64_t{group_m}}}};
+}
+KernelSpec tile(const std::string& scale, int block_m, int block_n, int stages = 2) {
+  return raw("e4m3", "e4m3", "bf16", scale, 0, block_m, block_n, stages, 8);
+}
+
+const ParamDef& param(const std::string& name) {
+  for (const ParamDef& d : gemm_family().params)
+    if (d.name == name) return d;
+  throw Error(ErrorKind::internal, "no gemm parameter " + name);
+}
+
+bool promotes(const std::string& scale) { return scale == "block" || scale == "group"; }
+
+// The rules, restated independently of generator/families/gemm.cpp.
+int smem_model(int block_m, int block_n, int stages) {
+  // Per stage a BLOCK_M x 128 byte tile of A and a BLOCK_N x 128 tile of B, a full and an empty
+  // mbarrier (8 bytes each); 1 KiB to align the ring to the 128-byte swizzle's 1024-byte period.
+  return stages * (block_m * 128 + block_n * 128 + 16) + 1024;
+}
+int accumulators(const std::string& scale, int block_m, int block_n) {
+  // A consumer warpgroup owns 64 (block_m 64, 128) or 128 (block_m 256) rows: N/2 fp32 registers
+  // per m64 slab, doubled where block/group scaling promotes into a second register tile.
+  const int slabs = block_m == 256 ? 2 : 1;
+  return slabs * block_n / 2 * (promotes(scale) ? 2 : 1);
+}
+// Whether some tile of width block_n (at column tn * block_n) touches three 128-wide blocks.
+bool straddles_three(int block_n) {
+  for (int tn = 0; tn < 1024; ++tn) {
+    const int first = tn * block_n / 128, last = (tn * block_n + block_n - 1) / 128;
+    if (last - first + 1 > 2) return true;
+  }
+  return false;
+}
+bool valid_by_rules(const std::string& a, const std::string& b, const std::string& scale, int block_m, int block_n,
+                    int stages) {
+  if (a == "e5m2" && b == "e5m2") return false;
+  if (smem_model(block_m, block_n, stages) > kSmemLimit) return false;
+  if (accumulators(scale, block_m, block_n) + 48 > 232) return false;
+  if (scale == "block" && straddles_three(block_n)) return false;
+  return true;
+}
+
+// ---- cross-parameter rules -----------------------------------------------------------------
+
+TEST(GemmSpecRules, BothOperandsE5m2Rejected) {
+  expect_rejected(raw("e5m2", "e5m2", "bf16", "block", 0, 128, 128, 4, 8), {"invalid gemm spec", "e5m2", "E4M3"});
+  for (const char* scale : {"tensor", "rowwise", "block", "group"})
+    expect_rejected(raw("e5m2", "e5m2", "fp32", scale, 1, 64, 64, 2, 1), {"e5m2"});
+  expect_valid(raw("e5m2", "e4m3", "bf16", "block", 0, 128, 128, 4, 8));
+  expect_valid(raw("e4m3", "e5m2", "fp16", "tensor", 1, 128, 128, 4, 8));
+  expect_valid(raw("e4m3", "e4m3", "fp32", "group", 0, 128, 128, 4, 8));
+  invalid_message([] { (void)make_gemm_spec({Fp8Format::e5m2, Fp8Format::e5m2}, {}); });
+}
+
+TEST(GemmSpecRules, SharedMemoryOverTheLimitRejectedWithTheBytes) {
+  // 8 stages of 256x128 + 256x128 bytes: 525440 bytes.
+  expect_rejected(tile("tensor", 256, 256, 8),
+                  {"invalid gemm spec", "stages = 8", "256x256", "525440 bytes", "232448"});
+  // The boundary: 128x128 tiles fit 7 stages (230512 bytes), not 8 (263296).
+  expect_valid(tile("block", 128, 128, 7));
+  expect_rejected(tile("block", 128, 128, 8), {"263296 bytes", "232448"});
+  // 64x256 tiles: 5 stages fit (205904 bytes), 6 do not (246880).
+  expect_valid(tile("tensor", 64, 256, 5));
+  expect_rejected(tile("tensor", 64, 256, 6), {"246880 bytes"});
+  const std::string msg = invalid_message([] {
+    (void)make_gemm_spec({Fp8Format::e4m3, Fp8Format::e4m3, DType::bf16, ScaleMode::tensor, false}, {256, 256, 8, 8});
+  });
+  EXPECT_NE(msg.find("525440"), std::string::npos) << msg;
+}
+
+TEST(GemmSpecRules, AccumulatorRegisterBudget) {
+  // Block and group scaling keep two register tiles (wgmma accumulators and promoted sums).
+  for (const char* scale : {"block", "group"}) {
+    SCOPED_TRACE(scale);
+    expect_rejected(tile(scale, 128, 192), {"invalid gemm spec", "128x192", "192 accumulator registers", scale});
+    expect_rejected(tile(scale, 64, 256), {"invalid gemm spec"});
+    expect_valid(tile(scale, 128, 128));
+    expect_rejected(tile(scale, 256, 96), {"256x96", "192 accumulator registers"});
+    expect_valid(tile(scale, 256, 88));
+  }
+  // Group scaling has no straddle rule, so its register boundary is visible: 184 + 48 = 232.
+  expect_valid(tile("group", 128, 184));
+  expect_rejected(tile("group", 128, 192), {"192 accumulator registers"});
+  // Tensor and row-wise scaling accumulate once: 256 columns fit with one m64 slab per warpgroup...
+  for (const char* scale : {"tensor", "rowwise"}) {
+    SCOPED_TRACE(scale);
+    expect_valid(tile(scale, 128, 256, 4));
+    expect_valid(tile(scale, 64, 256, 4));
+    // ... but not with two (block_m 256): 2 x 128 registers.
+    expect_rejected(tile(scale, 256, 256, 2), {"256x256", "256 accumulator registers"});
+    expect_valid(tile(scale, 256, 184, 2));
+    expect_rejected(tile(scale, 256, 192, 2), {"192 accumulator registers"});
+  }
+}
+
+TEST(GemmSpecRules, BlockScalingTileStraddlingThreeScaleBlocksRejected) {
+  // 176-wide tiles at column 176 * 5 = 880 cover 880..1055: blocks 6, 7 and 8.
+  EXPECT_TRUE(straddles_three(176));
+  expect_rejected(tile("block", 128, 176), {"invalid gemm spec", "block_n = 176", "three 128x128 scale blocks"});
+  expect_valid(tile("block", 128, 160));
+  expect_valid(tile("block", 128, 144));
+  // Group scaling reads a scale per column: any width within the register budget.
+  expect_valid(tile("group", 128, 176));
+  // Every width within the register budget: block scaling is valid exactly where no tile spans
+  // three 128-wide blocks.
+  for (const ParamValue& v : param("block_n").allowed) {
+    const int bn = static_cast<int>(std::get<std::int64_t>(v));
+    SCOPED_TRACE(bn);
+    const KernelSpec s = tile("block", 64, bn);
+    if (accumulators("block", 64, bn) + 48 > 232) continue;
+    if (straddles_three(bn)) expect_rejected(s, {fmt::format("block_n = {}", bn), "three"});
+    else expect_valid(s);
+  }
+}
+
+TEST(GemmSpecValidation, OutOfSetAndHostileValuesRejected) {
+  const KernelSpec good = tile("block", 128, 128, 4);
+  expect_valid(good);
+  expect_rejected(with(good, "block_n", std::int64_t{20}), {"gemm.block_n = 20", "one of {16, 24, 32"});
+  expect_rejected(with(good, "block_n", std::int64_t{264}), {"gemm.block_n = 264"});
+  expect_rejected(with(good, "block_n", std::int64_t{8}), {"gemm.block_n = 8"});
+  expect_rejected(with(good, "block_n", std::int64_t{0}), {"gemm.block_n = 0"});
+  expect_rejected(with(good, "block_n", std::int64_t{-128}), {"gemm.block_n = -128"});
+  expect_rejected(with(good, "stages", std::int64_t{1}), {"gemm.stages = 1", "one of {2, 3, 4, 5, 6, 7, 8}"});
+  expect_rejected(with(good, "stages", std::int64_t{9}), {"gemm.stages = 9"});
+  expect_rejected(with(good, "block_m", std::int64_t{32}), {"gemm.block_m = 32", "one of {64, 128, 256}"});
+  expect_rejected(with(good, "block_m", std::int64_t{192}), {"gemm.block_m = 192"});
+  expect_rejected(with(good, "block_m", std::int64_t{1} << 40), {"gemm.block_m = 1099511627776"});
+  expect_rejected(with(good, "group_m", std::int64_t{2}), {"gemm.group_m = 2", "one of {1, 4, 8, 16}"});
+  expect_rejected(with(good, "bias", std::int64_t{2}), {"gemm.bias = 2", "one of {0, 1}"});
+  expect_rejected(with(good, "block_n", std::string("128")), {"gemm.block_n = \"128\""});
+  expect_rejected(with(good, "scale", std::string("blockwise")), {"gemm.scale = \"blockwise\""});
+  expect_rejected(with(good, "scale", std::int64_t{2}), {"gemm.scale = 2"});
+  expect_rejected(with(good, "out", std::string("e4m3")), {"gemm.out", "one of {bf16, fp16, fp32}"});
+  expect_rejected(with(good, "a_format", std::string("e4m3fn")), {"gemm.a_format", "one of {e4m3, e5m2}"});
+  for (const std::string& h : {std::string("e4m3\"; asm(\"trap;\"); //"), std::string("e4m3\n#include <x>"),
+                               std::string(""), std::string("E4M3")}) {
+    expect_rejected(with(good, "a_format", h), {"gemm.a_format"});
+    expect_rejected(with(good, "b_format", h), {"gemm.b_format"});
+  }
+  expect_rejected(with(good, "swizzle", std::int64_t{128}), {"gemm.swizzle", "unknown parameter"});
+  KernelSpec missing = good;
+  missing.params.erase("stages");
+  expect_rejected(missing, {"gemm.stages", "<missing>"});
+  invalid_message([] { (void)make_gemm_spec({}, {128, 20, 4, 8}); });
+  invalid_message([] { (void)make_gemm_spec({}, {128, 128, 1, 8}); });
+  invalid_message([] { (void)make_gemm_spec({}, {32, 128, 4, 8}); });
+  invalid_message([] { (void)gemm_problem_of(make_quantize_spec({}, {})); });
+}
+
+// ---- resources, names ----------------------------------------------------------------------
+
+TEST(GemmSpecSmem, FormulaPinned) {
+  // 4 x (128 + 128) x 128 bytes of tiles + 4 x 16 bytes of barriers + 1024 bytes of alignment.
+  EXPECT_EQ(gemm_smem_bytes({128, 128, 4, 8}), 132160);
+  EXPECT_EQ(gemm_smem_bytes({64, 16, 2, 1}), 21536);
+  EXPECT_EQ(gemm_smem_bytes({256, 256, 8, 8}), 525440);
+  EXPECT_EQ(spec_dynamic_smem(tile("block", 128, 128, 4)), 132160);
+  EXPECT_EQ(spec_dynamic_smem(raw("e5m2", "e4m3", "fp32", "rowwise", 1, 64, 16, 2, 1)), 21536);
+  // group_m and the problem do not enter it.
+  EXPECT_EQ(gemm_smem_bytes({128, 128, 4, 1}), gemm_smem_bytes({128, 128, 4, 16}));
+  for (int bm : {64, 128, 256})
+    for (int bn : {16, 136, 256})
+      for (int st = 2; st <= 8; ++st) ASSERT_EQ(gemm_smem_bytes({bm, bn, st, 8}), smem_model(bm, bn, st));
+}
+
+TEST(GemmSpecName, PinnedNameJsonAndHash) {
+  // Pinned: a change invalidates every cache entry and tuning record keyed by this spec.
+  const KernelSpec s = make_gemm_spec({Fp8Format::e4m3, Fp8Format::e4m3, DType::bf16, ScaleMode::block, false},
+                                      {128, 128, 5, 8});
+  EXPECT_EQ(spec_name(s), "gemm_sm90_e4m3e4m3_bf16_block_128x128x128_s5_g8");
+  EXPECT_EQ(spec_to_json(s),
+            R"({"config":{"block_m":128,"block_n":128,"group_m":8,"stages":5},"family":"gemm",)"
+            R"("problem":{"a_format":"e4m3","b_format":"e4m3","bias":0,"out":"bf16","scale":"block"}})");
+  EXPECT_EQ(spec_hash(s), 0x0ull);
+  const KernelSpec t = make_gemm_spec({Fp8Format::e5m2, Fp8Format::e4m3, DType::fp32, ScaleMode::rowwise, true},
+                                      {64, 24, 3, 16});
+  EXPECT_EQ(spec_name(t), "gemm_sm90_e5m2e4m3_fp32_rowwise_bias_64x24x128_s3_g16");
+  EXPECT_NE(spec_hash(t), spec_hash(s));
+}
+
+TEST(GemmSpecTyped, MakeAndOfRoundTripAndStructDefaults) {
+  for (const KernelSpec& s : spread_sample(gemm_family(), 200)) {
+    const GemmProblem p = gemm_problem_of(s);
+    const GemmConfig c = gemm_config_of(s);
+    ASSERT_EQ(make_gemm_spec(p, c), s) << spec_name(s);
+    EXPECT_EQ(to_string(p.a_format), s.s("a_format"));
+    EXPECT_EQ(to_string(p.b_format), s.s("b_format"));
+    EXPECT_EQ(to_string(p.out), s.s("out"));
+    EXPECT_EQ(to_string(p.scale), s.s("scale"));
+    EXPECT_EQ(p.bias, s.i("bias") == 1);
+    EXPECT_EQ(c.block_m, s.i("block_m"));
+    EXPECT_EQ(c.block_n, s.i("block_n"));
+    EXPECT_EQ(c.stages, s.i("stages"));
+    EXPECT_EQ(c.group_m, s.i("group_m"));
+  }
+  // The struct defaults: DeepSeek-V3's problem on 128x128 tiles, 4 stages.
+  EXPECT_EQ(make_gemm_spec({}, {}), tile("block", 128, 128, 4));
+}
+
+// ---- the config space ----------------------------------------------------------------------
+
+TEST(GemmSpecEnumeration, ExactlyTheSpecsTheRulesAllow) {
+  std::size_t expected = 0;
+  for (const ParamValue& a : param("a_format").allowed)
+    for (const ParamValue& b : param("b_format").allowed)
+      for (const ParamValue& scale : param("scale").allowed)
+        for (const ParamValue& bm : param("block_m").allowed)
+          for (const ParamValue& bn : param("block_n").allowed)
+            for (const ParamValue& st : param("stages").allowed)
+              if (valid_by_rules(std::get<std::string>(a), std::get<std::string>(b), std::get<std::string>(scale),
+                                 static_cast<int>(std::get<std::int64_t>(bm)), static_cast<int>(std::get<std::int64_t>(bn)),
+                                 static_cast<int>(std::get<std::int64_t>(st))))
+                ++expected;
+  // out, bias and group_m never make a spec invalid.
+  expected *= param("out").allowed.size() * param("bias").allowed.size() * param("group_m").allowed.size();
+  const std::vector<KernelSpec> all = enumerate_specs(gemm_family());
+  EXPECT_EQ(all.size(), expected);
+  EXPECT_EQ(all.size(), 108072u);  // the space this suite was written against
+  for (const KernelSpec& s : all)
+    ASSERT_TRUE(valid_by_rules(s.s("a_format"), s.s("b_format"), s.s("scale"), static_cast<int>(s.i("block_m")),
+                               static_cast<int>(s.i("block_n")), static_cast<int>(s.i("stages"))))
+        << spec_name(s);
+}
+
+TEST(GemmSpecSample, SpreadSampleCoversTheExtremes) {
+  const std::vector<KernelSpec> sample = spread_sample(gemm_family(), 60);
+  EXPECT_GE(sample.size(), 60u);
+  EXPECT_LE(sample.size(), 60u + 2 * 4);  // evenly spaced picks plus two extremes per config parameter
+  EXPECT_EQ(sample, spread_sample(gemm_family(), 60));  // fixed
+  std::set<std::string> names;
+  std::set<std::int64_t> block_m, block_n, stages, group_m;
+  std::set<std::string> scales, outs;
+  for (const KernelSpec& s : sample) {
+    ASSERT_NO_THROW(validate_spec(s));
+    names.insert(spec_name(s));
+    block_m.insert(s.i("block_m"));
+    block_n.insert(s.i("block_n"));
+    stages.insert(s.i("stages"));
+    group_m.insert(s.i("group_m"));
+    scales.insert(s.s("scale"));
+    outs.insert(s.s("out"));
+  }
+  EXPECT_EQ(names.size(), sample.size()) << "duplicates in the sample";
+  for (std::int64_t v : {64, 256}) EXPECT_TRUE(block_m.count(v)) << "block_m " << v;
+  for (std::int64_t v : {16, 256}) EXPECT_TRUE(block_n.count(v)) << "block_n " << v;
+  for (std::int64_t v : {2, 8}) EXPECT_TRUE(stages.count(v)) << "stages " << v;
+  for (std::int64_t v : {1, 16}) EXPECT_TRUE(group_m.count(v)) << "group_m " << v;
+  EXPECT_EQ(scales.size(), 4u);
+  EXPECT_EQ(outs.size(), 3u);
+}
+
+// ---- the heuristic default -----------------------------------------------------------------
+
+struct Shape {
+  std::int64_t m, n, k;
+};
+
+// DeepSeek-V3's GEMM shapes, from the shared shape list (empty where the file is absent).
+std::vector<Shape> deepseek_shapes() {
+  std::ifstream in(std::string(FP8JIT_SOURCE_DIR) + "/../shared/shapes/deepseek_v3.csv");
+  std::vector<Shape> out;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#' || line.rfind("m,", 0) == 0) continue;
+    std::istringstream fields(line);
+    Shape s{};
+    char c1 = 0, c2 = 0;
+    if (fields >> s.m >> c1 >> s.n >> c2 >> s.k && c1 == ',' && c2 == ',') out.push_back(s);
+    else ADD_FAILURE() << "bad line in deepseek_v3.csv: " << line;
+  }
+  return out;
+}
+
+std::vector<GemmProblem> gemm_problems() {
+  std::vector<GemmProblem> out;
+  for (const ParamValue& a : param("a_format").allowed)
+    for (const ParamValue& b : param("b_format").allowed)
+      for (const ParamValue& o : param("out").allowed)
+        for (const ParamValue& sc : param("scale").allowed)
+          for (const ParamValue& bias : param("bias").allowed) {
+            if (a == b && std::get<std::string>(a) == "e5m2") continue;
+            out.push_back({*parse_fp8_format(std::get<std::string>(a)), *parse_fp8_format(std::get<std::string>(b)),
+                           *parse_dtype(std::get<std::string>(o)), *parse_scale_mode(std::get<std::string>(sc)),
+                           std::get<std::int64_t>(bias) == 1});
+          }
+  return out;
+}
+
+TEST(GemmSpecDefault, ValidFittingAndSmallTilesForSmallM) {
+  const std::vector<GemmProblem> problems = gemm_problems();
+  ASSERT_EQ(problems.size(), 72u);  // 3 format pairs x 3 outputs x 4 scale modes x bias
+  std::vector<Shape> shapes = deepseek_shapes();
+  if (shapes.empty()) GTEST_SKIP() << "no " FP8JIT_SOURCE_DIR "/../shared/shapes/deepseek_v3.csv";
+  ASSERT_EQ(shapes.size(), 19u);
+  for (std::int64_t m : {1, 7, 65})
+    for (std::int64_t n : {16, 24}) shapes.push_back({m, n, 7168});
+  int shrunk = 0;
+  for (const GemmProblem& p : problems) {
+    for (const Shape& sh : shapes) {
+      for (int sms : {132, 114}) {
+        for (int smem : {kSmemLimit, 100000}) {
+          SCOPED_TRACE(fmt::format("{}x{}x{} on {} SMs with {} bytes, problem {}{} {} {}{}", sh.m, sh.n, sh.k, sms, smem,
+                                   to_string(p.a_format), to_string(p.b_format), to_string(p.out), to_string(p.scale),
+                                   p.bias ? " bias" : ""));
+          KernelSpec s;
+          ASSERT_NO_THROW(s = default_gemm_spec(p, sh.m, sh.n, sh.k, sms, smem));
+          ASSERT_NO_THROW(validate_spec(s));
+          const GemmProblem back = gemm_problem_of(s);
+          ASSERT_TRUE(back.a_format == p.a_format && back.b_format == p.b_format && back.out == p.out &&
+                      back.scale == p.scale && back.bias == p.bias);
+          const GemmConfig c = gemm_config_of(s);
+          if (sh.m <= 64) EXPECT_EQ(c.block_m, 64);
+          ASSERT_LE(gemm_smem_bytes(c), smem);
+          // As many stages as fit, up to 6: one more would not fit (or would exceed 6).
+          GemmConfig more = c;
+          ++more.stages;
+          EXPECT_TRUE(c.stages == 6 || gemm_smem_bytes(more) > smem) << c.stages << " stages";
+          if (smem < kSmemLimit) {
+            const GemmConfig roomy = gemm_config_of(default_gemm_spec(p, sh.m, sh.n, sh.k, sms, kSmemLimit));
+            if (roomy.block_n == c.block_n && roomy.block_m == c.block_m && roomy.stages > c.stages) ++shrunk;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(shrunk, 0) << "a 100000-byte limit never cut the stage count";
+  // e5m2 x e5m2 has no kernel.
+  invalid_message([] { (void)default_gemm_spec({Fp8Format::e5m2, Fp8Format::e5m2}, 4096, 4096, 4096); });
+}
+
+}  // namespace
+}  // namespace fp8jit
