@@ -67,9 +67,26 @@ KernelSpec default_gemm_spec(const GemmProblem& problem, std::int64_t m, std::in
   GemmConfig c{block_m, best_n, 2, 8};
   for (int stages = 6; stages >= 2; --stages) {
     c.stages = stages;
-    if (gemm_smem_bytes(c) <= smem_bytes) break;
+    if (gemm_smem_bytes(problem, c) <= smem_bytes) break;
   }
   return make_gemm_spec(problem, c);
+}
+
+}  // namespace fp8jit
+
+namespace fp8jit {
+
+// Split-K when the output tiles leave most SMs idle (decode-sized M): enough K ranges to cover
+// the SMs, each at least 4 K blocks long so the pipeline still fills.
+int gemm_split_k(std::int64_t m, std::int64_t n, std::int64_t k, const GemmConfig& c, int sm_count) {
+  const std::int64_t tiles = ((m + c.block_m - 1) / c.block_m) * ((n + c.block_n - 1) / c.block_n);
+  const std::int64_t k_blocks = (k + 127) / 128;
+  if (tiles * 2 > sm_count || k_blocks < 8) return 1;
+  std::int64_t splits = std::min<std::int64_t>(sm_count / tiles, k_blocks / 4);
+  splits = std::clamp<std::int64_t>(splits, 1, 16);
+  // Equal ranges: the last split must not be empty.
+  const std::int64_t per = (k_blocks + splits - 1) / splits;
+  return static_cast<int>((k_blocks + per - 1) / per);
 }
 
 }  // namespace fp8jit

@@ -54,16 +54,23 @@ void strides(ScaleLayout layout, std::int64_t rows, std::int64_t k_blocks, long 
   else { rs = 1; cs = (rows + 3) / 4 * 4; }
 }
 
-void encode(dev::TensorMap* out, const void* base, std::int64_t rows, std::int64_t k, std::int64_t ld, int box_rows) {
-  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(k), static_cast<cuuint64_t>(rows)};
-  const cuuint64_t strides_bytes[1] = {static_cast<cuuint64_t>(ld)};
-  const cuuint32_t box[2] = {static_cast<cuuint32_t>(kBlockK), static_cast<cuuint32_t>(box_rows)};
+// A 2-D tensor map: `cols` x `rows` elements of `esize` bytes, rows `ld` elements apart.
+void encode(dev::TensorMap* out, CUtensorMapDataType type, std::size_t esize, const void* base, std::int64_t rows,
+            std::int64_t cols, std::int64_t ld, int box_cols, int box_rows, CUtensorMapSwizzle swizzle) {
+  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows)};
+  const cuuint64_t strides_bytes[1] = {static_cast<cuuint64_t>(ld) * esize};
+  const cuuint32_t box[2] = {static_cast<cuuint32_t>(box_cols), static_cast<cuuint32_t>(box_rows)};
   const cuuint32_t elem_strides[2] = {1, 1};
   driver::check(driver::api().cuTensorMapEncodeTiled(
-                    reinterpret_cast<CUtensorMap*>(out), CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, const_cast<void*>(base), dims,
-                    strides_bytes, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                    CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+                    reinterpret_cast<CUtensorMap*>(out), type, 2, const_cast<void*>(base), dims, strides_bytes, box,
+                    elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                    CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
                 "cuTensorMapEncodeTiled");
+}
+
+CUtensorMapDataType tma_type(DType t) {
+  return t == DType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+         : t == DType::fp16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
 }
 
 }  // namespace
@@ -119,11 +126,26 @@ void check_matches(const KernelSpec& spec, const GemmArgs& a) {
     throw_invalid("spec", spec_name(spec), "does not match the arguments' formats, output, scale mode or bias");
 }
 
-void launch(const LoadedKernel& k, const GemmArgs& a, int sm_count, CUstream stream) {
+int split_count(const LoadedKernel& k, const GemmArgs& a, int sm_count) {
+  return gemm_split_k(a.m, a.n, a.k, gemm_config_of(k.spec), sm_count);
+}
+
+std::size_t workspace_bytes(const GemmArgs& a, int splits) {
+  return splits > 1 ? static_cast<std::size_t>(splits) * a.m * a.n * sizeof(float) : 0;
+}
+
+void launch(const LoadedKernel& k, const GemmArgs& a, int sm_count, int splits, float* workspace, CUstream stream) {
   const GemmConfig c = gemm_config_of(k.spec);
+  const std::size_t esize = dtype_size(a.d_dtype);
   dev::GemmParams p{};
-  encode(&p.tma_a, a.a, a.m, a.k, a.lda, c.block_m);
-  encode(&p.tma_b, a.b, a.n, a.k, a.ldb, c.block_n);
+  encode(&p.tma_a, CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, a.a, a.m, a.k, a.lda, kBlockK, c.block_m, CU_TENSOR_MAP_SWIZZLE_128B);
+  encode(&p.tma_b, CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, a.b, a.n, a.k, a.ldb, kBlockK, c.block_n, CU_TENSOR_MAP_SWIZZLE_128B);
+  // NOTE: TMA stores need 16-byte aligned rows; other leading dimensions take direct stores.
+  p.tma_store = splits == 1 && (a.ldd * esize) % 16 == 0 && reinterpret_cast<std::uintptr_t>(a.d) % 16 == 0;
+  if (p.tma_store) {
+    const int rows_per_wg = c.block_m >= 128 ? c.block_m / 2 : c.block_m;
+    encode(&p.tma_d, tma_type(a.d_dtype), esize, a.d, a.m, a.n, a.ldd, c.block_n, rows_per_wg, CU_TENSOR_MAP_SWIZZLE_NONE);
+  }
   p.d = a.d;
   p.ldd = a.ldd;
   p.scale_a = a.scale_a;
@@ -140,15 +162,26 @@ void launch(const LoadedKernel& k, const GemmArgs& a, int sm_count, CUstream str
   p.tiles_m = static_cast<int>(ceil_div(a.m, c.block_m));
   p.tiles_n = static_cast<int>(ceil_div(a.n, c.block_n));
   p.k_blocks = static_cast<int>(kb);
-  p.pair_stores = (a.ldd % 2 == 0 && reinterpret_cast<std::uintptr_t>(a.d) % (2 * dtype_size(a.d_dtype)) == 0) ? 1 : 0;
-  const std::int64_t tiles = std::int64_t{p.tiles_m} * p.tiles_n;
+  p.pair_stores = (a.ldd % 2 == 0 && reinterpret_cast<std::uintptr_t>(a.d) % (2 * esize) == 0) ? 1 : 0;
+  p.splits = splits;
+  p.kb_per_split = static_cast<int>(ceil_div(kb, splits));
+  p.workspace = workspace;
+  const std::int64_t units = std::int64_t{p.tiles_m} * p.tiles_n * splits;
+  if (units > INT_MAX) throw_invalid("m*n", fmt::format("{}x{}", a.m, a.n), "too many output tiles for one launch");
   LaunchConfig lc;
-  lc.grid[0] = static_cast<unsigned>(std::min<std::int64_t>(tiles, sm_count));
+  lc.grid[0] = static_cast<unsigned>(std::min<std::int64_t>(units, sm_count));
   lc.block[0] = static_cast<unsigned>(k.threads);
   lc.smem_bytes = static_cast<unsigned>(k.smem_bytes);
   lc.stream = stream;
   void* args[] = {&p};
   fp8jit::launch(k.functions[0], lc, args);
+  if (splits > 1) {
+    LaunchConfig rc;
+    rc.grid[0] = static_cast<unsigned>(std::min<std::int64_t>(ceil_div(a.m * a.n, 256), std::int64_t{sm_count} * 8));
+    rc.block[0] = 256;
+    rc.stream = stream;
+    fp8jit::launch(k.functions[1], rc, args);
+  }
 }
 
 }  // namespace fp8jit::ops

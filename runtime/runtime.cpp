@@ -2,6 +2,8 @@
 // shared-lock lookup of a small integer key, the parameter block and cuLaunchKernelEx.
 #include "fp8jit/runtime.hpp"
 
+#include <map>
+#include <mutex>
 #include <shared_mutex>
 #include <unordered_map>
 
@@ -43,6 +45,38 @@ struct Runtime::Impl {
     }
   };
   std::unordered_map<GemmKey, const LoadedKernel*, GemmKeyHash> gemm_fast;
+
+  // Split-K workspaces, one per (context, stream) so that concurrent streams never share one.
+  // NOTE: grow-only and freed with the runtime: freeing a buffer that queued kernels may still
+  // use would need a synchronisation on the launch path.
+  struct Workspace {
+    CUdeviceptr ptr = 0;
+    std::size_t bytes = 0;
+  };
+  std::mutex workspace_mutex;
+  std::map<std::pair<CUcontext, CUstream>, Workspace> workspaces;
+  std::vector<std::pair<CUcontext, CUdeviceptr>> retired;
+
+  float* workspace(CUcontext ctx, CUstream stream, std::size_t bytes) {
+    if (bytes == 0) return nullptr;
+    std::lock_guard<std::mutex> lock(workspace_mutex);
+    Workspace& w = workspaces[{ctx, stream}];
+    if (w.bytes < bytes) {
+      if (w.ptr) retired.push_back({ctx, w.ptr});
+      const std::size_t grown = std::max(bytes, 2 * w.bytes);
+      driver::check(driver::api().cuMemAlloc(&w.ptr, grown), "cuMemAlloc(split-K workspace)");
+      w.bytes = grown;
+    }
+    return reinterpret_cast<float*>(w.ptr);
+  }
+
+  ~Impl() {
+    const driver::Api* api = driver::try_api();
+    if (!api) return;
+    for (auto& [key, w] : workspaces)
+      if (w.ptr) api->cuMemFree(w.ptr);
+    for (auto& [ctx, ptr] : retired) api->cuMemFree(ptr);
+  }
 
   const LoadedKernel* find_fast(CUcontext ctx, std::uint64_t key) {
     std::shared_lock lock(fast_mutex);
@@ -175,14 +209,18 @@ void Runtime::gemm(const GemmArgs& args, CUstream stream) {
     std::unique_lock lock(impl_->fast_mutex);
     impl_->gemm_fast[key] = k;
   }
-  ops::launch(*k, a, sm_count(), stream);
+  const int sms = sm_count(), splits = ops::split_count(*k, a, sms);
+  ops::launch(*k, a, sms, splits, impl_->workspace(key.ctx, stream, ops::workspace_bytes(a, splits)), stream);
 }
 
 void Runtime::gemm(const GemmArgs& args, const KernelSpec& spec, CUstream stream) {
   const GemmArgs a = ops::normalize(args);
   ops::check_matches(spec, a);
   impl_->check_device(driver::ensure_context());
-  ops::launch(impl_->kernels.get(spec), a, sm_count(), stream);
+  const LoadedKernel& k = impl_->kernels.get(spec);
+  const int sms = sm_count(), splits = ops::split_count(k, a, sms);
+  ops::launch(k, a, sms, splits, impl_->workspace(driver::ensure_context(), stream, ops::workspace_bytes(a, splits)),
+              stream);
 }
 
 std::string Runtime::compile(const KernelSpec& spec) { return impl_->kernels.cubin(spec); }

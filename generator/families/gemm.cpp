@@ -43,9 +43,9 @@ std::string check(const KernelSpec& spec) {
   if (p.fast_accum && (p.scale == ScaleMode::block || p.scale == ScaleMode::group))
     return fmt::format("accum = fast is for tensor and rowwise scaling; {} scaling promotes every 128 of K",
                        to_string(p.scale));
-  if (gemm_smem_bytes(c) > kSmemLimit)
-    return fmt::format("stages = {} with {}x{} tiles needs {} bytes of shared memory; the limit is {}",
-                       c.stages, c.block_m, c.block_n, gemm_smem_bytes(c), kSmemLimit);
+  if (gemm_smem_bytes(p, c) > kSmemLimit)
+    return fmt::format("stages = {} with {}x{} tiles ({} out) needs {} bytes of shared memory; the limit is {}",
+                       c.stages, c.block_m, c.block_n, to_string(p.out), gemm_smem_bytes(p, c), kSmemLimit);
   if (accumulator_regs(p, c) + kRegOverhead > kConsumerRegs)
     return fmt::format("{}x{} tiles need {} accumulator registers per thread ({} scaling); at most {} fit",
                        c.block_m, c.block_n, accumulator_regs(p, c), to_string(p.scale),
@@ -95,14 +95,16 @@ std::string render_body(const KernelSpec& spec) {
       "/*GROUP_M=*/{}, /*kFastAccum=*/{}>;\n\n"
       "extern \"C\" __global__ void __launch_bounds__({}, 1) fp8jit_gemm(const __grid_constant__ GemmParams p) {{\n"
       "  extern __shared__ __align__(1024) u8 smem[];\n"
-      "  Kernel::run(p, smem);\n}}\n",
+      "  Kernel::run(p, smem);\n}}\n\n"
+      "extern \"C\" __global__ void fp8jit_gemm_reduce(const __grid_constant__ GemmParams p) {{\n"
+      "  Sm90GemmReduce<{}, {}>::run(p);\n}}\n",
       render_wgmma(c.block_n, p.a_format, p.b_format), c.block_m, c.block_n, c.stages, dev_scale(p.scale),
       dev_elem(p.out), dev_fp8(p.a_format), dev_fp8(p.b_format), p.bias ? "true" : "false", c.group_m,
-      p.fast_accum ? "true" : "false", threads);
+      p.fast_accum ? "true" : "false", threads, dev_elem(p.out), p.bias ? "true" : "false");
 }
 
-std::vector<std::string> entry_points(const KernelSpec&) { return {"fp8jit_gemm"}; }
-int dynamic_smem(const KernelSpec& spec) { return gemm_smem_bytes(gemm_config_of(spec)); }
+std::vector<std::string> entry_points(const KernelSpec&) { return {"fp8jit_gemm", "fp8jit_gemm_reduce"}; }
+int dynamic_smem(const KernelSpec& spec) { return gemm_smem_bytes(gemm_problem_of(spec), gemm_config_of(spec)); }
 int block_threads(const KernelSpec& spec) { return 128 * ((spec.i("block_m") >= 128 ? 2 : 1) + 1); }
 
 std::vector<ParamValue> range(int from, int to, int step) {
@@ -143,7 +145,12 @@ const FamilyDef& gemm_family() {
   return family;
 }
 
-int gemm_smem_bytes(const GemmConfig& c) { return c.stages * (c.block_m + c.block_n) * 128 + 2 * c.stages * 8 + 1024; }
+// Mirrors Sm90Fp8Gemm::smem_bytes(): the stage ring, its barriers, the epilogue slabs (one per
+// consumer warpgroup, BLOCK_M x BLOCK_N of D in all) and alignment slack.
+int gemm_smem_bytes(const GemmProblem& p, const GemmConfig& c) {
+  return c.stages * (c.block_m + c.block_n) * 128 + 2 * c.stages * 8 + 128 +
+         c.block_m * c.block_n * static_cast<int>(dtype_size(p.out)) + 1024;
+}
 
 KernelSpec make_gemm_spec(const GemmProblem& p, const GemmConfig& c) {
   KernelSpec spec{"gemm",

@@ -106,6 +106,9 @@ struct GemmConfig {
   int group_m = 8;  // tile-rows per raster group
 };
 
+// How a launch cuts K (run-time: the same kernel serves any split count).
+int gemm_split_k(std::int64_t m, std::int64_t n, std::int64_t k, const GemmConfig& config, int sm_count);
+
 KernelSpec make_gemm_spec(const GemmProblem& problem, const GemmConfig& config);
 GemmProblem gemm_problem_of(const KernelSpec& spec);
 GemmConfig gemm_config_of(const KernelSpec& spec);
@@ -115,7 +118,7 @@ GemmConfig gemm_config_of(const KernelSpec& spec);
 KernelSpec default_gemm_spec(const GemmProblem& problem, std::int64_t m, std::int64_t n, std::int64_t k,
                              int sm_count = 132, int smem_bytes = 232448);
 
-// Shared memory the gemm variant needs and whether it fits a GPU with `smem_bytes` per block.
-int gemm_smem_bytes(const GemmConfig& config);
+// Shared memory a gemm variant needs: stages, barriers and the epilogue's staging of D.
+int gemm_smem_bytes(const GemmProblem& problem, const GemmConfig& config);
 
 }  // namespace fp8jit

@@ -135,7 +135,7 @@ TEST(GemmGpu, EveryModeOutputAndFormatOnRaggedShapes) {
                                     << "x" << to_string(p.b_format) << (p.bias ? " bias" : "") << " m=" << s.m
                                     << " n=" << s.n << " k=" << s.k);
     Operands o = make_operands(p, s.m, s.n, s.k, seed++);
-    EXPECT_LE(run_and_compare(o.args, seed % 2 ? 8 : 0), tolerance(p));
+    EXPECT_LE(run_and_compare(o.args, seed % 3 == 0 ? 3 : (seed % 2 ? 8 : 0)), tolerance(p));  // pad 3: direct stores
   }
 }
 

@@ -77,20 +77,24 @@ KernelSpec with(KernelSpec spec, const std::string& key, ParamValue v) {
 
 // A gemm spec built without validation, so invalid combinations can be expressed.
 KernelSpec raw(const std::string& a, const std::string& b, const std::string& out, const std::string& scale, int bias,
-               int block_m, int block_n, int stages, int group_m) {
+               int block_m, int block_n, int stages, int group_m, const std::string& accum = "precise") {
   return KernelSpec{"gemm",
                     {{"a_format", a},
                      {"b_format", b},
                      {"out", out},
                      {"scale", scale},
                      {"bias", std::int64_t{bias}},
+                     {"accum", accum},
                      {"block_m", std::int64_t{block_m}},
                      {"block_n", std::int64_t{block_n}},
                      {"stages", std::int64_t{stages}},
                      {"group_m", std::int64_t{group_m}}}};
 }
-KernelSpec tile(const std::string& scale, int block_m, int block_n, int stages = 2) {
-  return raw("e4m3", "e4m3", "bf16", scale, 0, block_m, block_n, stages, 8);
+KernelSpec tile(const std::string& scale, int block_m, int block_n, int stages = 2, const std::string& accum = "precise") {
+  return raw("e4m3", "e4m3", "bf16", scale, 0, block_m, block_n, stages, 8, accum);
+}
+KernelSpec fast(const std::string& scale, int block_m, int block_n, int stages = 2) {
+  return tile(scale, block_m, block_n, stages, "fast");
 }
 
 const ParamDef& param(const std::string& name) {
@@ -99,19 +103,17 @@ const ParamDef& param(const std::string& name) {
   throw Error(ErrorKind::internal, "no gemm parameter " + name);
 }
 
-bool promotes(const std::string& scale) { return scale == "block" || scale == "group"; }
-
 // The rules, restated independently of generator/families/gemm.cpp.
 int smem_model(int block_m, int block_n, int stages) {
   // Per stage a BLOCK_M x 128 byte tile of A and a BLOCK_N x 128 tile of B, a full and an empty
   // mbarrier (8 bytes each); 1 KiB to align the ring to the 128-byte swizzle's 1024-byte period.
   return stages * (block_m * 128 + block_n * 128 + 16) + 1024;
 }
-int accumulators(const std::string& scale, int block_m, int block_n) {
+int accumulators(const std::string& accum, int block_m, int block_n) {
   // A consumer warpgroup owns 64 (block_m 64, 128) or 128 (block_m 256) rows: N/2 fp32 registers
-  // per m64 slab, doubled where block/group scaling promotes into a second register tile.
+  // per m64 slab, doubled where precise accumulation promotes into a second register tile.
   const int slabs = block_m == 256 ? 2 : 1;
-  return slabs * block_n / 2 * (promotes(scale) ? 2 : 1);
+  return slabs * block_n / 2 * (accum == "precise" ? 2 : 1);
 }
 // Whether some tile of width block_n (at column tn * block_n) touches three 128-wide blocks.
 bool straddles_three(int block_n) {
@@ -121,11 +123,12 @@ bool straddles_three(int block_n) {
   }
   return false;
 }
-bool valid_by_rules(const std::string& a, const std::string& b, const std::string& scale, int block_m, int block_n,
-                    int stages) {
+bool valid_by_rules(const std::string& a, const std::string& b, const std::string& scale, const std::string& accum,
+                    int block_m, int block_n, int stages) {
   if (a == "e5m2" && b == "e5m2") return false;
+  if (accum == "fast" && (scale == "block" || scale == "group")) return false;
   if (smem_model(block_m, block_n, stages) > kSmemLimit) return false;
-  if (accumulators(scale, block_m, block_n) + 48 > 232) return false;
+  if (accumulators(accum, block_m, block_n) + 48 > 232) return false;
   if (scale == "block" && straddles_three(block_n)) return false;
   return true;
 }
@@ -144,42 +147,58 @@ TEST(GemmSpecRules, BothOperandsE5m2Rejected) {
 
 TEST(GemmSpecRules, SharedMemoryOverTheLimitRejectedWithTheBytes) {
   // 8 stages of 256x128 + 256x128 bytes: 525440 bytes.
-  expect_rejected(tile("tensor", 256, 256, 8),
+  expect_rejected(fast("tensor", 256, 256, 8),
                   {"invalid gemm spec", "stages = 8", "256x256", "525440 bytes", "232448"});
   // The boundary: 128x128 tiles fit 7 stages (230512 bytes), not 8 (263296).
   expect_valid(tile("block", 128, 128, 7));
   expect_rejected(tile("block", 128, 128, 8), {"263296 bytes", "232448"});
   // 64x256 tiles: 5 stages fit (205904 bytes), 6 do not (246880).
-  expect_valid(tile("tensor", 64, 256, 5));
-  expect_rejected(tile("tensor", 64, 256, 6), {"246880 bytes"});
+  expect_valid(fast("tensor", 64, 256, 5));
+  expect_rejected(fast("tensor", 64, 256, 6), {"246880 bytes"});
   const std::string msg = invalid_message([] {
-    (void)make_gemm_spec({Fp8Format::e4m3, Fp8Format::e4m3, DType::bf16, ScaleMode::tensor, false}, {256, 256, 8, 8});
+    (void)make_gemm_spec({Fp8Format::e4m3, Fp8Format::e4m3, DType::bf16, ScaleMode::tensor, false, true}, {256, 256, 8, 8});
   });
   EXPECT_NE(msg.find("525440"), std::string::npos) << msg;
 }
 
+TEST(GemmSpecRules, FastAccumulationOnlyForTensorAndRowwiseScaling) {
+  // Block and group scales differ along K: they can only be applied when promoting.
+  for (const char* scale : {"block", "group"})
+    expect_rejected(fast(scale, 128, 128), {"invalid gemm spec", "accum = fast", scale});
+  expect_valid(fast("tensor", 128, 128));
+  expect_valid(fast("rowwise", 128, 128));
+  invalid_message([] { (void)make_gemm_spec({Fp8Format::e4m3, Fp8Format::e4m3, DType::bf16, ScaleMode::block, false, true}, {}); });
+  expect_rejected(with(tile("tensor", 128, 128), "accum", std::string("FAST")), {"gemm.accum", "one of {precise, fast}"});
+  expect_rejected(with(tile("tensor", 128, 128), "accum", std::int64_t{1}), {"gemm.accum = 1"});
+}
+
 TEST(GemmSpecRules, AccumulatorRegisterBudget) {
-  // Block and group scaling keep two register tiles (wgmma accumulators and promoted sums).
-  for (const char* scale : {"block", "group"}) {
+  // Precise accumulation (every scale mode) keeps two register tiles: the wgmma accumulators and
+  // the promoted FP32 sums. 48 registers of overhead, 232 per consumer thread.
+  for (const char* scale : {"tensor", "rowwise", "block", "group"}) {
     SCOPED_TRACE(scale);
     expect_rejected(tile(scale, 128, 192), {"invalid gemm spec", "128x192", "192 accumulator registers", scale});
-    expect_rejected(tile(scale, 64, 256), {"invalid gemm spec"});
+    expect_rejected(tile(scale, 64, 256), {"invalid gemm spec", "256 accumulator registers"});
     expect_valid(tile(scale, 128, 128));
     expect_rejected(tile(scale, 256, 96), {"256x96", "192 accumulator registers"});
     expect_valid(tile(scale, 256, 88));
   }
-  // Group scaling has no straddle rule, so its register boundary is visible: 184 + 48 = 232.
-  expect_valid(tile("group", 128, 184));
-  expect_rejected(tile("group", 128, 192), {"192 accumulator registers"});
-  // Tensor and row-wise scaling accumulate once: 256 columns fit with one m64 slab per warpgroup...
+  // Away from the straddle rule the boundary itself shows: 184 + 48 = 232.
+  for (const char* scale : {"tensor", "rowwise", "group"}) {
+    SCOPED_TRACE(scale);
+    expect_valid(tile(scale, 128, 184));
+    expect_rejected(tile(scale, 128, 192), {"192 accumulator registers"});
+  }
+  // Fast accumulation (tensor and row-wise only) keeps one tile: 256 columns fit with one m64
+  // slab per warpgroup...
   for (const char* scale : {"tensor", "rowwise"}) {
     SCOPED_TRACE(scale);
-    expect_valid(tile(scale, 128, 256, 4));
-    expect_valid(tile(scale, 64, 256, 4));
+    expect_valid(fast(scale, 128, 256, 4));
+    expect_valid(fast(scale, 64, 256, 4));
     // ... but not with two (block_m 256): 2 x 128 registers.
-    expect_rejected(tile(scale, 256, 256, 2), {"256x256", "256 accumulator registers"});
-    expect_valid(tile(scale, 256, 184, 2));
-    expect_rejected(tile(scale, 256, 192, 2), {"192 accumulator registers"});
+    expect_rejected(fast(scale, 256, 256, 2), {"256x256", "256 accumulator registers"});
+    expect_valid(fast(scale, 256, 184, 2));
+    expect_rejected(fast(scale, 256, 192, 2), {"192 accumulator registers"});
   }
 }
 
@@ -197,7 +216,7 @@ TEST(GemmSpecRules, BlockScalingTileStraddlingThreeScaleBlocksRejected) {
     const int bn = static_cast<int>(std::get<std::int64_t>(v));
     SCOPED_TRACE(bn);
     const KernelSpec s = tile("block", 64, bn);
-    if (accumulators("block", 64, bn) + 48 > 232) continue;
+    if (accumulators("precise", 64, bn) + 48 > 232) continue;
     if (straddles_three(bn)) expect_rejected(s, {fmt::format("block_n = {}", bn), "three"});
     else expect_valid(s);
   }
@@ -218,6 +237,7 @@ TEST(GemmSpecValidation, OutOfSetAndHostileValuesRejected) {
   expect_rejected(with(good, "block_m", std::int64_t{1} << 40), {"gemm.block_m = 1099511627776"});
   expect_rejected(with(good, "group_m", std::int64_t{2}), {"gemm.group_m = 2", "one of {1, 4, 8, 16}"});
   expect_rejected(with(good, "bias", std::int64_t{2}), {"gemm.bias = 2", "one of {0, 1}"});
+  expect_rejected(with(good, "accum", std::string("fast\"; //")), {"gemm.accum"});
   expect_rejected(with(good, "block_n", std::string("128")), {"gemm.block_n = \"128\""});
   expect_rejected(with(good, "scale", std::string("blockwise")), {"gemm.scale = \"blockwise\""});
   expect_rejected(with(good, "scale", std::int64_t{2}), {"gemm.scale = 2"});
@@ -261,12 +281,18 @@ TEST(GemmSpecName, PinnedNameJsonAndHash) {
   EXPECT_EQ(spec_name(s), "gemm_sm90_e4m3e4m3_bf16_block_128x128x128_s5_g8");
   EXPECT_EQ(spec_to_json(s),
             R"({"config":{"block_m":128,"block_n":128,"group_m":8,"stages":5},"family":"gemm",)"
-            R"("problem":{"a_format":"e4m3","b_format":"e4m3","bias":0,"out":"bf16","scale":"block"}})");
-  EXPECT_EQ(spec_hash(s), 0x0ull);
+            R"("problem":{"a_format":"e4m3","accum":"precise","b_format":"e4m3","bias":0,"out":"bf16","scale":"block"}})");
+  EXPECT_EQ(spec_hash(s), 0x2ee49622cb4c0730ull);
   const KernelSpec t = make_gemm_spec({Fp8Format::e5m2, Fp8Format::e4m3, DType::fp32, ScaleMode::rowwise, true},
                                       {64, 24, 3, 16});
   EXPECT_EQ(spec_name(t), "gemm_sm90_e5m2e4m3_fp32_rowwise_bias_64x24x128_s3_g16");
   EXPECT_NE(spec_hash(t), spec_hash(s));
+  // Fast accumulation shows in the name.
+  const KernelSpec f = make_gemm_spec({Fp8Format::e4m3, Fp8Format::e4m3, DType::bf16, ScaleMode::tensor, true, true},
+                                      {128, 256, 4, 8});
+  EXPECT_EQ(spec_name(f), "gemm_sm90_e4m3e4m3_bf16_tensor_fast_bias_128x256x128_s4_g8");
+  EXPECT_NE(spec_hash(f), spec_hash(make_gemm_spec({Fp8Format::e4m3, Fp8Format::e4m3, DType::bf16, ScaleMode::tensor,
+                                                    true, true}, {128, 128, 4, 8})));
 }
 
 TEST(GemmSpecTyped, MakeAndOfRoundTripAndStructDefaults) {
@@ -279,6 +305,7 @@ TEST(GemmSpecTyped, MakeAndOfRoundTripAndStructDefaults) {
     EXPECT_EQ(to_string(p.out), s.s("out"));
     EXPECT_EQ(to_string(p.scale), s.s("scale"));
     EXPECT_EQ(p.bias, s.i("bias") == 1);
+    EXPECT_EQ(p.fast_accum, s.s("accum") == "fast");
     EXPECT_EQ(c.block_m, s.i("block_m"));
     EXPECT_EQ(c.block_n, s.i("block_n"));
     EXPECT_EQ(c.stages, s.i("stages"));
@@ -295,21 +322,23 @@ TEST(GemmSpecEnumeration, ExactlyTheSpecsTheRulesAllow) {
   for (const ParamValue& a : param("a_format").allowed)
     for (const ParamValue& b : param("b_format").allowed)
       for (const ParamValue& scale : param("scale").allowed)
-        for (const ParamValue& bm : param("block_m").allowed)
-          for (const ParamValue& bn : param("block_n").allowed)
-            for (const ParamValue& st : param("stages").allowed)
-              if (valid_by_rules(std::get<std::string>(a), std::get<std::string>(b), std::get<std::string>(scale),
-                                 static_cast<int>(std::get<std::int64_t>(bm)), static_cast<int>(std::get<std::int64_t>(bn)),
-                                 static_cast<int>(std::get<std::int64_t>(st))))
-                ++expected;
+        for (const ParamValue& accum : param("accum").allowed)
+          for (const ParamValue& bm : param("block_m").allowed)
+            for (const ParamValue& bn : param("block_n").allowed)
+              for (const ParamValue& st : param("stages").allowed)
+                if (valid_by_rules(std::get<std::string>(a), std::get<std::string>(b), std::get<std::string>(scale),
+                                   std::get<std::string>(accum), static_cast<int>(std::get<std::int64_t>(bm)),
+                                   static_cast<int>(std::get<std::int64_t>(bn)), static_cast<int>(std::get<std::int64_t>(st))))
+                  ++expected;
   // out, bias and group_m never make a spec invalid.
   expected *= param("out").allowed.size() * param("bias").allowed.size() * param("group_m").allowed.size();
   const std::vector<KernelSpec> all = enumerate_specs(gemm_family());
   EXPECT_EQ(all.size(), expected);
-  EXPECT_EQ(all.size(), 108072u);  // the space this suite was written against
+  EXPECT_EQ(all.size(), 155448u);  // the space this suite was written against
   for (const KernelSpec& s : all)
-    ASSERT_TRUE(valid_by_rules(s.s("a_format"), s.s("b_format"), s.s("scale"), static_cast<int>(s.i("block_m")),
-                               static_cast<int>(s.i("block_n")), static_cast<int>(s.i("stages"))))
+    ASSERT_TRUE(valid_by_rules(s.s("a_format"), s.s("b_format"), s.s("scale"), s.s("accum"),
+                               static_cast<int>(s.i("block_m")), static_cast<int>(s.i("block_n")),
+                               static_cast<int>(s.i("stages"))))
         << spec_name(s);
 }
 
@@ -320,7 +349,7 @@ TEST(GemmSpecSample, SpreadSampleCoversTheExtremes) {
   EXPECT_EQ(sample, spread_sample(gemm_family(), 60));  // fixed
   std::set<std::string> names;
   std::set<std::int64_t> block_m, block_n, stages, group_m;
-  std::set<std::string> scales, outs;
+  std::set<std::string> scales, outs, accums;
   for (const KernelSpec& s : sample) {
     ASSERT_NO_THROW(validate_spec(s));
     names.insert(spec_name(s));
@@ -330,6 +359,7 @@ TEST(GemmSpecSample, SpreadSampleCoversTheExtremes) {
     group_m.insert(s.i("group_m"));
     scales.insert(s.s("scale"));
     outs.insert(s.s("out"));
+    accums.insert(s.s("accum"));
   }
   EXPECT_EQ(names.size(), sample.size()) << "duplicates in the sample";
   for (std::int64_t v : {64, 256}) EXPECT_TRUE(block_m.count(v)) << "block_m " << v;
@@ -338,6 +368,7 @@ TEST(GemmSpecSample, SpreadSampleCoversTheExtremes) {
   for (std::int64_t v : {1, 16}) EXPECT_TRUE(group_m.count(v)) << "group_m " << v;
   EXPECT_EQ(scales.size(), 4u);
   EXPECT_EQ(outs.size(), 3u);
+  EXPECT_EQ(accums.size(), 2u);
 }
 
 // ---- the heuristic default -----------------------------------------------------------------
@@ -368,18 +399,22 @@ std::vector<GemmProblem> gemm_problems() {
     for (const ParamValue& b : param("b_format").allowed)
       for (const ParamValue& o : param("out").allowed)
         for (const ParamValue& sc : param("scale").allowed)
-          for (const ParamValue& bias : param("bias").allowed) {
-            if (a == b && std::get<std::string>(a) == "e5m2") continue;
-            out.push_back({*parse_fp8_format(std::get<std::string>(a)), *parse_fp8_format(std::get<std::string>(b)),
-                           *parse_dtype(std::get<std::string>(o)), *parse_scale_mode(std::get<std::string>(sc)),
-                           std::get<std::int64_t>(bias) == 1});
-          }
+          for (const ParamValue& bias : param("bias").allowed)
+            for (const ParamValue& accum : param("accum").allowed) {
+              const std::string scale = std::get<std::string>(sc);
+              if (a == b && std::get<std::string>(a) == "e5m2") continue;
+              if (std::get<std::string>(accum) == "fast" && (scale == "block" || scale == "group")) continue;
+              out.push_back({*parse_fp8_format(std::get<std::string>(a)), *parse_fp8_format(std::get<std::string>(b)),
+                             *parse_dtype(std::get<std::string>(o)), *parse_scale_mode(scale),
+                             std::get<std::int64_t>(bias) == 1, std::get<std::string>(accum) == "fast"});
+            }
   return out;
 }
 
 TEST(GemmSpecDefault, ValidFittingAndSmallTilesForSmallM) {
   const std::vector<GemmProblem> problems = gemm_problems();
-  ASSERT_EQ(problems.size(), 72u);  // 3 format pairs x 3 outputs x 4 scale modes x bias
+  // 3 format pairs x 3 outputs x bias x (4 scale modes precise + tensor and rowwise fast).
+  ASSERT_EQ(problems.size(), 108u);
   std::vector<Shape> shapes = deepseek_shapes();
   if (shapes.empty()) GTEST_SKIP() << "no " FP8JIT_SOURCE_DIR "/../shared/shapes/deepseek_v3.csv";
   ASSERT_EQ(shapes.size(), 19u);
@@ -390,15 +425,15 @@ TEST(GemmSpecDefault, ValidFittingAndSmallTilesForSmallM) {
     for (const Shape& sh : shapes) {
       for (int sms : {132, 114}) {
         for (int smem : {kSmemLimit, 100000}) {
-          SCOPED_TRACE(fmt::format("{}x{}x{} on {} SMs with {} bytes, problem {}{} {} {}{}", sh.m, sh.n, sh.k, sms, smem,
-                                   to_string(p.a_format), to_string(p.b_format), to_string(p.out), to_string(p.scale),
-                                   p.bias ? " bias" : ""));
+          SCOPED_TRACE(fmt::format("{}x{}x{} on {} SMs with {} bytes, problem {}{} {} {}{}{}", sh.m, sh.n, sh.k, sms,
+                                   smem, to_string(p.a_format), to_string(p.b_format), to_string(p.out),
+                                   to_string(p.scale), p.bias ? " bias" : "", p.fast_accum ? " fast" : ""));
           KernelSpec s;
           ASSERT_NO_THROW(s = default_gemm_spec(p, sh.m, sh.n, sh.k, sms, smem));
           ASSERT_NO_THROW(validate_spec(s));
           const GemmProblem back = gemm_problem_of(s);
           ASSERT_TRUE(back.a_format == p.a_format && back.b_format == p.b_format && back.out == p.out &&
-                      back.scale == p.scale && back.bias == p.bias);
+                      back.scale == p.scale && back.bias == p.bias && back.fast_accum == p.fast_accum);
           const GemmConfig c = gemm_config_of(s);
           if (sh.m <= 64) EXPECT_EQ(c.block_m, 64);
           ASSERT_LE(gemm_smem_bytes(c), smem);

@@ -19,6 +19,7 @@ enum GemmScale {
 struct GemmParams {
   TensorMap tma_a;  // A [M, K] FP8, K-major, box 128 x BLOCK_M, 128-byte swizzle
   TensorMap tma_b;  // B [N, K] FP8, K-major, box 128 x BLOCK_N
+  TensorMap tma_d;  // D [M, N], box BLOCK_N x (BLOCK_M / consumer warpgroups); used when tma_store
   void* d;          // D [M, N], row stride ldd elements
   long long ldd;
   const float* scale_a;
@@ -29,6 +30,11 @@ struct GemmParams {
   int M, N, K;
   int tiles_m, tiles_n, k_blocks;
   int pair_stores;  // D rows allow aligned 2-element stores
+  int tma_store;    // D goes out through shared memory and TMA stores (16-byte aligned rows)
+  // Split-K: each tile's K blocks are cut into `splits` ranges of kb_per_split; each range's
+  // FP32 partial tile goes to workspace[split][M][N], and a reduction kernel writes D.
+  int splits, kb_per_split;
+  float* workspace;
 };
 
 }  // namespace dev

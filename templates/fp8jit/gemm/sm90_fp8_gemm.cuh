@@ -9,10 +9,12 @@
 #pragma once
 
 #include "fp8jit/common/barrier.cuh"
+#include "fp8jit/common/bulk_store.cuh"
 #include "fp8jit/common/convert.cuh"
 #include "fp8jit/common/memory.cuh"
 #include "fp8jit/common/tma.cuh"
 #include "fp8jit/common/warpgroup.cuh"
+#include "fp8jit/gemm/epilogue.cuh"
 #include "fp8jit/gemm/params.cuh"
 
 namespace fp8jit {
@@ -22,6 +24,8 @@ namespace dev {
 // formats (the instruction spells out N/2 accumulator registers).
 template <int N, int FA, int FB> struct Wgmma;
 
+// Work unit u of a launch: tile u / splits, K range u % splits (the splits of one tile run on
+// neighbouring CTAs, so their A and B blocks meet in L2).
 // Grouped raster: GROUP_M tile-rows are walked column by column, so concurrently running CTAs
 // share A rows and B columns in L2.
 template <int GROUP_M> FP8JIT_DEVICE void tile_coords(const GemmParams& p, int t, int& tm, int& tn) {
@@ -49,7 +53,12 @@ struct Sm90Fp8Gemm {
   static constexpr bool kPromote = !kFastAccum;
   static_assert(!kFastAccum || SCALE == kPerTensor || SCALE == kPerRow,
                 "block and group scaling apply their scales when promoting: no fast accumulation");
+  // A tile of B may straddle two 128-wide scale blocks unless BLOCK_N divides 128.
+  static constexpr bool kTwoBlocksOfB = (128 % BLOCK_N) != 0;
   static constexpr int kStageA = BLOCK_M * BLOCK_K, kStageB = BLOCK_N * BLOCK_K;
+  static constexpr int kOutBytes = ElemSize<OUT>::value;
+  // Per consumer warpgroup, its slab of D staged for the TMA store.
+  static constexpr int kEpiSlab = kRowsPerWG * BLOCK_N * kOutBytes;
   // NOTE: producer 40 / consumers 232 registers fills the 64K register file at 384 threads.
   static constexpr int kProducerRegs = 40;
   static constexpr int kConsumerRegs = kMathWGs == 2 ? 232 : 240;
@@ -57,13 +66,16 @@ struct Sm90Fp8Gemm {
   static_assert(BLOCK_N % 8 == 0 && BLOCK_N >= 8 && BLOCK_N <= 256, "BLOCK_N: a multiple of 8 in [8, 256]");
   static_assert(kStageB % 1024 == 0, "stages must stay 1024-byte aligned for the 128-byte swizzle");
 
-  static constexpr int smem_bytes() { return kStages * (kStageA + kStageB) + 2 * kStages * 8 + 1024; }
+  static constexpr int smem_bytes() {
+    return kStages * (kStageA + kStageB) + 2 * kStages * 8 + 128 + kMathWGs * kEpiSlab + 1024;
+  }
 
   struct Smem {
     u8* a;
     u8* b;
     u64* full;
     u64* empty;
+    u8* epi;  // kMathWGs slabs of kEpiSlab bytes, 128-byte aligned
   };
 
   static FP8JIT_DEVICE Smem carve(u8* raw) {
@@ -73,17 +85,26 @@ struct Sm90Fp8Gemm {
     s.b = base + kStages * kStageA;
     s.full = reinterpret_cast<u64*>(s.b + kStages * kStageB);
     s.empty = s.full + kStages;
+    s.epi = reinterpret_cast<u8*>((reinterpret_cast<u64>(s.empty + kStages) + 127) & ~u64(127));
     return s;
+  }
+
+  // The K-block range [first, last) of work unit u.
+  static FP8JIT_DEVICE void unit_range(const GemmParams& p, int u, int& tile, int& first, int& last) {
+    tile = u / p.splits;
+    first = (u % p.splits) * p.kb_per_split;
+    last = min(first + p.kb_per_split, p.k_blocks);
   }
 
   static FP8JIT_DEVICE void producer(const GemmParams& p, const Smem& s) {
     int stage = 0;
     u32 phase = 0;
-    const int tiles = p.tiles_m * p.tiles_n;
-    for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
-      int tm, tn;
+    const int units = p.tiles_m * p.tiles_n * p.splits;
+    for (int u = blockIdx.x; u < units; u += gridDim.x) {
+      int t, first, last, tm, tn;
+      unit_range(p, u, t, first, last);
       tile_coords<GROUP_M>(p, t, tm, tn);
-      for (int kb = 0; kb < p.k_blocks; ++kb) {
+      for (int kb = first; kb < last; ++kb) {
         barrier::wait(&s.empty[stage], phase ^ 1);
         barrier::arrive_expect_tx(&s.full[stage], kStageA + kStageB);
         tma::load_2d(s.a + stage * kStageA, &p.tma_a, &s.full[stage], kb * BLOCK_K, tm * BLOCK_M);
@@ -96,9 +117,37 @@ struct Sm90Fp8Gemm {
     }
   }
 
-  // Scale of A for this thread's row r of the tile (block and group modes), K block kb.
   static FP8JIT_DEVICE float scale_a_at(const GemmParams& p, int row, int kb) {
     return row < p.M ? __ldg(p.scale_a + row * p.sa_rs + kb * p.sa_cs) : 0.0f;
+  }
+
+  // Per-K-block scale factors of this thread's rows: s[mm][h] for row half h, and for block
+  // scaling a second set for the tile's columns in the next 128-block of B.
+  struct BlockScales {
+    float lo[kMmaM][2];
+    float hi[kMmaM][2];
+  };
+
+  static FP8JIT_DEVICE void load_scales(const GemmParams& p, int row0, int tn, int kb, BlockScales& bs) {
+    if constexpr (SCALE == kBlockScale || SCALE == kGroupScale) {
+      float sb_lo = 1.0f, sb_hi = 1.0f;
+      if constexpr (SCALE == kBlockScale) {
+        const int nb = (tn * BLOCK_N) / 128;
+        sb_lo = __ldg(p.scale_b + nb * p.sb_rs + kb * p.sb_cs);
+        if constexpr (kTwoBlocksOfB) {
+          const int nb_hi = min((tn * BLOCK_N + BLOCK_N - 1) / 128, (p.N - 1) / 128);
+          sb_hi = __ldg(p.scale_b + nb_hi * p.sb_rs + kb * p.sb_cs);
+        }
+      }
+#pragma unroll
+      for (int mm = 0; mm < kMmaM; ++mm)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const float sa = scale_a_at(p, row0 + mm * 64 + 8 * h, kb);
+          bs.lo[mm][h] = sa * sb_lo;
+          bs.hi[mm][h] = sa * sb_hi;
+        }
+    }
   }
 
   static FP8JIT_DEVICE void consumer(const GemmParams& p, const Smem& s, int wg) {
@@ -108,43 +157,26 @@ struct Sm90Fp8Gemm {
     float out[kMmaM][kPromote ? kAccum : 1];
     int stage = 0;
     u32 phase = 0;
-    const int tiles = p.tiles_m * p.tiles_n;
-    for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
-      int tm, tn;
+    const int units = p.tiles_m * p.tiles_n * p.splits;
+    for (int u = blockIdx.x; u < units; u += gridDim.x) {
+      int t, first, last, tm, tn;
+      unit_range(p, u, t, first, last);
       tile_coords<GROUP_M>(p, t, tm, tn);
       const int row0 = tm * BLOCK_M + wg * kRowsPerWG + warp * 16 + lane / 4;  // + mm*64, + 8
       const int col0 = tn * BLOCK_N + 2 * (lane % 4);                          // + 8*j, + 1
-      if constexpr (kPromote) {
 #pragma unroll
-        for (int mm = 0; mm < kMmaM; ++mm)
+      for (int mm = 0; mm < kMmaM; ++mm)
 #pragma unroll
-          for (int i = 0; i < kAccum; ++i) out[mm][i] = 0.0f;
-      }
-      for (int kb = 0; kb < p.k_blocks; ++kb) {
-        // Scales for this K block, loaded while the tensor cores work.
-        float sa[kMmaM][2];
-        float sb_lo = 0.0f, sb_hi = 0.0f;
-        if constexpr (SCALE == kBlockScale) {
-#pragma unroll
-          for (int mm = 0; mm < kMmaM; ++mm) {
-            sa[mm][0] = scale_a_at(p, row0 + mm * 64, kb);
-            sa[mm][1] = scale_a_at(p, row0 + mm * 64 + 8, kb);
-          }
-          const int nb = (tn * BLOCK_N) / 128;
-          sb_lo = __ldg(p.scale_b + nb * p.sb_rs + kb * p.sb_cs);
-          const int nb_hi = min((tn * BLOCK_N + BLOCK_N - 1) / 128, (p.N - 1) / 128);
-          sb_hi = __ldg(p.scale_b + nb_hi * p.sb_rs + kb * p.sb_cs);
-        } else if constexpr (SCALE == kGroupScale) {
-#pragma unroll
-          for (int mm = 0; mm < kMmaM; ++mm) {
-            sa[mm][0] = scale_a_at(p, row0 + mm * 64, kb);
-            sa[mm][1] = scale_a_at(p, row0 + mm * 64 + 8, kb);
-          }
+        for (int i = 0; i < kAccum; ++i) {
+          acc[mm][i] = 0.0f;  // an empty K range (more splits than K blocks) yields zeros
+          if constexpr (kPromote) out[mm][i] = 0.0f;
         }
+      for (int kb = first; kb < last; ++kb) {
+        BlockScales bs;
+        load_scales(p, row0, tn, kb, bs);  // in flight while the tensor cores work
         barrier::wait(&s.full[stage], phase);
         const u8* a_tile = s.a + stage * kStageA + wg * kRowsPerWG * BLOCK_K;
-        const u8* b_tile = s.b + stage * kStageB;
-        const u64 desc_b = warpgroup::smem_desc_k128_swizzle(b_tile);
+        const u64 desc_b = warpgroup::smem_desc_k128_swizzle(s.b + stage * kStageB);
         warpgroup::arrive();
 #pragma unroll
         for (int k = 0; k < BLOCK_K / 32; ++k) {
@@ -153,7 +185,7 @@ struct Sm90Fp8Gemm {
             const u64 desc_a = warpgroup::smem_desc_k128_swizzle(a_tile + mm * 64 * BLOCK_K);
             // +2 per k-step: 32 bytes further along K, in the descriptor's 16-byte units.
             Wgmma<BLOCK_N, FA, FB>::mma(desc_a + 2 * k, desc_b + 2 * k, acc[mm],
-                                        (kPromote ? k > 0 : (kb > 0 || k > 0)) ? 1 : 0);
+                                        (kPromote ? k > 0 : (kb > first || k > 0)) ? 1 : 0);
           }
         }
         warpgroup::commit();
@@ -163,17 +195,20 @@ struct Sm90Fp8Gemm {
           stage = 0;
           phase ^= 1;
         }
-        if constexpr (kPromote) promote(p, acc, out, sa, sb_lo, sb_hi, tn, col0, kb);
+        if constexpr (kPromote) promote(p, acc, out, bs, tn, col0, kb);
       }
-      if constexpr (kPromote) epilogue(p, out, row0, col0);
-      else epilogue(p, acc, row0, col0);
+      const int split = u % p.splits, slab_y = tm * BLOCK_M + wg * kRowsPerWG, slab_x = tn * BLOCK_N;
+      u8* slab = s.epi + wg * kEpiSlab;
+      if constexpr (kPromote) Epilogue::run(p, slab, out, wg, row0, col0, slab_y, slab_x, split);
+      else Epilogue::run(p, slab, acc, wg, row0, col0, slab_y, slab_x, split);
     }
+    if (t_in_wg == 0) tma::store_wait_all();  // shared memory must outlive the last store
   }
 
-  // out += acc * scale, per element: sA(row) * sB(block or column).
+  // out += acc * scale: one FFMA per element with the per-row products precomputed.
   static FP8JIT_DEVICE void promote(const GemmParams& p, const float (&acc)[kMmaM][kAccum],
-                                    float (&out)[kMmaM][kPromote ? kAccum : 1], const float (&sa)[kMmaM][2],
-                                    float sb_lo, float sb_hi, int tn, int col0, int kb) {
+                                    float (&out)[kMmaM][kPromote ? kAccum : 1], const BlockScales& bs, int tn,
+                                    int col0, int kb) {
     if constexpr (SCALE == kPerTensor || SCALE == kPerRow) {
       // Scales apply once, in the epilogue: promotion is a plain FP32 sum.
 #pragma unroll
@@ -185,75 +220,30 @@ struct Sm90Fp8Gemm {
     const int first_block = (tn * BLOCK_N) / 128;
 #pragma unroll
     for (int j = 0; j < BLOCK_N / 8; ++j) {
-      float sb[2];
       if constexpr (SCALE == kBlockScale) {
-        sb[0] = sb[1] = ((tn * BLOCK_N + 8 * j) / 128 > first_block) ? sb_hi : sb_lo;
-      } else {
+        const bool hi = kTwoBlocksOfB && (tn * BLOCK_N + 8 * j) / 128 > first_block;
+#pragma unroll
+        for (int mm = 0; mm < kMmaM; ++mm)
+#pragma unroll
+          for (int i = 0; i < 4; ++i)
+            out[mm][4 * j + i] = fmaf(acc[mm][4 * j + i], hi ? bs.hi[mm][i / 2] : bs.lo[mm][i / 2], out[mm][4 * j + i]);
+      } else {  // 1x128 scales of B: one per column
+        float sb[2];
 #pragma unroll
         for (int c = 0; c < 2; ++c) {
           const int col = col0 + 8 * j + c;
           sb[c] = col < p.N ? __ldg(p.scale_b + col * p.sb_rs + kb * p.sb_cs) : 0.0f;
         }
-      }
 #pragma unroll
-      for (int mm = 0; mm < kMmaM; ++mm) {
+        for (int mm = 0; mm < kMmaM; ++mm)
 #pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          const float s = sa[mm][i / 2] * sb[i % 2];
-          out[mm][4 * j + i] = fmaf(acc[mm][4 * j + i], s, out[mm][4 * j + i]);
-        }
+          for (int i = 0; i < 4; ++i)
+            out[mm][4 * j + i] = fmaf(acc[mm][4 * j + i], bs.lo[mm][i / 2] * sb[i % 2], out[mm][4 * j + i]);
       }
     }
   }
 
-  template <int W>
-  static FP8JIT_DEVICE void epilogue(const GemmParams& p, const float (&v)[kMmaM][W], int row0, int col0) {
-    static_assert(W == kAccum, "epilogue reads the full accumulator tile");
-    float s_tensor = 1.0f;
-    if constexpr (SCALE == kPerTensor) s_tensor = __ldg(p.scale_a) * __ldg(p.scale_b);
-#pragma unroll
-    for (int mm = 0; mm < kMmaM; ++mm) {
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int row = row0 + mm * 64 + 8 * h;
-        if (row >= p.M) continue;
-        float s_row = s_tensor;
-        if constexpr (SCALE == kPerRow) s_row = __ldg(p.scale_a + row);
-#pragma unroll
-        for (int j = 0; j < BLOCK_N / 8; ++j) {
-          const int col = col0 + 8 * j;
-          if (col >= p.N) continue;
-          float x[2] = {v[mm][4 * j + 2 * h], v[mm][4 * j + 2 * h + 1]};
-#pragma unroll
-          for (int c = 0; c < 2; ++c) {
-            float s = s_row;
-            if constexpr (SCALE == kPerRow) s *= (col + c < p.N) ? __ldg(p.scale_b + col + c) : 0.0f;
-            x[c] *= s;
-            if constexpr (kBias)
-              if (col + c < p.N) x[c] += elem_to_f32<OUT>(load_bits<ElemSize<OUT>::value>(p.bias, col + c));
-          }
-          store_pair(p, row, col, x);
-        }
-      }
-    }
-  }
-
-  static FP8JIT_DEVICE void store_pair(const GemmParams& p, int row, int col, const float (&x)[2]) {
-    constexpr int S = ElemSize<OUT>::value;
-    const i64 at = static_cast<i64>(row) * p.ldd + col;
-    if (p.pair_stores && col + 1 < p.N) {
-      if constexpr (S == 4) {
-        const u32 w[2] = {__float_as_uint(x[0]), __float_as_uint(x[1])};
-        store_words<2>(static_cast<float*>(p.d) + at, w);
-      } else {
-        const u32 w[1] = {f32_to_elem<OUT>(x[0]) | (f32_to_elem<OUT>(x[1]) << 16)};
-        store_words<1>(static_cast<u16*>(p.d) + at, w);
-      }
-    } else {
-      store_bits<S>(p.d, at, f32_to_elem<OUT>(x[0]));
-      if (col + 1 < p.N) store_bits<S>(p.d, at + 1, f32_to_elem<OUT>(x[1]));
-    }
-  }
+  using Epilogue = Sm90GemmEpilogue<BLOCK_N, kMmaM, kRowsPerWG, SCALE, OUT, kBias>;
 
   static FP8JIT_DEVICE void run(const GemmParams& p, u8* raw_smem) {
     const Smem s = carve(raw_smem);
@@ -280,3 +270,5 @@ struct Sm90Fp8Gemm {
 
 }  // namespace dev
 }  // namespace fp8jit
+
+#include "fp8jit/gemm/reduce.cuh"

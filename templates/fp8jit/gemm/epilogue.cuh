@@ -1,0 +1,129 @@
+// The gemm epilogue: scales, bias, conversion, and the way out of a consumer warpgroup's slab
+// of D (kRowsPerWG x BLOCK_N): FP32 partials to the split-K workspace, a TMA store from shared
+// memory (async: the next tile's MMAs start while it drains), or direct stores where D's rows
+// are not 16-byte aligned.
+#pragma once
+
+#include "fp8jit/common/bulk_store.cuh"
+#include "fp8jit/common/convert.cuh"
+#include "fp8jit/common/memory.cuh"
+#include "fp8jit/gemm/params.cuh"
+
+namespace fp8jit {
+namespace dev {
+
+template <int BLOCK_N, int kMmaM, int kRowsPerWG, int SCALE, int OUT, bool kBias> struct Sm90GemmEpilogue {
+  static constexpr int kAccum = BLOCK_N / 2;
+  static constexpr int S = ElemSize<OUT>::value;
+
+  // v holds the thread's accumulators in wgmma layout: element 4j + 2h + c of slab mm is row
+  // row0 + 64 mm + 8 h, column col0 + 8 j + c.
+  // slab_y, slab_x: D coordinates of the slab's first row and column.
+  static FP8JIT_DEVICE void run(const GemmParams& p, u8* slab, const float (&v)[kMmaM][kAccum], int wg, int row0,
+                                int col0, int slab_y, int slab_x, int split) {
+    const int t_in_wg = threadIdx.x % 128;
+    if (p.splits > 1) {
+      partials(p, v, row0, col0, split);
+      return;
+    }
+    if (p.tma_store) {
+      if (t_in_wg == 0) tma::store_wait_read();  // the previous tile's store has left the slab
+      named_barrier_sync(1 + wg, 128);
+    }
+    float s_tensor = 1.0f;
+    if constexpr (SCALE == kPerTensor) s_tensor = __ldg(p.scale_a) * __ldg(p.scale_b);
+#pragma unroll
+    for (int mm = 0; mm < kMmaM; ++mm) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int row = row0 + mm * 64 + 8 * h;
+        float s_row = s_tensor;
+        if constexpr (SCALE == kPerRow) s_row = row < p.M ? __ldg(p.scale_a + row) : 0.0f;
+#pragma unroll
+        for (int j = 0; j < BLOCK_N / 8; ++j) {
+          const int col = col0 + 8 * j;
+          float x[2] = {v[mm][4 * j + 2 * h], v[mm][4 * j + 2 * h + 1]};
+#pragma unroll
+          for (int c = 0; c < 2; ++c) {
+            const bool in = col + c < p.N;
+            float s = s_row;
+            if constexpr (SCALE == kPerRow) s *= in ? __ldg(p.scale_b + col + c) : 0.0f;
+            if constexpr (SCALE == kPerTensor || SCALE == kPerRow) x[c] *= s;
+            if constexpr (kBias)
+              if (in) x[c] += elem_to_f32<OUT>(load_bits<S>(p.bias, col + c));
+          }
+          if (p.tma_store) {
+            stage_pair(slab, row - slab_y, col - slab_x, x);  // slab coordinates
+          } else if (row < p.M && col < p.N) {
+            store_pair(p, row, col, x);
+          }
+        }
+      }
+    }
+    if (p.tma_store) {
+      tma::fence_smem_for_async();
+      named_barrier_sync(1 + wg, 128);
+      if (t_in_wg == 0) {
+        tma::store_2d(&p.tma_d, slab, slab_x, slab_y);
+        tma::store_commit();
+      }
+    }
+  }
+
+  static FP8JIT_DEVICE void stage_pair(u8* slab, int r, int c, const float (&x)[2]) {
+    u8* at = slab + (static_cast<i64>(r) * BLOCK_N + c) * S;
+    if constexpr (S == 4) {
+      reinterpret_cast<float*>(at)[0] = x[0];
+      reinterpret_cast<float*>(at)[1] = x[1];
+    } else {
+      *reinterpret_cast<u32*>(at) = f32_to_elem<OUT>(x[0]) | (f32_to_elem<OUT>(x[1]) << 16);
+    }
+  }
+
+  static FP8JIT_DEVICE void store_pair(const GemmParams& p, int row, int col, const float (&x)[2]) {
+    const i64 at = static_cast<i64>(row) * p.ldd + col;
+    if (p.pair_stores && col + 1 < p.N) {
+      if constexpr (S == 4) {
+        const u32 w[2] = {__float_as_uint(x[0]), __float_as_uint(x[1])};
+        store_words<2>(static_cast<float*>(p.d) + at, w);
+      } else {
+        const u32 w[1] = {f32_to_elem<OUT>(x[0]) | (f32_to_elem<OUT>(x[1]) << 16)};
+        store_words<1>(static_cast<u16*>(p.d) + at, w);
+      }
+    } else {
+      store_bits<S>(p.d, at, f32_to_elem<OUT>(x[0]));
+      if (col + 1 < p.N) store_bits<S>(p.d, at + 1, f32_to_elem<OUT>(x[1]));
+    }
+  }
+
+  // Split-K: the scaled FP32 partial tile of this K range (bias comes in the reduction).
+  static FP8JIT_DEVICE void partials(const GemmParams& p, const float (&v)[kMmaM][kAccum], int row0, int col0,
+                                     int split) {
+    float* w = p.workspace + static_cast<i64>(split) * p.M * p.N;
+    float s_tensor = 1.0f;
+    if constexpr (SCALE == kPerTensor) s_tensor = __ldg(p.scale_a) * __ldg(p.scale_b);
+#pragma unroll
+    for (int mm = 0; mm < kMmaM; ++mm)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int row = row0 + mm * 64 + 8 * h;
+        if (row >= p.M) continue;
+        float s_row = s_tensor;
+        if constexpr (SCALE == kPerRow) s_row = __ldg(p.scale_a + row);
+#pragma unroll
+        for (int j = 0; j < BLOCK_N / 8; ++j)
+#pragma unroll
+          for (int c = 0; c < 2; ++c) {
+            const int col = col0 + 8 * j + c;
+            if (col >= p.N) continue;
+            float x = v[mm][4 * j + 2 * h + c];
+            if constexpr (SCALE == kPerTensor) x *= s_row;
+            if constexpr (SCALE == kPerRow) x *= s_row * __ldg(p.scale_b + col);
+            w[static_cast<i64>(row) * p.N + col] = x;
+          }
+      }
+  }
+};
+
+}  // namespace dev
+}  // namespace fp8jit
