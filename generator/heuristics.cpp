@@ -49,7 +49,10 @@ KernelSpec default_gemm_spec(const GemmProblem& problem, std::int64_t m, std::in
                              int sm_count, int smem_bytes) {
   (void)k;
   const int block_m = m <= 64 ? 64 : 128;
-  const int max_n = problem.fast_accum ? 256 : 176;
+  // Widest tile the register budget allows (see reg_overhead in families/gemm.cpp).
+  const int max_n = problem.fast_accum ? 256
+                    : problem.scale == ScaleMode::block ? 160
+                    : problem.scale == ScaleMode::group ? 128 : 176;
   int best_n = 128;
   double best_score = -1;
   for (int bn = 64; bn <= max_n; bn += 16) {

@@ -138,7 +138,7 @@ TEST(CodegenEntryPoints, PerTensorHasThreePassesEachDefinedOnce) {
     SCOPED_TRACE(spec_name(s));
     std::vector<std::string> want;
     if (s.family == "dequantize") want = {"fp8jit_dequantize"};
-    else if (s.family == "gemm") want = {"fp8jit_gemm"};
+    else if (s.family == "gemm") want = {"fp8jit_gemm", "fp8jit_gemm_reduce"};  // split-K reduction second
     else if (s.s("granularity") == "tensor") {
       want = {"fp8jit_amax", "fp8jit_quantize", "fp8jit_finalize"};
       ++per_tensor;
@@ -155,6 +155,11 @@ TEST(CodegenEntryPoints, PerTensorHasThreePassesEachDefinedOnce) {
       const int threads = s.i("block_m") == 64 ? 256 : 384;
       ASSERT_EQ(spec_block_threads(s), threads);
       ASSERT_NE(src.find(fmt::format("__launch_bounds__({}, 1) fp8jit_gemm(const __grid_constant__ GemmParams p)", threads)),
+                std::string::npos);
+      // The reduction sums FP32 partials into D's type, adding the bias once.
+      ASSERT_NE(src.find(" fp8jit_gemm_reduce(const __grid_constant__ GemmParams p)"), std::string::npos);
+      ASSERT_NE(src.find(fmt::format("Sm90GemmReduce<k{}, {}>::run(p);", s.s("out") == "bf16" ? "BF16" : s.s("out") == "fp16" ? "FP16" : "FP32",
+                                     s.i("bias") ? "true" : "false")),
                 std::string::npos);
       continue;
     }
@@ -174,12 +179,14 @@ TEST(CodegenSmem, OverDefaultLimitExactlyForTileStrategy) {
     const int smem = spec_dynamic_smem(s);
     SCOPED_TRACE(spec_name(s));
     if (s.family == "gemm") {
-      // The stage ring, a full and an empty mbarrier per stage, and 1 KiB to align the ring for
-      // the 128-byte swizzle; always within the opt-in limit of H100/H200.
+      // The stage ring, a full and an empty mbarrier per stage, 128 bytes to align the epilogue's
+      // staging of the BLOCK_M x BLOCK_N tile of D, and 1 KiB to align the ring for the 128-byte
+      // swizzle; always within the opt-in limit of H100/H200.
       ++gemms;
       const GemmConfig c = gemm_config_of(s);
-      ASSERT_EQ(smem, c.stages * (c.block_m + c.block_n) * 128 + c.stages * 16 + 1024);
-      ASSERT_EQ(smem, gemm_smem_bytes(c));
+      const int out_bytes = s.s("out") == "fp32" ? 4 : 2;
+      ASSERT_EQ(smem, c.stages * (c.block_m + c.block_n) * 128 + c.stages * 16 + 128 + c.block_m * c.block_n * out_bytes + 1024);
+      ASSERT_EQ(smem, gemm_smem_bytes(gemm_problem_of(s), c));
       ASSERT_LE(smem, 232448);
       ASSERT_NE(render_source(s).find("extern __shared__ __align__(1024) u8 smem[];"), std::string::npos);
       continue;

@@ -61,8 +61,10 @@ std::string error_message(ErrorKind kind, F&& fn) {
 
 // normalize(args) must refuse with invalid_argument and a message containing every needle.
 void expect_rejected(const GemmArgs& args, const std::vector<std::string>& needles) {
-  const std::string msg = error_message(ErrorKind::invalid_argument, [&] { (void)ops::normalize(args); });
-  for (const auto& n : needles) EXPECT_NE(msg.find(n), std::string::npos) << "'" << n << "' not in: " << msg;
+  const std::string msg =
+      error_message(ErrorKind::invalid_argument, [&] { (void)ops::normalize(args); });
+  for (const auto& n : needles)
+    EXPECT_NE(msg.find(n), std::string::npos) << "'" << n << "' not in: " << msg;
 }
 
 void expect_accepted(const GemmArgs& args) {
@@ -117,9 +119,12 @@ TEST(GemmArgsValid, AcceptedAndLeadingDimensionsDefaultToDense) {
 
 TEST(GemmArgsDims, NonPositiveAndHugeSizesRejected) {
   for (std::int64_t v : {0, -1, -1040}) {
-    expect_rejected(edit([&](GemmArgs& g) { g.m = v; }), {fmt::format("invalid m = {}", v), "positive"});
-    expect_rejected(edit([&](GemmArgs& g) { g.n = v; }), {fmt::format("invalid n = {}", v), "positive"});
-    expect_rejected(edit([&](GemmArgs& g) { g.k = v; }), {fmt::format("invalid k = {}", v), "positive"});
+    expect_rejected(edit([&](GemmArgs& g) { g.m = v; }),
+                    {fmt::format("invalid m = {}", v), "positive"});
+    expect_rejected(edit([&](GemmArgs& g) { g.n = v; }),
+                    {fmt::format("invalid n = {}", v), "positive"});
+    expect_rejected(edit([&](GemmArgs& g) { g.k = v; }),
+                    {fmt::format("invalid k = {}", v), "positive"});
   }
   expect_rejected(edit([](GemmArgs& g) { g.m = std::int64_t{INT_MAX} + 1; }), {"m/n/k", "2^31"});
   expect_rejected(edit([](GemmArgs& g) { g.n = std::int64_t{1} << 40; }), {"m/n/k"});
@@ -147,17 +152,21 @@ TEST(GemmArgsDims, KMustBeAMultipleOf16) {
 TEST(GemmArgsStrides, LeadingDimensionsChecked) {
   expect_rejected(edit([](GemmArgs& g) { g.lda = 512; }), {"invalid lda = 512", "at least 1040"});
   expect_rejected(edit([](GemmArgs& g) { g.lda = 1039; }), {"invalid lda = 1039", "at least 1040"});
-  expect_rejected(edit([](GemmArgs& g) { g.lda = 1048; }), {"invalid lda = 1048", "multiple of 16"});
+  expect_rejected(edit([](GemmArgs& g) { g.lda = 1048; }),
+                  {"invalid lda = 1048", "multiple of 16"});
   expect_rejected(edit([](GemmArgs& g) { g.lda = -16; }), {"invalid lda = -16"});
   expect_rejected(edit([](GemmArgs& g) { g.ldb = 1024; }), {"invalid ldb = 1024", "at least 1040"});
-  expect_rejected(edit([](GemmArgs& g) { g.ldb = 1048; }), {"invalid ldb = 1048", "multiple of 16"});
+  expect_rejected(edit([](GemmArgs& g) { g.ldb = 1048; }),
+                  {"invalid ldb = 1048", "multiple of 16"});
   expect_rejected(edit([](GemmArgs& g) { g.ldd = 301; }), {"invalid ldd = 301", "at least 302"});
   expect_accepted(edit([](GemmArgs& g) { g.lda = g.ldb = 1040 + 16; }));
-  expect_accepted(edit([](GemmArgs& g) { g.ldd = 305; }));  // D is stored element by element where needed
+  expect_accepted(
+      edit([](GemmArgs& g) { g.ldd = 305; }));  // D is stored element by element where needed
 }
 
 TEST(GemmArgsPointers, NullPointersRejectedByName) {
-  expect_rejected(edit([](GemmArgs& g) { g.a = nullptr; }), {"invalid a = nullptr", "device pointer"});
+  expect_rejected(edit([](GemmArgs& g) { g.a = nullptr; }),
+                  {"invalid a = nullptr", "device pointer"});
   expect_rejected(edit([](GemmArgs& g) { g.b = nullptr; }), {"invalid b = nullptr"});
   expect_rejected(edit([](GemmArgs& g) { g.d = nullptr; }), {"invalid d = nullptr"});
   expect_rejected(edit([](GemmArgs& g) { g.scale_a = nullptr; }), {"invalid scale_a = nullptr"});
@@ -173,22 +182,28 @@ TEST(GemmArgsPointers, NullPointersRejectedByName) {
 
 TEST(GemmArgsPointers, MisalignedPointersRejected) {
   // TMA needs 16-byte aligned operands.
-  expect_rejected(edit([](GemmArgs& g) { g.a = fake(0x100008); }), {"invalid a = 0x100008", "16-byte aligned"});
-  expect_rejected(edit([](GemmArgs& g) { g.b = fake(0x200008); }), {"invalid b = 0x200008", "16-byte aligned"});
+  expect_rejected(edit([](GemmArgs& g) { g.a = fake(0x100008); }),
+                  {"invalid a = 0x100008", "16-byte aligned"});
+  expect_rejected(edit([](GemmArgs& g) { g.b = fake(0x200008); }),
+                  {"invalid b = 0x200008", "16-byte aligned"});
   expect_rejected(edit([](GemmArgs& g) { g.a = fake(0x100001); }), {"invalid a"});
   // D and bias: their element size.
-  expect_rejected(edit([](GemmArgs& g) { g.d = fake(0x300001); }), {"invalid d = 0x300001", "2-byte aligned"});
+  expect_rejected(edit([](GemmArgs& g) { g.d = fake(0x300001); }),
+                  {"invalid d = 0x300001", "2-byte aligned"});
   expect_accepted(edit([](GemmArgs& g) { g.d = fake(0x300002); }));
   expect_rejected(edit([](GemmArgs& g) {
                     g.d_dtype = DType::fp32;
                     g.d = fake(0x300002);
                   }),
                   {"invalid d", "4-byte aligned"});
-  expect_rejected(edit([](GemmArgs& g) { g.bias = fake(0x600001); }), {"invalid bias", "2-byte aligned"});
+  expect_rejected(edit([](GemmArgs& g) { g.bias = fake(0x600001); }),
+                  {"invalid bias", "2-byte aligned"});
   expect_accepted(edit([](GemmArgs& g) { g.bias = fake(0x600002); }));
   // Scales are fp32.
-  expect_rejected(edit([](GemmArgs& g) { g.scale_a = fake<const float>(0x400002); }), {"invalid scale_a", "4-byte aligned"});
-  expect_rejected(edit([](GemmArgs& g) { g.scale_b = fake<const float>(0x500001); }), {"invalid scale_b", "4-byte aligned"});
+  expect_rejected(edit([](GemmArgs& g) { g.scale_a = fake<const float>(0x400002); }),
+                  {"invalid scale_a", "4-byte aligned"});
+  expect_rejected(edit([](GemmArgs& g) { g.scale_b = fake<const float>(0x500001); }),
+                  {"invalid scale_b", "4-byte aligned"});
 }
 
 TEST(GemmArgsFormats, FastAccumulationOnlyWithTensorOrRowwiseScaling) {
@@ -242,12 +257,15 @@ TEST(GemmArgsScales, SizesCheckedForEveryModeAndLayout) {
       {ScaleMode::group, ScaleLayout::row_major, ScaleLayout::col_major_tma, 250 * 9, 9 * 304},
   };
   for (const Case& c : cases) {
-    SCOPED_TRACE(fmt::format("{} scaling, A {}, B {}", to_string(c.mode), to_string(c.la), to_string(c.lb)));
+    SCOPED_TRACE(
+        fmt::format("{} scaling, A {}, B {}", to_string(c.mode), to_string(c.la), to_string(c.lb)));
     // The documented sizes (runtime.hpp) agree with the hand-computed ones.
     if (c.mode == ScaleMode::block || c.mode == ScaleMode::group) {
       EXPECT_EQ(scale_count(Granularity::group128, c.la, 250, 1040), c.need_a);
-      EXPECT_EQ(scale_count(c.mode == ScaleMode::block ? Granularity::block128 : Granularity::group128, c.lb, 302, 1040),
-                c.need_b);
+      EXPECT_EQ(
+          scale_count(c.mode == ScaleMode::block ? Granularity::block128 : Granularity::group128,
+                      c.lb, 302, 1040),
+          c.need_b);
     }
     auto args = [&](std::int64_t size_a, std::int64_t size_b) {
       GemmArgs g = valid_args();
@@ -261,10 +279,11 @@ TEST(GemmArgsScales, SizesCheckedForEveryModeAndLayout) {
     expect_accepted(args(c.need_a, c.need_b));
     expect_accepted(args(c.need_a + 1, c.need_b + 100));
     expect_rejected(args(c.need_a - 1, c.need_b),
-                    {fmt::format("invalid scale_a_size = {}", c.need_a - 1), fmt::format("needs {} floats", c.need_a),
-                     std::string(to_string(c.mode))});
+                    {fmt::format("invalid scale_a_size = {}", c.need_a - 1),
+                     fmt::format("needs {} floats", c.need_a), std::string(to_string(c.mode))});
     expect_rejected(args(c.need_a, c.need_b - 1),
-                    {fmt::format("invalid scale_b_size = {}", c.need_b - 1), fmt::format("needs {} floats", c.need_b)});
+                    {fmt::format("invalid scale_b_size = {}", c.need_b - 1),
+                     fmt::format("needs {} floats", c.need_b)});
     expect_rejected(args(0, c.need_b), {"invalid scale_a_size = 0"});
     expect_rejected(args(c.need_a, -1), {"invalid scale_b_size = -1"});
   }
@@ -287,16 +306,31 @@ TEST(GemmArgsSpec, MismatchedSpecRejected) {
     t.scale_mode = ScaleMode::tensor;
     const KernelSpec precise = make_gemm_spec(ops::problem_of(t), {128, 128, 4, 8});
     t.fast_accum = true;
-    const std::string msg = error_message(ErrorKind::invalid_argument, [&] { ops::check_matches(precise, t); });
+    const std::string msg =
+        error_message(ErrorKind::invalid_argument, [&] { ops::check_matches(precise, t); });
     EXPECT_NE(msg.find("invalid spec = " + spec_name(precise)), std::string::npos) << msg;
-    EXPECT_NO_THROW(ops::check_matches(make_gemm_spec(ops::problem_of(t), {128, 256, 4, 8}), t));
+    EXPECT_NO_THROW(ops::check_matches(make_gemm_spec(ops::problem_of(t), {128, 256, 3, 8}), t));
   }
   for (const GemmProblem& p : wrong) {
     const KernelSpec s = make_gemm_spec(p, {128, 128, 4, 8});
-    const std::string msg = error_message(ErrorKind::invalid_argument, [&] { ops::check_matches(s, a); });
+    const std::string msg =
+        error_message(ErrorKind::invalid_argument, [&] { ops::check_matches(s, a); });
     EXPECT_NE(msg.find("invalid spec = " + spec_name(s)), std::string::npos) << msg;
   }
-  error_message(ErrorKind::invalid_argument, [&] { ops::check_matches(make_quantize_spec({}, {}), a); });
+  error_message(ErrorKind::invalid_argument,
+                [&] { ops::check_matches(make_quantize_spec({}, {}), a); });
+}
+
+TEST(GemmArgsSplitK, WorkspaceHoldsOneFp32PartialOfDPerSplit) {
+  const GemmArgs a = ops::normalize(valid_args());
+  EXPECT_EQ(ops::workspace_bytes(a, 1), 0u);  // no split: D is written directly
+  EXPECT_EQ(ops::workspace_bytes(a, 2), 2u * 250 * 302 * 4);
+  EXPECT_EQ(ops::workspace_bytes(a, 16), 16u * 250 * 302 * 4);
+  // Dense partials whatever D's leading dimension and type.
+  GemmArgs wide = a;
+  wide.ldd = 4096;
+  wide.d_dtype = DType::fp32;
+  EXPECT_EQ(ops::workspace_bytes(wide, 3), 3u * 250 * 302 * 4);
 }
 
 // ---- through the Runtime, without a GPU ------------------------------------------------------
@@ -312,12 +346,12 @@ TEST(GemmArgsRuntime, WithoutADriverGemmThrowsDriverErrorNamingLibcuda) {
   const std::string msg2 = error_message(ErrorKind::driver, [&] { rt.gemm(a, spec, nullptr); });
   if (driver::try_api() == nullptr) EXPECT_NE(msg2.find("libcuda"), std::string::npos) << msg2;
   // Bad arguments are reported as such before the driver is touched.
-  const std::string bad = error_message(ErrorKind::invalid_argument, [&] {
-    rt.gemm(edit([](GemmArgs& g) { g.k = 100; }), nullptr);
-  });
+  const std::string bad = error_message(
+      ErrorKind::invalid_argument, [&] { rt.gemm(edit([](GemmArgs& g) { g.k = 100; }), nullptr); });
   EXPECT_NE(bad.find("invalid k = 100"), std::string::npos) << bad;
   const KernelSpec other = make_gemm_spec({Fp8Format::e4m3, Fp8Format::e4m3, DType::fp16}, {});
-  const std::string mismatch = error_message(ErrorKind::invalid_argument, [&] { rt.gemm(a, other, nullptr); });
+  const std::string mismatch =
+      error_message(ErrorKind::invalid_argument, [&] { rt.gemm(a, other, nullptr); });
   EXPECT_NE(mismatch.find("invalid spec"), std::string::npos) << mismatch;
   EXPECT_EQ(rt.cache_stats().compiles, 0u);  // nothing was compiled for a launch that cannot happen
 }
@@ -331,7 +365,8 @@ TEST(GemmArgsRuntime, SelectWithoutAGpuUsesTheH100Defaults) {
     a.scale_a_size = scale_count(Granularity::group128, a.scale_a_layout, m, a.k);
     EXPECT_EQ(rt.select(a), default_gemm_spec(ops::problem_of(a), a.m, a.n, a.k, 132, 232448));
   }
-  error_message(ErrorKind::invalid_argument, [&] { (void)rt.select(edit([](GemmArgs& g) { g.scale_b = nullptr; })); });
+  error_message(ErrorKind::invalid_argument,
+                [&] { (void)rt.select(edit([](GemmArgs& g) { g.scale_b = nullptr; })); });
 }
 
 }  // namespace
