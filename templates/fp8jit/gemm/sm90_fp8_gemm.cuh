@@ -70,7 +70,7 @@ struct Sm90Fp8Gemm {
   // into shared memory (A: BLOCK_M rows; B: two 128-blocks, or BLOCK_N columns for group), so
   // that no global load is in flight at a consumer's wgmma.fence, which would wait for it.
   static constexpr bool kScaleWarp = SCALE == kBlockScale || SCALE == kGroupScale;
-  static constexpr int kScaleSlot = BLOCK_M + (SCALE == kGroupScale ? BLOCK_N : 2);  // floats per stage
+  static constexpr int kScaleSlot = kScaleWarp ? BLOCK_M + (SCALE == kGroupScale ? BLOCK_N : 2) : 0;  // floats/stage
 
   static constexpr int smem_bytes() {
     return kStages * (kStageA + kStageB) + 2 * kStages * 8 + kStages * kScaleSlot * 4 + 128 + kMathWGs * kEpiSlab +
