@@ -282,6 +282,9 @@ struct Sm90Fp8Gemm {
   using Epilogue = Sm90GemmEpilogue<BLOCK_N, kMmaM, kRowsPerWG, SCALE, OUT, kBias>;
 
   static FP8JIT_DEVICE void run(const GemmParams& p, u8* raw_smem) {
+    u32 dynamic_smem;
+    asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(dynamic_smem));
+    if (dynamic_smem < smem_bytes()) __trap();  // host and device disagree on the layout: fail loudly
     const Smem s = carve(raw_smem);
     const int wg = threadIdx.x / warpgroup::kThreads;
     if (threadIdx.x == 0) {
