@@ -153,12 +153,10 @@ const FamilyDef& gemm_family() {
   return family;
 }
 
-// Mirrors Sm90Fp8Gemm::smem_bytes(): the stage ring, its barriers and scale slots, the epilogue slabs (one per
+// Mirrors Sm90Fp8Gemm::smem_bytes(): the stage ring, its barriers, the epilogue slabs (one per
 // consumer warpgroup, BLOCK_M x BLOCK_N of D in all) and alignment slack.
 int gemm_smem_bytes(const GemmProblem& p, const GemmConfig& c) {
-  const bool scale_slots = p.scale == ScaleMode::block || p.scale == ScaleMode::group;
-  const int slot_floats = scale_slots ? c.block_m + (p.scale == ScaleMode::group ? c.block_n : 2) : 0;
-  return c.stages * (c.block_m + c.block_n) * 128 + 2 * c.stages * 8 + c.stages * slot_floats * 4 + 128 +
+  return c.stages * (c.block_m + c.block_n) * 128 + 2 * c.stages * 8 + 128 +
          c.block_m * c.block_n * static_cast<int>(dtype_size(p.out)) + 1024;
 }
 

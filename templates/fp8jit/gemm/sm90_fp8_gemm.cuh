@@ -66,15 +66,8 @@ struct Sm90Fp8Gemm {
   static_assert(BLOCK_N % 8 == 0 && BLOCK_N >= 8 && BLOCK_N <= 256, "BLOCK_N: a multiple of 8 in [8, 256]");
   static_assert(kStageB % 1024 == 0, "stages must stay 1024-byte aligned for the 128-byte swizzle");
 
-  // Block and group scaling: a scale warp of the producer warpgroup copies each stage's scales
-  // into shared memory (A: BLOCK_M rows; B: two 128-blocks, or BLOCK_N columns for group), so
-  // that no global load is in flight at a consumer's wgmma.fence, which would wait for it.
-  static constexpr bool kScaleWarp = SCALE == kBlockScale || SCALE == kGroupScale;
-  static constexpr int kScaleSlot = kScaleWarp ? BLOCK_M + (SCALE == kGroupScale ? BLOCK_N : 2) : 0;  // floats/stage
-
   static constexpr int smem_bytes() {
-    return kStages * (kStageA + kStageB) + 2 * kStages * 8 + kStages * kScaleSlot * 4 + 128 + kMathWGs * kEpiSlab +
-           1024;
+    return kStages * (kStageA + kStageB) + 2 * kStages * 8 + 128 + kMathWGs * kEpiSlab + 1024;
   }
 
   struct Smem {
@@ -82,8 +75,7 @@ struct Sm90Fp8Gemm {
     u8* b;
     u64* full;
     u64* empty;
-    float* scales;  // kStages slots of kScaleSlot floats
-    u8* epi;        // kMathWGs slabs of kEpiSlab bytes, 128-byte aligned
+    u8* epi;  // kMathWGs slabs of kEpiSlab bytes, 128-byte aligned
   };
 
   static FP8JIT_DEVICE Smem carve(u8* raw) {
@@ -93,8 +85,7 @@ struct Sm90Fp8Gemm {
     s.b = base + kStages * kStageA;
     s.full = reinterpret_cast<u64*>(s.b + kStages * kStageB);
     s.empty = s.full + kStages;
-    s.scales = reinterpret_cast<float*>(s.empty + kStages);
-    s.epi = reinterpret_cast<u8*>((reinterpret_cast<u64>(s.scales + kStages * kScaleSlot) + 127) & ~u64(127));
+    s.epi = reinterpret_cast<u8*>((reinterpret_cast<u64>(s.empty + kStages) + 127) & ~u64(127));
     return s;
   }
 
@@ -130,56 +121,29 @@ struct Sm90Fp8Gemm {
     return row < p.M ? __ldg(p.scale_a + row * p.sa_rs + kb * p.sa_cs) : 0.0f;
   }
 
-  // Fills each stage's scale slot for the K block the TMA loads into it.
-  static FP8JIT_DEVICE void scale_copier(const GemmParams& p, const Smem& s, int lane) {
-    int stage = 0;
-    u32 phase = 0;
-    const int units = p.tiles_m * p.tiles_n * p.splits;
-    for (int u = blockIdx.x; u < units; u += gridDim.x) {
-      int t, first, last, tm, tn;
-      unit_range(p, u, t, first, last);
-      tile_coords<GROUP_M>(p, t, tm, tn);
-      for (int kb = first; kb < last; ++kb) {
-        barrier::wait(&s.empty[stage], phase ^ 1);
-        float* slot = s.scales + stage * kScaleSlot;
-        for (int r = lane; r < BLOCK_M; r += 32) slot[r] = scale_a_at(p, tm * BLOCK_M + r, kb);
-        if constexpr (SCALE == kBlockScale) {
-          if (lane < 2) {
-            const int nb = min((tn * BLOCK_N + lane * (BLOCK_N - 1)) / 128, (p.N - 1) / 128);
-            slot[BLOCK_M + lane] = __ldg(p.scale_b + nb * p.sb_rs + kb * p.sb_cs);
-          }
-        } else {
-          for (int c = lane; c < BLOCK_N; c += 32) {
-            const int col = tn * BLOCK_N + c;
-            slot[BLOCK_M + c] = col < p.N ? __ldg(p.scale_b + col * p.sb_rs + kb * p.sb_cs) : 0.0f;
-          }
-        }
-        __syncwarp();
-        if (lane == 0) barrier::arrive(&s.full[stage]);  // release: the slot's stores come first
-        if (++stage == kStages) {
-          stage = 0;
-          phase ^= 1;
-        }
-      }
-    }
-  }
-
-  // Per-K-block scale factors of this thread's rows: lo[mm][h] for row half h; hi for the tile's
-  // columns in the next 128-block of B (block scaling); read from the stage's slot.
+  // Per-K-block scale factors of this thread's rows: s[mm][h] for row half h, and for block
+  // scaling a second set for the tile's columns in the next 128-block of B.
   struct BlockScales {
     float lo[kMmaM][2];
     float hi[kMmaM][2];
   };
 
-  static FP8JIT_DEVICE void load_scales(const float* slot, int tile_row, BlockScales& bs) {
-    if constexpr (kScaleWarp) {
-      const float sb_lo = SCALE == kBlockScale ? slot[BLOCK_M] : 1.0f;
-      const float sb_hi = SCALE == kBlockScale ? slot[BLOCK_M + 1] : 1.0f;
+  static FP8JIT_DEVICE void load_scales(const GemmParams& p, int row0, int tn, int kb, BlockScales& bs) {
+    if constexpr (SCALE == kBlockScale || SCALE == kGroupScale) {
+      float sb_lo = 1.0f, sb_hi = 1.0f;
+      if constexpr (SCALE == kBlockScale) {
+        const int nb = (tn * BLOCK_N) / 128;
+        sb_lo = __ldg(p.scale_b + nb * p.sb_rs + kb * p.sb_cs);
+        if constexpr (kTwoBlocksOfB) {
+          const int nb_hi = min((tn * BLOCK_N + BLOCK_N - 1) / 128, (p.N - 1) / 128);
+          sb_hi = __ldg(p.scale_b + nb_hi * p.sb_rs + kb * p.sb_cs);
+        }
+      }
 #pragma unroll
       for (int mm = 0; mm < kMmaM; ++mm)
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-          const float sa = slot[tile_row + mm * 64 + 8 * h];
+          const float sa = scale_a_at(p, row0 + mm * 64 + 8 * h, kb);
           bs.lo[mm][h] = sa * sb_lo;
           bs.hi[mm][h] = sa * sb_hi;
         }
@@ -208,6 +172,8 @@ struct Sm90Fp8Gemm {
           if constexpr (kPromote) out[mm][i] = 0.0f;
         }
       for (int kb = first; kb < last; ++kb) {
+        BlockScales bs;
+        load_scales(p, row0, tn, kb, bs);  // in flight while the tensor cores work
         barrier::wait(&s.full[stage], phase);
         const u8* a_tile = s.a + stage * kStageA + wg * kRowsPerWG * BLOCK_K;
         const u64 desc_b = warpgroup::smem_desc_k128_swizzle(s.b + stage * kStageB);
@@ -223,20 +189,13 @@ struct Sm90Fp8Gemm {
           }
         }
         warpgroup::commit();
-        BlockScales bs;
-        const float* slot = s.scales + stage * kScaleSlot;
-        load_scales(slot, row0 - tm * BLOCK_M, bs);
         warpgroup::wait<0>();
-        // Group scaling reads B's column scales from the slot while promoting: release after.
-        if constexpr (SCALE != kGroupScale)
-          if (lane == 0) barrier::arrive(&s.empty[stage]);  // this warp is done with the stage
-        if constexpr (kPromote) promote(acc, out, bs, tn, col0 - tn * BLOCK_N, slot);
-        if constexpr (SCALE == kGroupScale)
-          if (lane == 0) barrier::arrive(&s.empty[stage]);
+        if (lane == 0) barrier::arrive(&s.empty[stage]);  // this warp is done with the stage
         if (++stage == kStages) {
           stage = 0;
           phase ^= 1;
         }
+        if constexpr (kPromote) promote(p, acc, out, bs, tn, col0, kb);
       }
       const int split = u % p.splits, slab_y = tm * BLOCK_M + wg * kRowsPerWG, slab_x = tn * BLOCK_N;
       u8* slab = s.epi + wg * kEpiSlab;
@@ -247,9 +206,9 @@ struct Sm90Fp8Gemm {
   }
 
   // out += acc * scale: one FFMA per element with the per-row products precomputed.
-  // tile_col0: this thread's first column inside the tile.
-  static FP8JIT_DEVICE void promote(const float (&acc)[kMmaM][kAccum], float (&out)[kMmaM][kPromote ? kAccum : 1],
-                                    const BlockScales& bs, int tn, int tile_col0, const float* slot) {
+  static FP8JIT_DEVICE void promote(const GemmParams& p, const float (&acc)[kMmaM][kAccum],
+                                    float (&out)[kMmaM][kPromote ? kAccum : 1], const BlockScales& bs, int tn,
+                                    int col0, int kb) {
     if constexpr (SCALE == kPerTensor || SCALE == kPerRow) {
       // Scales apply once, in the epilogue: promotion is a plain FP32 sum.
 #pragma unroll
@@ -269,7 +228,12 @@ struct Sm90Fp8Gemm {
           for (int i = 0; i < 4; ++i)
             out[mm][4 * j + i] = fmaf(acc[mm][4 * j + i], hi ? bs.hi[mm][i / 2] : bs.lo[mm][i / 2], out[mm][4 * j + i]);
       } else {  // 1x128 scales of B: one per column
-        const float sb[2] = {slot[BLOCK_M + tile_col0 + 8 * j], slot[BLOCK_M + tile_col0 + 8 * j + 1]};
+        float sb[2];
+#pragma unroll
+        for (int c = 0; c < 2; ++c) {
+          const int col = col0 + 8 * j + c;
+          sb[c] = col < p.N ? __ldg(p.scale_b + col * p.sb_rs + kb * p.sb_cs) : 0.0f;
+        }
 #pragma unroll
         for (int mm = 0; mm < kMmaM; ++mm)
 #pragma unroll
@@ -291,7 +255,7 @@ struct Sm90Fp8Gemm {
       tma::prefetch(&p.tma_a);
       tma::prefetch(&p.tma_b);
       for (int i = 0; i < kStages; ++i) {
-        barrier::init(&s.full[i], kScaleWarp ? 2 : 1);  // TMA (+ the scale warp)
+        barrier::init(&s.full[i], 1);
         barrier::init(&s.empty[i], kMathWGs * 4);  // one arrival per consumer warp
       }
       barrier::fence_init();
@@ -299,10 +263,7 @@ struct Sm90Fp8Gemm {
     __syncthreads();
     if (wg == kMathWGs) {  // the last warpgroup produces
       warpgroup::decrease_registers<kProducerRegs>();
-      const int t = threadIdx.x % warpgroup::kThreads;
-      if (t == 0) producer(p, s);
-      if constexpr (kScaleWarp)
-        if (t / 32 == 1) scale_copier(p, s, t % 32);
+      if (threadIdx.x % warpgroup::kThreads == 0) producer(p, s);
     } else {
       warpgroup::increase_registers<kConsumerRegs>();
       consumer(p, s, wg);
