@@ -179,15 +179,13 @@ TEST(CodegenSmem, OverDefaultLimitExactlyForTileStrategy) {
     const int smem = spec_dynamic_smem(s);
     SCOPED_TRACE(spec_name(s));
     if (s.family == "gemm") {
-      // The stage ring, a full and an empty mbarrier per stage, the stage's scales (block: A's
-      // rows and two of B; group: A's rows and B's columns), 128 bytes to align the epilogue's
+      // The stage ring, a full and an empty mbarrier per stage, 128 bytes to align the epilogue's
       // staging of the BLOCK_M x BLOCK_N tile of D, and 1 KiB to align the ring for the 128-byte
       // swizzle; always within the opt-in limit of H100/H200.
       ++gemms;
       const GemmConfig c = gemm_config_of(s);
       const int out_bytes = s.s("out") == "fp32" ? 4 : 2;
-      const int slot = s.s("scale") == "block" ? c.block_m + 2 : s.s("scale") == "group" ? c.block_m + c.block_n : 0;
-      ASSERT_EQ(smem, c.stages * ((c.block_m + c.block_n) * 128 + 16 + 4 * slot) + 128 +
+      ASSERT_EQ(smem, c.stages * ((c.block_m + c.block_n) * 128 + 16) + 128 +
                           c.block_m * c.block_n * out_bytes + 1024);
       ASSERT_EQ(smem, gemm_smem_bytes(gemm_problem_of(s), c));
       ASSERT_LE(smem, 232448);
