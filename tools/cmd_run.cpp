@@ -12,7 +12,7 @@
 #include "fp8jit/runtime.hpp"
 #include "runtime/driver.hpp"
 #include "tools/cli.hpp"
-#include "tools/gpu.hpp"
+#include "autotune/timer.hpp"
 
 namespace fp8jit::cli {
 namespace {

@@ -1,10 +1,10 @@
-#include "tools/gpu.hpp"
+#include "autotune/timer.hpp"
 
 #include <algorithm>
 
 #include "runtime/driver.hpp"
 
-namespace fp8jit::cli {
+namespace fp8jit {
 
 DeviceBuffer::DeviceBuffer(std::size_t bytes) : bytes_(bytes) {
   driver::ensure_context();
@@ -24,7 +24,7 @@ void DeviceBuffer::fill(unsigned char byte) {
   driver::check(driver::api().cuCtxSynchronize(), "cuCtxSynchronize");
 }
 
-double time_median_ms(const std::function<void()>& fn, int warmup, int iters) {
+std::vector<double> time_samples_ms(const std::function<void()>& fn, int warmup, int iters) {
   const auto& cu = driver::api();
   DeviceBuffer flush(256u << 20);
   CUevent start, stop;
@@ -44,6 +44,11 @@ double time_median_ms(const std::function<void()>& fn, int warmup, int iters) {
   }
   cu.cuEventDestroy(start);
   cu.cuEventDestroy(stop);
+  return {ms.begin(), ms.end()};
+}
+
+double time_median_ms(const std::function<void()>& fn, int warmup, int iters) {
+  std::vector<double> ms = time_samples_ms(fn, warmup, iters);
   std::nth_element(ms.begin(), ms.begin() + ms.size() / 2, ms.end());
   return ms[ms.size() / 2];
 }
@@ -58,4 +63,4 @@ double copy_median_ms(std::size_t bytes, int iters) {
   }, 3, iters);
 }
 
-}  // namespace fp8jit::cli
+}  // namespace fp8jit

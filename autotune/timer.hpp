@@ -1,4 +1,5 @@
-// Device memory and timing for the CLI's GPU commands, over the run-time loaded driver.
+// Device memory and GPU timing over the run-time loaded driver (no CUDA runtime dependency):
+// used by the autotuner, the CLI and the benchmarks of the `fp8jit` commands.
 #pragma once
 
 #include <cuda.h>
@@ -8,7 +9,7 @@
 #include <string>
 #include <vector>
 
-namespace fp8jit::cli {
+namespace fp8jit {
 
 class DeviceBuffer {
  public:
@@ -28,11 +29,12 @@ class DeviceBuffer {
   std::size_t bytes_ = 0;
 };
 
-// Median milliseconds of `fn` over `iters` runs after `warmup` runs, each preceded by a write of
-// a buffer larger than L2 so no run reads its inputs from the previous one's cache.
+// Milliseconds of `fn` for each of `iters` runs after `warmup` runs, each run preceded by a
+// write of a buffer larger than L2 so that no run reads its inputs from the previous one's cache.
+std::vector<double> time_samples_ms(const std::function<void()>& fn, int warmup, int iters);
 double time_median_ms(const std::function<void()>& fn, int warmup, int iters);
 
 // Median milliseconds of a device-to-device copy of `bytes` (read + write = 2 * bytes moved).
 double copy_median_ms(std::size_t bytes, int iters);
 
-}  // namespace fp8jit::cli
+}  // namespace fp8jit

@@ -1,0 +1,124 @@
+#include "autotune/tuner.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <mutex>
+
+#include "generator/family.hpp"
+#include "runtime/parallel.hpp"
+#include "runtime/settings.hpp"
+
+namespace fp8jit {
+
+std::string_view to_string(CandidateStatus s) {
+  switch (s) {
+    case CandidateStatus::passed: return "passed";
+    case CandidateStatus::incorrect: return "incorrect";
+    case CandidateStatus::compile_failed: return "compile_failed";
+    case CandidateStatus::launch_failed: return "launch_failed";
+    case CandidateStatus::not_supported: return "not_supported";
+  }
+  return "unknown";
+}
+
+Timing summarize(std::vector<double> s) {
+  Timing t;
+  if (s.empty()) return t;
+  std::sort(s.begin(), s.end());
+  auto at = [&](double q) { return s[static_cast<std::size_t>(std::floor(q * (s.size() - 1) + 0.5))]; };
+  t.median_us = at(0.5);
+  t.p20_us = at(0.2);
+  t.p80_us = at(0.8);
+  return t;
+}
+
+TuneResult run_sweep(const std::vector<KernelSpec>& candidates, const Bench& bench, const TuneOptions& options) {
+  TuneResult r;
+  r.candidates.resize(candidates.size());
+  TuneProgress progress;
+  progress.total = candidates.size();
+  std::mutex mutex;
+  auto report = [&] {
+    if (options.progress) options.progress(progress);
+  };
+  // Compile everything first, in parallel: NVRTC dominates a sweep's wall time.
+  const int jobs = options.jobs > 0 ? options.jobs : Settings::get().jobs;
+  std::vector<bool> compiled(candidates.size(), false);
+  parallel_for(candidates.size(), jobs, [&](std::size_t i) {
+    CandidateResult& c = r.candidates[i];
+    c.spec = candidates[i];
+    try {
+      bench.compile(candidates[i]);
+      compiled[i] = true;
+    } catch (const std::exception& e) {
+      c.status = CandidateStatus::compile_failed;
+      c.error = std::string(e.what()).substr(0, 2000);
+    }
+    std::lock_guard<std::mutex> lock(mutex);
+    ++progress.compiled;
+    report();
+  });
+  // Time and verify one at a time: the GPU is the shared resource.
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    CandidateResult& c = r.candidates[i];
+    if (compiled[i]) {
+      try {
+        c.timing = bench.time(c.spec);
+        const std::string wrong = bench.verify ? bench.verify(c.spec) : std::string();
+        c.status = wrong.empty() ? CandidateStatus::passed : CandidateStatus::incorrect;
+        c.error = wrong;
+      } catch (const std::exception& e) {
+        c.status = CandidateStatus::launch_failed;
+        c.error = std::string(e.what()).substr(0, 2000);
+      }
+    }
+    if (c.status == CandidateStatus::passed &&
+        (!r.best || c.timing.median_us < r.candidates[*r.best].timing.median_us))
+      r.best = i;
+    ++progress.timed;
+    progress.best = r.best ? std::optional<CandidateResult>(r.candidates[*r.best]) : std::nullopt;
+    report();
+  }
+  return r;
+}
+
+namespace {
+
+// Predicted relative time of a gemm config: waves of work units times the time of one tile,
+// where narrow tiles pay for re-reading A and a short pipeline pays for exposed latency.
+double predicted_cost(const GemmConfig& c, std::int64_t m, std::int64_t n, std::int64_t k, int sm_count) {
+  const double tiles = std::ceil(double(m) / c.block_m) * std::ceil(double(n) / c.block_n);
+  const int splits = gemm_split_k(m, n, k, c, sm_count);
+  const double waves = std::ceil(tiles * splits / sm_count);
+  const double k_blocks = std::ceil(std::ceil(double(k) / 128) / splits);
+  // Tensor-core work per tile, plus the bytes it loads relative to its MACs (operand intensity).
+  const double macs = double(c.block_m) * c.block_n * 128;
+  const double bytes = double(c.block_m + c.block_n) * 128;
+  const double per_block = macs / 2048.0 + bytes / 24.0;
+  const double pipeline = c.stages >= 4 ? 1.0 : 1.0 + 0.15 * (4 - c.stages);
+  const double epilogue = double(c.block_m) * c.block_n / 256.0;
+  return waves * (k_blocks * per_block * pipeline + epilogue);
+}
+
+}  // namespace
+
+std::vector<KernelSpec> gemm_candidates(const GemmProblem& problem, std::int64_t m, std::int64_t n, std::int64_t k,
+                                        int sm_count, int smem_bytes, std::size_t top_k) {
+  const KernelSpec fallback = default_gemm_spec(problem, m, n, k, sm_count, smem_bytes);
+  std::vector<std::pair<double, KernelSpec>> ranked;
+  for (const KernelSpec& s : enumerate_configs(gemm_family(), fallback)) {
+    const GemmConfig c = gemm_config_of(s);
+    if (gemm_smem_bytes(problem, c) > smem_bytes) continue;
+    if (c.block_m > 64 && m <= 64) continue;  // half the tile would be padding
+    ranked.push_back({predicted_cost(c, m, n, k, sm_count), s});
+  }
+  std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<KernelSpec> out = {fallback};
+  for (const auto& [cost, s] : ranked) {
+    if (top_k && out.size() >= top_k) break;
+    if (!(s == fallback)) out.push_back(s);
+  }
+  return out;
+}
+
+}  // namespace fp8jit
