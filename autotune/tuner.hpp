@@ -12,27 +12,9 @@
 #include <vector>
 
 #include "fp8jit/kernel_spec.hpp"
+#include "fp8jit/tuning.hpp"
 
 namespace fp8jit {
-
-enum class CandidateStatus { passed, incorrect, compile_failed, launch_failed, not_supported };
-std::string_view to_string(CandidateStatus s);
-
-struct Timing {
-  double median_us = 0, p20_us = 0, p80_us = 0;
-};
-
-struct CandidateResult {
-  KernelSpec spec;
-  CandidateStatus status = CandidateStatus::not_supported;
-  Timing timing;
-  std::string error;  // why it failed (compile log head, driver error, error vs reference)
-};
-
-struct TuneProgress {
-  std::size_t compiled = 0, timed = 0, total = 0;
-  std::optional<CandidateResult> best;
-};
 
 struct Bench {
   // Compiles a candidate (thread-safe; called from the compile pool). Throws on failure.
@@ -41,16 +23,6 @@ struct Bench {
   std::function<Timing(const KernelSpec&)> time;
   // Checks the candidate's output against the reference: "" if right, else the reason.
   std::function<std::string(const KernelSpec&)> verify;
-};
-
-struct TuneOptions {
-  int jobs = 0;  // compile threads; 0 = the FP8JIT_JOBS setting
-  std::function<void(const TuneProgress&)> progress;
-};
-
-struct TuneResult {
-  std::vector<CandidateResult> candidates;  // in the order given
-  std::optional<std::size_t> best;          // index of the fastest passing candidate
 };
 
 TuneResult run_sweep(const std::vector<KernelSpec>& candidates, const Bench& bench, const TuneOptions& options);

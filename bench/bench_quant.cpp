@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <random>
 
@@ -72,7 +73,28 @@ double copy_gbps(std::size_t moved) {
   return cache[moved] = moved / ms * 1e-6;
 }
 
-void report(benchmark::State& state, const std::vector<double>& ms, std::size_t bytes) {
+// One row of quant.csv per problem (the last run of it when benchmarks repeat).
+struct QuantRow {
+  std::string problem;
+  std::int64_t m = 0, k = 0;
+  std::string status = "passed";
+  double time_us = 0, gbps = 0, copy_gbps = 0, pct_of_copy = 0;
+  std::string kernel;
+};
+std::vector<QuantRow>& quant_rows() {
+  static std::vector<QuantRow> r;
+  return r;
+}
+void record(const QuantRow& row) {
+  for (QuantRow& r : quant_rows())
+    if (r.problem == row.problem && r.m == row.m && r.k == row.k) {
+      r = row;
+      return;
+    }
+  quant_rows().push_back(row);
+}
+
+QuantRow report(benchmark::State& state, const std::vector<double>& ms, std::size_t bytes) {
   std::vector<double> sorted = ms;
   std::sort(sorted.begin(), sorted.end());
   const double med = sorted[sorted.size() / 2];
@@ -81,6 +103,26 @@ void report(benchmark::State& state, const std::vector<double>& ms, std::size_t 
   state.counters["GBps"] = bytes / med * 1e-6;
   state.counters["copy_GBps"] = copy;
   state.counters["pct_of_copy"] = 100.0 * (bytes / med * 1e-6) / copy;
+  QuantRow r;
+  r.time_us = med * 1e3;
+  r.gbps = bytes / med * 1e-6;
+  r.copy_gbps = copy;
+  r.pct_of_copy = 100.0 * r.gbps / copy;
+  return r;
+}
+
+// quant.csv: problem,m,k,status,time_us,gbps,copy_gbps,pct_of_copy,kernel (read by bench/plot.sh).
+void write_quant_csv(const std::string& dir) {
+  if (dir.empty() || quant_rows().empty()) return;
+  std::string csv = "problem,m,k,status,time_us,gbps,copy_gbps,pct_of_copy,kernel\n";
+  for (const QuantRow& r : quant_rows()) {
+    if (r.status == "passed")
+      csv += fmt::format("{},{},{},passed,{:.2f},{:.1f},{:.1f},{:.2f},{}\n", r.problem, r.m, r.k, r.time_us, r.gbps,
+                         r.copy_gbps, r.pct_of_copy, r.kernel);
+    else
+      csv += fmt::format("{},{},{},{},,,,,\n", r.problem, r.m, r.k, r.status);
+  }
+  std::ofstream(dir + "/quant.csv") << csv;
 }
 
 std::vector<unsigned char> random_bf16(std::size_t n) {
@@ -92,8 +134,11 @@ std::vector<unsigned char> random_bf16(std::size_t n) {
 }
 
 void BM_Quantize1x128(benchmark::State& state) {
-  if (!have_gpu()) return state.SkipWithError("no GPU");
   const std::int64_t m = state.range(0), k = state.range(1);
+  if (!have_gpu()) {
+    record({"quantize 1x128", m, k, "no GPU"});
+    return state.SkipWithError("no GPU");
+  }
   const std::size_t n = static_cast<std::size_t>(m * k);
   const std::int64_t ns = scale_count(Granularity::group128, ScaleLayout::col_major_tma, m, k);
   Buf x(n * 2), q(n), s(ns * 4);
@@ -109,13 +154,21 @@ void BM_Quantize1x128(benchmark::State& state) {
     state.SetIterationTime(one[0] * 1e-3);
     ms.push_back(one[0]);
   }
-  report(state, ms, n * 2 + n + ns * 4);
-  state.SetLabel(spec_name(default_runtime().select(a)));
+  QuantRow row = report(state, ms, n * 2 + n + ns * 4);
+  row.problem = "quantize 1x128";
+  row.m = m;
+  row.k = k;
+  row.kernel = spec_name(default_runtime().select(a));
+  record(row);
+  state.SetLabel(row.kernel);
 }
 
 void BM_Dequantize128x128(benchmark::State& state) {
-  if (!have_gpu()) return state.SkipWithError("no GPU");
   const std::int64_t m = state.range(0), k = state.range(1);
+  if (!have_gpu()) {
+    record({"dequantize 128x128", m, k, "no GPU"});
+    return state.SkipWithError("no GPU");
+  }
   const std::size_t n = static_cast<std::size_t>(m * k);
   const std::int64_t ns = scale_count(Granularity::block128, ScaleLayout::row_major, m, k);
   Buf q(n), s(ns * 4), y(n * 2);
@@ -134,8 +187,13 @@ void BM_Dequantize128x128(benchmark::State& state) {
     state.SetIterationTime(one[0] * 1e-3);
     ms.push_back(one[0]);
   }
-  report(state, ms, n + n * 2 + ns * 4);
-  state.SetLabel(spec_name(default_runtime().select(a)));
+  QuantRow row = report(state, ms, n + n * 2 + ns * 4);
+  row.problem = "dequantize 128x128";
+  row.m = m;
+  row.k = k;
+  row.kernel = spec_name(default_runtime().select(a));
+  record(row);
+  state.SetLabel(row.kernel);
 }
 
 KernelSpec latency_spec() { return default_quantize_spec(QuantizeProblem{}); }
@@ -265,26 +323,54 @@ void register_sweeps() {
 
 int main(int argc, char** argv) {
   // fp8jit options, taken out before Google Benchmark reads the rest:
-  //   --shapes=FILE.csv (m,n,k per line)  --scales=block,tensor,...  --out=DIR (gemm.md, gemm.csv)
-  std::string shapes_path, scales = "block,tensor", out_dir;
+  //   --shapes=FILE.csv (m,n,k per line)  --scales=block,tensor,...  --providers=fp8jit,cublaslt
+  //   --out=DIR (created; gemm.md, gemm.csv, gemm_rows.json, quant.csv)
+  std::string shapes_path, scales = "block,tensor", providers = "fp8jit,cublaslt", out_dir;
   int kept = 1;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a.rfind("--shapes=", 0) == 0) shapes_path = a.substr(9);
     else if (a.rfind("--scales=", 0) == 0) scales = a.substr(9);
+    else if (a.rfind("--providers=", 0) == 0) providers = a.substr(12);
     else if (a.rfind("--out=", 0) == 0) out_dir = a.substr(6);
     else argv[kept++] = argv[i];
   }
   argc = kept;
-  register_sweeps();
-  if (!shapes_path.empty()) {
-    std::vector<std::string> modes;
-    for (std::size_t s = 0; s <= scales.size();) {
-      const std::size_t c = std::min(scales.find(',', s), scales.size());
-      modes.push_back(scales.substr(s, c - s));
+  auto fail = [](const std::string& msg) {
+    fmt::print(stderr, "fp8jit_bench: {}\n", msg);
+    return 1;
+  };
+  auto split = [](const std::string& list) {
+    std::vector<std::string> items;
+    for (std::size_t s = 0; s <= list.size();) {
+      const std::size_t c = std::min(list.find(',', s), list.size());
+      if (c > s) items.push_back(list.substr(s, c - s));
       s = c + 1;
     }
-    fp8jit::bench::register_gemm_benchmarks(fp8jit::bench::read_shapes(shapes_path), modes);
+    return items;
+  };
+  fp8jit::bench::GemmProviders which{false, false};
+  for (const std::string& p : split(providers)) {
+    if (p == "fp8jit") which.fp8jit = true;
+    else if (p == "cublaslt") which.cublaslt = true;
+    else return fail(fmt::format("unknown provider '{}' in --providers (fp8jit, cublaslt)", p));
+  }
+  if (!which.fp8jit && !which.cublaslt)
+    return fail("--providers names no provider (fp8jit, cublaslt)");
+  if (!out_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(out_dir, ec);
+    if (ec) return fail(fmt::format("cannot create --out={}: {}", out_dir, ec.message()));
+  }
+  register_sweeps();
+  if (!shapes_path.empty()) {
+    if (!std::ifstream(shapes_path)) return fail(fmt::format("cannot read --shapes={}", shapes_path));
+    const auto shapes = fp8jit::bench::read_shapes(shapes_path);
+    if (shapes.empty()) return fail(fmt::format("no m,n,k rows in --shapes={}", shapes_path));
+    const auto unknown = fp8jit::bench::register_gemm_benchmarks(shapes, split(scales), which);
+    if (!unknown.empty())
+      return fail(fmt::format("unknown scale mode '{}' in --scales (tensor, rowwise, block, group, each optionally "
+                              "with _fast)", unknown.front()));
   }
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
@@ -293,5 +379,6 @@ int main(int argc, char** argv) {
   cudaDeviceProp prop{};
   if (have_gpu()) cudaGetDeviceProperties(&prop, 0);
   fp8jit::bench::write_gemm_report(out_dir, prop.name);
+  write_quant_csv(out_dir);
   return 0;
 }

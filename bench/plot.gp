@@ -8,10 +8,13 @@ if (!exists("term")) term = 'pngcairo'
 if (!exists("peer")) peer = 1
 if (!exists("ncol")) ncol = 2
 if (!exists("ymax")) ymax = 0
+if (!exists("subtitle")) subtitle = ''
+W = chart eq 'tflops' ? 1400 : chart eq 'roofline' ? 1250 : 1100
+H = chart eq 'quant' ? 620 : 720
 if (term eq 'pngcairo') {
-  set terminal pngcairo size 1400,720 noenhanced font 'DejaVu Sans,11'
+  set terminal pngcairo size W,H noenhanced font 'DejaVu Sans,11'
 } else {
-  set terminal png size 1400,720 noenhanced
+  set terminal png size W,H noenhanced
 }
 set output out
 set datafile missing '?'
@@ -24,7 +27,7 @@ set xtics rotate by 45 right nomirror scale 0
 set ytics nomirror
 set key top left opaque box
 set border 3
-set title title font ',13'
+set title title . (subtitle ne '' ? "\n" . subtitle : '') font ',13'
 set bmargin 9
 set lmargin 10
 if (ymax > 0) { set yrange [0:ymax] } else { set yrange [0:*] }
@@ -48,12 +51,13 @@ if (chart eq 'tflops') {
 }
 
 if (chart eq 'roofline') {
-  set ylabel '% of the memory roofline (bytes / copy bandwidth over time)'
+  set ylabel '% of the memory roofline (higher is better)'
   set xlabel 'shape M x N x K'
   set key autotitle columnheader
   n = ncol - 1
   w = 1.0 / (n + 1)
-  plot for [i=2:ncol] data using i:xtic(1) lc (i - 1), \
+  colors = "#1f77b4 #2ca02c #d62728 #9467bd #8c564b #17becf"
+  plot for [i=2:ncol] data using i:xtic(1) lc rgb word(colors, (i - 2) % 6 + 1), \
        for [i=2:ncol] '' using ($0 + (i - 2 - (n - 1) / 2.0) * w):(column(i)):(sprintf('%.0f', column(i))) \
          with labels offset 0,0.7 font ',8' notitle
 }
@@ -61,7 +65,8 @@ if (chart eq 'roofline') {
 if (chart eq 'quant') {
   set ylabel 'GB/s (bytes read + written once each)'
   set xlabel ''
-  set bmargin 12
+  set xtics rotate by 0 center
+  set bmargin 5
   plot data using 2:xtic(1) title 'fp8jit kernel' lc rgb c_fp8, \
        '' using 3 title 'device-to-device copy, same bytes' lc rgb c_copy, \
        '' using ($0 - 1.0/6):2:(sprintf('%.1f%%', $4)) with labels offset 0,0.7 font ',9' notitle

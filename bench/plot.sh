@@ -27,12 +27,13 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/fp8jit-plot.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 made=0
 
-# gnuplot CHART DATA OUT TITLE [extra -e assignments]
+# plot CHART DATA OUT TITLE SUBTITLE [more gnuplot assignments]
 plot() {
-  local chart=$1 data=$2 out=$3 title=$4 extra=${5:-}
-  title=${title//\'/}
-  gnuplot -e "chart='$chart'; data='$data'; out='$out'; term='$term'; title='$title'; $extra" "$gp"
-  [ -s "$out" ] || { echo "plot.sh: gnuplot wrote nothing to $out" >&2; exit 1; }
+  local chart=$1 data=$2 out=$3 title=${4//\'/} subtitle=${5//\'/} extra=${6:-}
+  # gnuplot writes into the temporary directory (no quoting trouble with DIR), then the PNG is moved.
+  gnuplot -e "chart='$chart'; data='$data'; out='$tmp/chart.png'; term='$term'; title='$title'; subtitle='$subtitle'; $extra" "$gp"
+  [ -s "$tmp/chart.png" ] || { echo "plot.sh: gnuplot wrote nothing for $out" >&2; exit 1; }
+  mv -f "$tmp/chart.png" "$out"
   echo "$out"
   made=$((made + 1))
 }
@@ -83,12 +84,17 @@ if [ -f "$csv" ]; then
           rl = (ratio > 0) ? sprintf("%.2fx", ratio) : ""
           printf "\"%s\" %s %s \"%s\"\n", key, f[key], cv, rl > out
         }
-        gm = nr > 0 ? sprintf(", geometric mean %.3fx cuBLASLt over %d shapes", exp(ls / nr), nr) : ""
+        gm = nr > 0 ? sprintf("geometric mean %.3fx cuBLASLt over %d shapes", exp(ls / nr), nr) : ""
         printf "%d %.0f %s\n", peer, ymax * 1.12 + 1, gm
       }' out="$dat" "$csv")
     read -r peer ymax gm <<<"$summary"
-    plot tflops "$dat" "$dir/gemm_tflops_$safe.png" \
-      "GEMM TFLOP/s, scale mode $sc: fp8jit vs cuBLASLt (labels: fp8jit / cuBLASLt speed)${gm:+$gm}" \
+    if [ "$peer" = 1 ]; then
+      title="GEMM TFLOP/s, scale mode $sc: fp8jit and cuBLASLt on the same inputs"
+      sub="above the fp8jit bars: its speed relative to cuBLASLt (cuBLASLt time / fp8jit time)${gm:+; $gm}"
+    else
+      title="GEMM TFLOP/s, scale mode $sc: fp8jit"; sub="no cuBLASLt results in this run"
+    fi
+    plot tflops "$dat" "$dir/gemm_tflops_$safe.png" "$title" "$sub" \
       "peer=$peer; ymax=$ymax"
   done
 
@@ -114,8 +120,8 @@ if [ -f "$csv" ]; then
       print ns + 1
     }' out="$dat" "$csv")
   if [ "$ncol" -gt 1 ]; then
-    plot roofline "$dat" "$dir/gemm_roofline.png" \
-      "fp8jit GEMM, M <= 128: fraction of the memory roofline ((MK + NK + 2MN) bytes at copy bandwidth / time)" \
+    plot roofline "$dat" "$dir/gemm_roofline.png" "fp8jit GEMM, M <= 128 (bandwidth-bound): fraction of the memory roofline" \
+      "roofline time = (MK + NK + 2MN) bytes at the measured copy bandwidth; per scale mode" \
       "ncol=$ncol; ymax=105"
   else
     echo "plot.sh: no M <= 128 rows with a roofline fraction in $csv: no gemm_roofline.png" >&2
@@ -135,7 +141,7 @@ if [ -f "$dir/quant.json" ]; then
           name ~ /^BM_(Quantize1x128|Dequantize128x128)\//) {
         split(name, p, "/")
         what = p[1] ~ /Quantize/ ? "quantize 1x128" : "dequantize 128x128"
-        printf "\"%s %sx%s\" %s %s %s\n", what, p[2], p[3], gbps, copy == "" ? "?" : copy, pct == "" ? "?" : pct
+        printf "\"%s\\n%sx%s\" %s %s %s\n", what, p[2], p[3], gbps, copy == "" ? "?" : copy, pct == "" ? "?" : pct
       }
       name = ""; rt = ""; gbps = ""; copy = ""; pct = ""; err = 0
     }
@@ -159,14 +165,15 @@ elif [ -f "$dir/quant.csv" ]; then
     { sub(/\r$/, "") }
     NR == 1 { for (i = 1; i <= NF; ++i) col[$i] = i; next }
     $col["status"] == "passed" {
-      printf "\"%s %sx%s\" %s %s %s\n", $col["problem"], $col["m"], $col["k"], $col["gbps"] + 0, $col["copy_gbps"] + 0, $col["pct_of_copy"] + 0
+      printf "\"%s\\n%sx%s\" %s %s %s\n", $col["problem"], $col["m"], $col["k"], $col["gbps"] + 0, $col["copy_gbps"] + 0, $col["pct_of_copy"] + 0
     }' "$dir/quant.csv" > "$dat"
   src="$dir/quant.csv"
 fi
 if [ -s "$dat" ]; then
   ymax=$(awk '{ for (i = NF - 2; i <= NF - 1; ++i) if ($i != "?" && $i + 0 > m) m = $i + 0 } END { printf "%.0f", m * 1.12 + 1 }' "$dat")
   plot quant "$dat" "$dir/quant_bandwidth.png" \
-    "Quantize / dequantize bandwidth against the device-to-device copy of the same bytes (labels: % of copy)" \
+    "Quantize / dequantize bandwidth next to a device-to-device copy of the same bytes" \
+    "above the kernel bars: % of the copy bandwidth (bytes read + written once each; median of 30 L2-flushed runs)" \
     "ymax=$ymax"
 elif [ -n "${src:-}" ]; then
   echo "plot.sh: no BM_Quantize1x128 / BM_Dequantize128x128 results in $src: no quant_bandwidth.png" >&2

@@ -2,8 +2,11 @@
 // sweeps on an H200): these memory-bound kernels do best with 32 bytes of input per thread,
 // small blocks and few segments per thread, i.e. many short-lived CTAs that keep every SM's
 // load queue full.
+#include <fmt/format.h>
+
 #include <algorithm>
 
+#include "fp8jit/error.hpp"
 #include "fp8jit/kernel_spec.hpp"
 
 namespace fp8jit {
@@ -68,11 +71,16 @@ KernelSpec default_gemm_spec(const GemmProblem& problem, std::int64_t m, std::in
     }
   }
   GemmConfig c{block_m, best_n, 2, 8};
-  for (int stages = 6; stages >= 2; --stages) {
-    c.stages = stages;
-    if (gemm_smem_bytes(problem, c) <= smem_bytes) break;
+  // The deepest pipeline that fits, up to 6 stages; on a GPU with less shared memory, narrower
+  // (then shorter) tiles until 2 stages fit.
+  for (;;) {
+    for (c.stages = 6; c.stages > 2 && gemm_smem_bytes(problem, c) > smem_bytes; --c.stages) {
+    }
+    if (gemm_smem_bytes(problem, c) <= smem_bytes) return make_gemm_spec(problem, c);
+    if (c.block_n > 16) c.block_n = std::max(16, c.block_n - 16);
+    else if (c.block_m > 64) c.block_m /= 2;
+    else throw_unsupported(fmt::format("no gemm tile fits {} bytes of shared memory per block", smem_bytes));
   }
-  return make_gemm_spec(problem, c);
 }
 
 }  // namespace fp8jit

@@ -123,7 +123,7 @@ void check_matches(const KernelSpec& spec, const GemmArgs& a) {
   const GemmProblem p = gemm_problem_of(spec), q = problem_of(a);
   if (p.a_format != q.a_format || p.b_format != q.b_format || p.out != q.out || p.scale != q.scale ||
       p.bias != q.bias || p.fast_accum != q.fast_accum)
-    throw_invalid("spec", spec_name(spec), "does not match the arguments' formats, output, scale mode or bias");
+    throw_invalid("spec", spec_name(spec), "does not match the arguments' formats, output, scale mode, bias or accumulation");
 }
 
 int split_count(const LoadedKernel& k, const GemmArgs& a, int sm_count) {

@@ -38,5 +38,6 @@ int cmd_dequantize(const Args& args);
 int cmd_demo(const Args& args);
 int cmd_gemm(const Args& args);
 int cmd_select_gemm(const Args& args);
+int cmd_bench(const Args& args);
 
 }  // namespace fp8jit::cli

@@ -78,6 +78,10 @@ constexpr const char* kUsage = R"(usage: fp8jit <command> [options]
   select-gemm [--m --n --k --scale --out --fast-accum]   the heuristic's gemm spec as JSON
   demo                                   with a GPU: quantize -> dequantize round trip with GB/s;
                                          without: compile every kernel variant
+  bench (--suite deepseek-v3|square | --shapes FILE.csv) [--scale block|rowwise|tensor|group[,...]]
+        [--providers fp8jit,cublaslt] [--out DIR] [--dry-run]
+                                         GEMM benchmarks next to cuBLASLt (runs fp8jit_bench);
+                                         charts afterwards: bash bench/plot.sh DIR
 )";
 
 }  // namespace
@@ -103,6 +107,7 @@ int main(int argc, char** argv) {
       return cmd_gemm(Args(argc, argv, 2, {"m", "n", "k", "scale", "out", "a-format", "b-format", "iters"}, {"fast-accum"}));
     if (cmd == "select-gemm")
       return cmd_select_gemm(Args(argc, argv, 2, {"m", "n", "k", "scale", "out"}, {"fast-accum"}));
+    if (cmd == "bench") return cmd_bench(Args(argc, argv, 2, {"suite", "shapes", "scale", "providers", "out"}, {"dry-run"}));
     if (cmd == "demo") return cmd_demo(Args(argc, argv, 2, {"m", "k", "jobs", "sample"}, {}));
     fmt::print(stderr, "fp8jit: unknown command '{}'\n{}", cmd, kUsage);
     return 2;

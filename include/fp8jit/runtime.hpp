@@ -8,6 +8,7 @@
 #include <string>
 
 #include "fp8jit/kernel_spec.hpp"
+#include "fp8jit/tuning.hpp"
 #include "fp8jit/types.hpp"
 
 namespace fp8jit {
@@ -45,6 +46,10 @@ struct DequantizeArgs {
   void* y = nullptr;
   DType output = DType::bf16;
   std::int64_t ldy = 0;
+};
+
+struct GemmShape {
+  std::int64_t m = 0, n = 0, k = 0;
 };
 
 // D [m, n] = (A [m, k] scaled) . (B [n, k] scaled)^T (+ bias [n]). A and B are FP8 and K-major
@@ -109,7 +114,17 @@ class Runtime {
 
   void gemm(const GemmArgs& args, CUstream stream);
   void gemm(const GemmArgs& args, const KernelSpec& spec, CUstream stream);
+  // The variant gemm(args) uses: the tuning database's row for this GPU and shape, else the
+  // nearest tuned M for the same (N, K, problem), else the heuristic (policy: FP8JIT_TUNE).
   KernelSpec select(const GemmArgs& args) const;
+
+  // Sweeps the candidates for this shape on the GPU (D is overwritten), stores the winner in the
+  // tuning database, and uses it from now on. Needs a GPU.
+  TuneResult tune(const GemmArgs& args, const TuneOptions& options = {});
+
+  // Compiles (in parallel) the variants select() picks for these shapes, ahead of serving.
+  // Returns how many compiled; failures throw after every shape was tried.
+  std::size_t precompile(const GemmProblem& problem, const std::vector<GemmShape>& shapes, int jobs = 0);
 
   // The variant the runtime would use for these arguments.
   KernelSpec select(const QuantizeArgs& args) const;

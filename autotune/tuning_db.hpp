@@ -1,0 +1,133 @@
+// TuningDb: the SQLite database of autotuning results (FP8JIT_DB, default
+// <cache_dir>/tuning.sqlite), shared by every process and thread that points at the same file.
+//
+// One row per (gpu_key, op, problem_key, m, n, k, space_hash): the fastest config found and the
+// timing of every candidate that was tried. Nothing read from the file is trusted: a row is only
+// returned when it would be accepted by put() today (its config parses and validates against
+// the current config space, matches the row's op and problem, and its timings are well formed).
+// Other rows are skipped with a warning and removed by prune() (`fp8jit db prune`).
+//
+// Concurrency: one TuningDb is one SQLite connection and is NOT thread-safe: use one per thread
+// (or guard it). Any number of connections, in any number of processes, may use one file at
+// once: the database runs in WAL mode (readers never block the writer), writes take the write
+// lock up front (BEGIN IMMEDIATE) so they queue instead of failing, and a busy connection waits
+// up to 10 s before giving up.
+//
+// Failures: a damaged file (not a database, or PRAGMA quick_check fails) throws
+// Error(ErrorKind::io) naming the file and the way out (`fp8jit db rebuild --db PATH`, or delete
+// the file); a database written by a newer fp8jit throws Error(io) naming the file and its
+// schema version. Bad records passed in (put, import_json) throw Error(invalid_argument).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "autotune/gpu_key.hpp"
+#include "fp8jit/kernel_spec.hpp"
+
+struct sqlite3;
+
+namespace fp8jit {
+
+// The canonical JSON of the spec's problem parameters only (the family's params with
+// is_config false), e.g. {"format":"e4m3","granularity":"1x128","input":"bf16","transpose":0}.
+// Config parameters, if present, are ignored, so a problem-only spec works too. Throws
+// Error(invalid_argument) for an unknown family or a missing or disallowed problem parameter.
+std::string problem_key(const KernelSpec& spec);
+
+struct CandidateResult;  // fp8jit/tuning.hpp
+
+// The `timings` column: a JSON array with one {config (spec object), status ("passed",
+// "incorrect", "compile_failed", "launch_failed", "not_supported"), median_us, p20_us, p80_us
+// (null where nothing was timed), error} per candidate, in the order tried.
+std::string timings_to_json(const std::vector<CandidateResult>& candidates);
+
+struct TuningRecord {
+  GpuKey gpu;
+  std::string op;           // the kernel family of `best`: "quantize", "dequantize", "gemm"
+  std::string problem_key;  // problem_key(best)
+  std::int64_t m = 0, n = 0, k = 0;  // the tuned shape (>= 0; unused dimensions are 0)
+  std::string space_hash;   // identifies the candidate set searched; a new space re-tunes
+  KernelSpec best;          // the fastest correct config
+  double best_us = 0;       // its median time in microseconds (finite, > 0)
+  std::string timings = "[]";  // timings_to_json(result.candidates)
+  std::int64_t created_at = 0;  // unix seconds; put() fills in the current time for 0
+};
+
+struct ImportStats {
+  std::size_t inserted = 0;  // rows for keys the database did not have
+  std::size_t replaced = 0;  // rows that were faster than (or replaced an invalid) stored row
+  std::size_t kept = 0;      // rows not written: the stored row was at least as fast
+};
+
+struct RebuildStats {
+  std::string moved_to;         // where the old file went; empty when there was none
+  std::size_t rows_read = 0;    // rows that could still be read from the old file
+  std::size_t rows_copied = 0;  // of those, rows that validate and are in the new file
+  std::size_t rows_dropped = 0; // rows read but invalid (bad config, bad fields)
+};
+
+class TuningDb {
+ public:
+  static constexpr int kSchemaVersion = 2;
+
+  // Opens or creates the database (and its parent directories) and migrates an older schema.
+  explicit TuningDb(const std::string& path);
+  ~TuningDb();
+  TuningDb(TuningDb&& other) noexcept;
+  TuningDb& operator=(TuningDb&& other) noexcept;
+  TuningDb(const TuningDb&) = delete;
+  TuningDb& operator=(const TuningDb&) = delete;
+
+  const std::string& path() const { return path_; }
+  int schema_version() const;
+
+  // Stores `r` unless a valid row for the same key is at least as fast: a row is replaced only
+  // by a strictly faster result, or when the stored row no longer validates (e.g. the config
+  // space changed). Returns true when it wrote. Throws Error(invalid_argument) for a record
+  // that does not validate (see the top of this file), Error(io) for database trouble.
+  bool put(const TuningRecord& r);
+
+  std::optional<TuningRecord> get_exact(const GpuKey& gpu, std::string_view op,
+                                        std::string_view problem_key, std::int64_t m,
+                                        std::int64_t n, std::int64_t k,
+                                        std::string_view space_hash);
+  // Same GPU, op, problem, n, k and space: the valid row whose M is closest to m (ties: the
+  // larger M, whose tiles are less likely to be too small). nullopt when there is none.
+  std::optional<TuningRecord> get_nearest_m(const GpuKey& gpu, std::string_view op,
+                                            std::string_view problem_key, std::int64_t m,
+                                            std::int64_t n, std::int64_t k,
+                                            std::string_view space_hash);
+
+  // Valid rows (all GPUs, or only `gpu`), ordered by gpu, op, problem, n, k, m, space.
+  std::vector<TuningRecord> list(const std::optional<GpuKey>& gpu = std::nullopt);
+  // Every row, valid or not.
+  std::size_t row_count();
+
+  // Deletes rows that no longer validate and, for every op in `space_hash_by_op`, rows of that
+  // op tuned over another space. Returns how many rows were deleted.
+  std::size_t prune(const std::map<std::string, std::string>& space_hash_by_op = {});
+
+  // {"format": "fp8jit-tuning", "version": 1, "rows": [...]}: every valid row, in list() order.
+  std::string export_json();
+  // Merges an export into this database, faster entry wins (as put()). All or nothing: one
+  // transaction; malformed JSON or any invalid row throws Error(invalid_argument) naming the
+  // row and the reason, and nothing is written.
+  ImportStats import_json(std::string_view json);
+
+  // Recovers a damaged database: moves `path` (and its -wal) aside to
+  // `path.corrupt-<UTC time>`, creates a fresh database at `path` and copies over every row that
+  // can still be read and validates. Run it while no other process uses the file.
+  static RebuildStats rebuild(const std::string& path);
+
+ private:
+  std::string path_;
+  sqlite3* db_ = nullptr;
+};
+
+}  // namespace fp8jit

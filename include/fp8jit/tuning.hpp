@@ -1,0 +1,45 @@
+// Results of autotuning: every candidate's status and timing, and the winner.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "fp8jit/kernel_spec.hpp"
+
+namespace fp8jit {
+
+enum class CandidateStatus { passed, incorrect, compile_failed, launch_failed, not_supported };
+std::string_view to_string(CandidateStatus s);
+
+struct Timing {
+  double median_us = 0, p20_us = 0, p80_us = 0;
+};
+
+struct CandidateResult {
+  KernelSpec spec;
+  CandidateStatus status = CandidateStatus::not_supported;
+  Timing timing;
+  std::string error;  // why it failed (compile log head, driver error, error vs reference)
+};
+
+struct TuneProgress {
+  std::size_t compiled = 0, timed = 0, total = 0;
+  std::optional<CandidateResult> best;
+};
+
+struct TuneOptions {
+  int jobs = 0;            // compile threads; 0 = the FP8JIT_JOBS setting
+  std::size_t top_k = 32;  // candidates kept after the analytic ranking (0: the whole space)
+  int warmup = 3, iters = 20;
+  std::function<void(const TuneProgress&)> progress;
+};
+
+struct TuneResult {
+  std::vector<CandidateResult> candidates;  // in the order given
+  std::optional<std::size_t> best;          // index of the fastest passing candidate
+};
+
+}  // namespace fp8jit

@@ -1,0 +1,235 @@
+// fp8jit bench: the GEMM benchmarks (fp8jit next to cuBLASLt) over a shape suite, run by the
+// separate fp8jit_bench executable: the CLI itself never links cuBLASLt or Google Benchmark. It
+// validates the arguments, finds the executable and the suite, and runs it with its exit status.
+#include <fmt/format.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "fp8jit/error.hpp"
+#include "fp8jit/types.hpp"
+#include "tools/cli.hpp"
+
+extern char** environ;
+
+namespace fp8jit::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+#ifdef FP8JIT_INSTALL_PREFIX
+constexpr const char* kInstallPrefix = FP8JIT_INSTALL_PREFIX;
+#else
+constexpr const char* kInstallPrefix = "/usr/local";  // CMake's default CMAKE_INSTALL_PREFIX
+#endif
+
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  for (std::string item; std::getline(ss, item, ',');)
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+std::string join(const std::vector<std::string>& v, const char* sep) {
+  std::string out;
+  for (const auto& s : v) out += (out.empty() ? "" : sep) + s;
+  return out;
+}
+
+fs::path exe_dir() {
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? fs::current_path() : self.parent_path();
+}
+
+bool is_executable(const fs::path& p) {
+  std::error_code ec;
+  return fs::is_regular_file(p, ec) && ::access(p.c_str(), X_OK) == 0;
+}
+
+// fp8jit_bench next to this executable (an install's bindir), in its bench/ subdirectory (a build
+// tree), then in the install prefix's bin/.
+fs::path find_bench_executable() {
+  const fs::path dir = exe_dir();
+  const std::vector<fs::path> candidates = {dir / "fp8jit_bench", dir / "bench" / "fp8jit_bench",
+                                            fs::path(kInstallPrefix) / "bin" / "fp8jit_bench"};
+  for (const fs::path& p : candidates)
+    if (is_executable(p)) return p;
+  std::vector<std::string> where;
+  for (const fs::path& p : candidates) where.push_back(p.string());
+  throw Error(ErrorKind::io, fmt::format("the fp8jit_bench executable was not found (looked for {}); build it with "
+                                         "`cmake --build <build dir> --target fp8jit_bench` (needs Google Benchmark "
+                                         "and cuBLASLt)",
+                                         join(where, ", ")));
+}
+
+// bench/shapes of a source tree next to a build tree, or <prefix>/share/fp8jit/shapes.
+std::vector<fs::path> shape_dirs() {
+  const fs::path dir = exe_dir();
+  return {dir / ".." / "bench" / "shapes", dir / ".." / ".." / "bench" / "shapes",
+          dir / ".." / "share" / "fp8jit" / "shapes", fs::path(kInstallPrefix) / "share" / "fp8jit" / "shapes"};
+}
+
+// Suite names are the CSV names with '_' written '-' (deepseek_v3.csv: deepseek-v3).
+fs::path find_suite(const std::string& suite) {
+  std::string underscored = suite;
+  std::replace(underscored.begin(), underscored.end(), '-', '_');
+  const bool plain = !suite.empty() && std::all_of(suite.begin(), suite.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_';
+  });
+  std::set<std::string> available;
+  std::vector<std::string> searched;
+  for (const fs::path& d : shape_dirs()) {
+    std::error_code ec;
+    if (!fs::is_directory(d, ec)) continue;
+    searched.push_back(fs::weakly_canonical(d, ec).string());
+    if (plain)
+      for (const std::string& name : {suite, underscored})
+        if (fs::is_regular_file(d / (name + ".csv"), ec)) return fs::weakly_canonical(d / (name + ".csv"), ec);
+    for (const auto& e : fs::directory_iterator(d, ec)) {
+      if (e.path().extension() != ".csv") continue;
+      std::string s = e.path().stem().string();
+      std::replace(s.begin(), s.end(), '_', '-');
+      available.insert(s);
+    }
+  }
+  if (searched.empty())
+    throw_invalid("--suite", suite, "no bench/shapes directory found near the fp8jit executable; pass --shapes FILE.csv");
+  throw_invalid("--suite", suite,
+                fmt::format("unknown suite (available: {}; searched {})",
+                            join(std::vector<std::string>(available.begin(), available.end()), ", "), join(searched, ", ")));
+}
+
+// A readable CSV with at least one m,n,k row (the format fp8jit_bench reads).
+void check_shapes_file(const std::string& path) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) throw_invalid("--shapes", path, "no such file");
+  if (fs::is_directory(path, ec)) throw_invalid("--shapes", path, "is a directory, expected a CSV file");
+  std::ifstream f(path);
+  if (!f) throw_invalid("--shapes", path, "not readable");
+  for (std::string line; std::getline(f, line);) {
+    if (line.empty() || !std::isdigit(static_cast<unsigned char>(line[0]))) continue;
+    std::replace(line.begin(), line.end(), ',', ' ');
+    std::istringstream ss(line);
+    long long m = 0, n = 0, k = 0;
+    if (ss >> m >> n >> k && m > 0 && n > 0 && k > 0) return;
+  }
+  throw_invalid("--shapes", path, "no m,n,k rows (a CSV with lines such as 4096,7168,2048)");
+}
+
+std::string validated_scales(const std::string& list) {
+  const auto items = split_list(list);
+  if (items.empty()) throw_invalid("--scale", list, "expected block, rowwise, tensor or group (comma-separated)");
+  std::vector<std::string> out;
+  for (const std::string& s : items) {
+    const bool fast = s.size() > 5 && s.compare(s.size() - 5, 5, "_fast") == 0;
+    if (!parse_scale_mode(fast ? s.substr(0, s.size() - 5) : s))
+      throw_invalid("--scale", s, "unknown scale mode: block, rowwise, tensor or group (optionally with _fast), comma-separated");
+    if (std::find(out.begin(), out.end(), s) == out.end()) out.push_back(s);
+  }
+  return join(out, ",");
+}
+
+std::string validated_providers(const std::string& list) {
+  const auto items = split_list(list);
+  bool fp8 = false, peer = false;
+  for (const std::string& p : items) {
+    if (p == "fp8jit") fp8 = true;
+    else if (p == "cublaslt") peer = true;
+    else throw_invalid("--providers", p, "unknown provider: fp8jit and/or cublaslt, comma-separated");
+  }
+  if (!fp8 && !peer) throw_invalid("--providers", list, "expected fp8jit and/or cublaslt, comma-separated");
+  return fp8 && peer ? "fp8jit,cublaslt" : fp8 ? "fp8jit" : "cublaslt";
+}
+
+std::string today() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&now, &tm);
+  char buf[16];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d", &tm);
+  return buf;
+}
+
+std::string shell_quote(const std::string& s) {
+  if (!s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_=./,^:+") ==
+                        std::string::npos)
+    return s;
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+}  // namespace
+
+int cmd_bench(const Args& args) {
+  const auto suite = args.get("suite"), shapes_arg = args.get("shapes");
+  if (suite && shapes_arg) throw_invalid("--suite/--shapes", *suite + " / " + *shapes_arg, "give one of them, not both");
+  if (!suite && !shapes_arg)
+    throw_invalid("--suite/--shapes", "<missing>", "give --suite deepseek-v3|square or --shapes FILE.csv (m,n,k rows)");
+  const std::string scales = validated_scales(args.get_or("scale", "block,tensor"));
+  const std::string providers = validated_providers(args.get_or("providers", "fp8jit,cublaslt"));
+  std::string shapes;
+  if (shapes_arg) {
+    check_shapes_file(*shapes_arg);
+    shapes = fs::absolute(*shapes_arg).lexically_normal().string();
+  } else {
+    shapes = find_suite(*suite).string();
+  }
+  const std::string out = args.get_or("out", "fp8jit-bench-" + today());
+  if (out.empty()) throw_invalid("--out", "<empty>", "expected a directory");
+  const fs::path exe = find_bench_executable();
+
+  std::vector<std::string> argv_s = {exe.string(),
+                                     "--benchmark_filter=^Gemm/",
+                                     "--shapes=" + shapes,
+                                     "--scales=" + scales,
+                                     "--providers=" + providers,
+                                     "--out=" + out,
+                                     "--benchmark_out=" + (fs::path(out) / "gemm.json").string(),
+                                     "--benchmark_out_format=json"};
+  std::vector<std::string> shown;
+  for (const auto& a : argv_s) shown.push_back(shell_quote(a));
+  if (args.flag("dry-run")) {
+    fmt::print("{}\n", join(shown, " "));
+    return 0;
+  }
+  fmt::print("fp8jit bench: {}\n", join(shown, " "));
+  std::fflush(stdout);
+  std::vector<char*> argv_c;
+  for (auto& a : argv_s) argv_c.push_back(a.data());
+  argv_c.push_back(nullptr);
+  pid_t pid = 0;
+  if (const int rc = ::posix_spawn(&pid, exe.c_str(), nullptr, nullptr, argv_c.data(), environ); rc != 0)
+    throw Error(ErrorKind::io, fmt::format("cannot run {}: {}", exe.string(), std::strerror(rc)));
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) throw Error(ErrorKind::io, fmt::format("waitpid: {}", std::strerror(errno)));
+  if (WIFSIGNALED(status)) {
+    fmt::print(stderr, "fp8jit bench: fp8jit_bench killed by signal {}\n", WTERMSIG(status));
+    return 128 + WTERMSIG(status);
+  }
+  const int rc = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+  std::error_code ec;
+  if (rc == 0 && fs::exists(fs::path(out) / "gemm.csv", ec))
+    fmt::print("fp8jit bench: results in {} (gemm.md, gemm.csv, gemm_rows.json, gemm.json); charts: bash bench/plot.sh {}\n",
+               out, shell_quote(out));
+  else if (rc == 0)
+    fmt::print(stderr, "fp8jit bench: no GEMM results in {}: every benchmark failed (see above)\n", out);
+  else
+    fmt::print(stderr, "fp8jit bench: fp8jit_bench exited with status {}\n", rc);
+  return rc;
+}
+
+}  // namespace fp8jit::cli
