@@ -114,9 +114,11 @@ void run_case(benchmark::State& state, GemmShape s, ScaleMode mode, bool fast, G
   quantize_operand(s.m, s.k, ga, g.scale_a_layout, a.p, static_cast<float*>(sa.p), 1);
   quantize_operand(s.n, s.k, gb, g.scale_b_layout, b.p, static_cast<float*>(sb.p), 2);
   g.a = a.p; g.b = b.p; g.scale_a = static_cast<float*>(sa.p); g.scale_b = static_cast<float*>(sb.p); g.d = d.p;
-  GemmRow row{s, std::string(to_string(mode)) + (fast ? "_fast" : ""),
-              providers.fp8jit ? spec_name(default_runtime().select(g)) : std::string()};
-  if (!providers.fp8jit) row.fp8jit_status = "skipped";
+  GemmRow row;
+  row.shape = s;
+  row.mode = std::string(to_string(mode)) + (fast ? "_fast" : "");
+  if (providers.fp8jit) row.kernel = spec_name(default_runtime().select(g));
+  else row.fp8jit_status = "skipped";
   GemmArgs peer_args = g;
   peer_args.d = dp.p;
   CublasLtGemm peer;

@@ -94,6 +94,15 @@ void record(const QuantRow& row) {
   quant_rows().push_back(row);
 }
 
+void record_status(const char* problem, std::int64_t m, std::int64_t k, const char* status) {
+  QuantRow r;
+  r.problem = problem;
+  r.m = m;
+  r.k = k;
+  r.status = status;
+  record(r);
+}
+
 QuantRow report(benchmark::State& state, const std::vector<double>& ms, std::size_t bytes) {
   std::vector<double> sorted = ms;
   std::sort(sorted.begin(), sorted.end());
@@ -136,7 +145,7 @@ std::vector<unsigned char> random_bf16(std::size_t n) {
 void BM_Quantize1x128(benchmark::State& state) {
   const std::int64_t m = state.range(0), k = state.range(1);
   if (!have_gpu()) {
-    record({"quantize 1x128", m, k, "no GPU"});
+    record_status("quantize 1x128", m, k, "no GPU");
     return state.SkipWithError("no GPU");
   }
   const std::size_t n = static_cast<std::size_t>(m * k);
@@ -166,7 +175,7 @@ void BM_Quantize1x128(benchmark::State& state) {
 void BM_Dequantize128x128(benchmark::State& state) {
   const std::int64_t m = state.range(0), k = state.range(1);
   if (!have_gpu()) {
-    record({"dequantize 128x128", m, k, "no GPU"});
+    record_status("dequantize 128x128", m, k, "no GPU");
     return state.SkipWithError("no GPU");
   }
   const std::size_t n = static_cast<std::size_t>(m * k);

@@ -1,11 +1,12 @@
 # Charts of a bench results directory; driven by bench/plot.sh, which writes the data files.
-#   gnuplot -e "chart='tflops'; data='F'; out='F.png'; term='pngcairo'; title='...'; ymax=1500; peer=1" bench/plot.gp
+#   gnuplot -e "chart='tflops'; data='F'; out='F.png'; term='pngcairo'; title='...'; subtitle='...'; ymax=1500; fp8=1; peer=1" bench/plot.gp
 # chart:
 #   tflops    data rows: "MxNxK" fp8jit_tflops cublaslt_tflops "ratio"   (missing values: ?)
 #   roofline  data: a header "shape <scale>..." then rows "MxNxK" percent...; ncol = number of columns
 #   quant     data rows: "problem" kernel_GBps copy_GBps pct_of_copy
 if (!exists("term")) term = 'pngcairo'
 if (!exists("peer")) peer = 1
+if (!exists("fp8")) fp8 = 1
 if (!exists("ncol")) ncol = 2
 if (!exists("ymax")) ymax = 0
 if (!exists("subtitle")) subtitle = ''
@@ -40,13 +41,17 @@ if (chart eq 'tflops') {
   set ylabel 'TFLOP/s (higher is better)'
   set xlabel 'shape M x N x K'
   # two boxes per cluster (gap 1): centres at x -/+ 1/6
-  if (peer) {
+  if (fp8 && peer) {
     plot data using 2:xtic(1) title 'fp8jit' lc rgb c_fp8, \
          '' using 3 title 'cuBLASLt' lc rgb c_peer, \
          '' using ($0 - 1.0/6):2:4 with labels offset 0,0.7 font ',8' notitle
   } else {
     set style histogram clustered gap 0.5
-    plot data using 2:xtic(1) title 'fp8jit' lc rgb c_fp8
+    if (fp8) {
+      plot data using 2:xtic(1) title 'fp8jit' lc rgb c_fp8
+    } else {
+      plot data using 3:xtic(1) title 'cuBLASLt' lc rgb c_peer
+    }
   }
 }
 

@@ -41,6 +41,7 @@ plot() {
 # ---- GEMM -----------------------------------------------------------------------------------
 # Columns are found by name in the header (m,n,k,scale,provider,status,time_us,tflops,
 # ratio_to_cublaslt,roofline_fraction,kernel: bench/gemm_report.cpp).
+# shellcheck disable=SC2016  # awk program text
 gemm_awk='
 BEGIN { FS = "," }
 { sub(/\r$/, "") }
@@ -71,13 +72,14 @@ if [ -f "$csv" ]; then
       }
       pr == "cublaslt" { c[key] = ok ? $col["tflops"] + 0 : "?" }
       END {
-        peer = 0; ymax = 0; ls = 0; nr = 0
+        fp8 = 0; peer = 0; ymax = 0; ls = 0; nr = 0
         for (i = 1; i <= n; ++i) {
           key = order[i]; cv = (key in c) ? c[key] : "?"
           ratio = r[key]
           if (ratio <= 0 && f[key] != "?" && cv != "?") ratio = f[key] / cv
           if (cv == "?" || f[key] == "?") ratio = 0
           if (cv != "?") peer = 1
+          if (f[key] != "?") fp8 = 1
           if (f[key] != "?" && f[key] > ymax) ymax = f[key]
           if (cv != "?" && cv > ymax) ymax = cv
           if (ratio > 0) { ls += log(ratio); ++nr }
@@ -85,17 +87,22 @@ if [ -f "$csv" ]; then
           printf "\"%s\" %s %s \"%s\"\n", key, f[key], cv, rl > out
         }
         gm = nr > 0 ? sprintf("geometric mean %.3fx cuBLASLt over %d shapes", exp(ls / nr), nr) : ""
-        printf "%d %.0f %s\n", peer, ymax * 1.12 + 1, gm
+        printf "%d %d %.0f %s\n", fp8, peer, ymax * 1.12 + 1, gm
       }' out="$dat" "$csv")
-    read -r peer ymax gm <<<"$summary"
-    if [ "$peer" = 1 ]; then
+    read -r fp8 peer ymax gm <<<"$summary"
+    if [ "$fp8$peer" = 11 ]; then
       title="GEMM TFLOP/s, scale mode $sc: fp8jit and cuBLASLt on the same inputs"
       sub="above the fp8jit bars: its speed relative to cuBLASLt (cuBLASLt time / fp8jit time)${gm:+; $gm}"
-    else
+    elif [ "$fp8" = 1 ]; then
       title="GEMM TFLOP/s, scale mode $sc: fp8jit"; sub="no cuBLASLt results in this run"
+    elif [ "$peer" = 1 ]; then
+      title="GEMM TFLOP/s, scale mode $sc: cuBLASLt"; sub="no fp8jit results in this run"
+    else
+      echo "plot.sh: no results for scale mode $sc in $csv: no chart" >&2
+      continue
     fi
     plot tflops "$dat" "$dir/gemm_tflops_$safe.png" "$title" "$sub" \
-      "peer=$peer; ymax=$ymax"
+      "fp8=$fp8; peer=$peer; ymax=$ymax"
   done
 
   # fp8jit's roofline fraction (percent) for M <= 128: one column per scale mode.
@@ -135,6 +142,7 @@ dat="$tmp/quant.dat"
 : > "$dat"
 if [ -f "$dir/quant.json" ]; then
   # Google Benchmark JSON: split at braces and commas so that every line is one "key": value.
+  # shellcheck disable=SC2020
   tr '{},' '\n\n\n' < "$dir/quant.json" | awk '
     function flush() {
       if (name != "" && !err && (rt == "" || rt == "iteration") && gbps != "" &&

@@ -38,6 +38,8 @@ int cmd_dequantize(const Args& args);
 int cmd_demo(const Args& args);
 int cmd_gemm(const Args& args);
 int cmd_select_gemm(const Args& args);
+// `db <subcommand> [options]`: argv[2] names the subcommand, its options follow.
+int cmd_db(int argc, char** argv);
 int cmd_bench(const Args& args);
 
 }  // namespace fp8jit::cli

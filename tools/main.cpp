@@ -78,6 +78,9 @@ constexpr const char* kUsage = R"(usage: fp8jit <command> [options]
   select-gemm [--m --n --k --scale --out --fast-accum]   the heuristic's gemm spec as JSON
   demo                                   with a GPU: quantize -> dequantize round trip with GB/s;
                                          without: compile every kernel variant
+  db list|show|export|import|prune|rebuild [--db PATH]   the tuning database (default FP8JIT_DB)
+        [--gpu KEY] [--op OP --m M --n N --k K] (show)  [--file F] (export, import)
+        [--op OP --space-hash H] (prune: also drop OP's rows of another space)
   bench (--suite deepseek-v3|square | --shapes FILE.csv) [--scale block|rowwise|tensor|group[,...]]
         [--providers fp8jit,cublaslt] [--out DIR] [--dry-run]
                                          GEMM benchmarks next to cuBLASLt (runs fp8jit_bench);
@@ -109,6 +112,7 @@ int main(int argc, char** argv) {
       return cmd_select_gemm(Args(argc, argv, 2, {"m", "n", "k", "scale", "out"}, {"fast-accum"}));
     if (cmd == "bench") return cmd_bench(Args(argc, argv, 2, {"suite", "shapes", "scale", "providers", "out"}, {"dry-run"}));
     if (cmd == "demo") return cmd_demo(Args(argc, argv, 2, {"m", "k", "jobs", "sample"}, {}));
+    if (cmd == "db") return cmd_db(argc, argv);
     fmt::print(stderr, "fp8jit: unknown command '{}'\n{}", cmd, kUsage);
     return 2;
   } catch (const fp8jit::Error& e) {
