@@ -16,7 +16,7 @@ step() { echo "=== $*"; }
 step "build"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$OUT/gpu.txt"
 cmake -S . -B $B -DCMAKE_BUILD_TYPE=Release "${sqlite_args[@]}" > "$OUT/cmake.log" 2>&1 || { cat "$OUT/cmake.log"; exit 1; }
-targets=(fp8jit_cli fp8jit_gpu_tests fp8jit_bench)
+targets=(fp8jit_cli fp8jit_gpu_tests fp8jit_bench example_quantize_gemm_cpp example_quantize_gemm_c)
 [ "${1:-}" = "all" ] && targets+=(fp8jit_tests)
 cmake --build $B -j"$(nproc)" --target "${targets[@]}" > "$OUT/build.log" 2>&1 || { tail -50 "$OUT/build.log"; exit 1; }
 ./$B/fp8jit info | head -3
@@ -25,6 +25,10 @@ mkdir -p "$OUT/dump"
 FP8JIT_TORCH_DUMP="$OUT/dump" ./$B/tests/fp8jit_gpu_tests --gtest_brief=1 > "$OUT/gpu_tests.log" 2>&1 || status=1
 tail -5 "$OUT/gpu_tests.log"
 grep -E "FAILED|Failure" "$OUT/gpu_tests.log" | head -20
+step "examples (C++ and C ABI)"
+for e in example_quantize_gemm_cpp example_quantize_gemm_c; do
+  f=$(find $B -name "$e" -type f | head -1); [ -n "$f" ] && { "$f" || status=1; }
+done
 step "torch cross-check"
 python3 tests/gpu/torch_check.py "$OUT/dump" || status=1
 rm -rf "$OUT/dump"

@@ -1,0 +1,214 @@
+/* fp8jit C API: run-time generated FP8 kernels for NVIDIA Hopper, callable from C (C99) and any
+ * language with a C FFI.
+ *
+ * It is a thin layer over the C++ API (fp8jit/runtime.hpp): the same argument structs, field by
+ * field, the same checks and the same error messages. Differences:
+ *  - Every function returns an fp8jit_status; no C++ exception ever crosses this interface.
+ *  - A failing call records a message for the calling thread: fp8jit_last_error() returns it
+ *    (and fp8jit_get_last_status() its status). A successful call does NOT clear it: the message
+ *    stays until the thread's next failure or fp8jit_clear_last_error(). So read it right after
+ *    the call that failed.
+ *  - Kernels are cached in an opaque fp8jit_runtime handle (one per process is the usual choice;
+ *    a handle may be used from several threads at once).
+ *  - Booleans are ints (0 = false, anything else = true).
+ *
+ * All tensor pointers are device pointers (cudaMalloc / cuMemAlloc). Streams are CUstream or
+ * cudaStream_t values (the same type, struct CUstream_st*); NULL is the legacy default stream.
+ *
+ *   fp8jit_runtime* rt;
+ *   fp8jit_quantize_args a;
+ *   if (fp8jit_runtime_create(&rt) != FP8JIT_SUCCESS) { puts(fp8jit_last_error()); ... }
+ *   fp8jit_quantize_args_init(&a);             // the C++ defaults: bf16 -> e4m3, 1x128, row_major
+ *   a.x = x; a.m = m; a.k = k; a.q = q; a.scales = scales;
+ *   if (fp8jit_quantize(rt, &a, stream) != FP8JIT_SUCCESS) { puts(fp8jit_last_error()); ... }
+ *   fp8jit_runtime_destroy(rt);
+ *
+ * Link with the fp8jit library (C++: link with a C++ compiler driver, or add libstdc++).
+ */
+#ifndef FP8JIT_FP8JIT_H_
+#define FP8JIT_FP8JIT_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The CUDA stream type: identical to CUstream (cuda.h) and cudaStream_t (cuda_runtime.h). */
+typedef struct CUstream_st* fp8jit_stream_t;
+
+/* ---- status ------------------------------------------------------------------------------ */
+
+typedef enum fp8jit_status {
+  FP8JIT_SUCCESS = 0,
+  FP8JIT_ERROR_INVALID_ARGUMENT = 1, /* bad input from the caller: nothing was launched */
+  FP8JIT_ERROR_UNSUPPORTED = 2,      /* valid, but this build or GPU cannot serve it (not sm_90) */
+  FP8JIT_ERROR_COMPILE = 3,          /* NVRTC rejected generated source (the message has the log) */
+  FP8JIT_ERROR_DRIVER = 4,           /* the CUDA driver failed or is missing (no libcuda, no GPU) */
+  FP8JIT_ERROR_IO = 5,               /* disk cache / database / file trouble */
+  FP8JIT_ERROR_INTERNAL = 6          /* a bug in fp8jit, or out of memory */
+} fp8jit_status;
+
+/* ---- value types (the values equal the C++ enums') ------------------------------------------ */
+
+typedef enum fp8jit_dtype {
+  FP8JIT_DTYPE_BF16 = 0,
+  FP8JIT_DTYPE_FP16 = 1,
+  FP8JIT_DTYPE_FP32 = 2
+} fp8jit_dtype;
+
+/* E4M3 is "e4m3fn" (max 448, no inf); E5M2 has max 57344 and inf. */
+typedef enum fp8jit_fp8_format {
+  FP8JIT_FP8_E4M3 = 0,
+  FP8JIT_FP8_E5M2 = 1
+} fp8jit_fp8_format;
+
+/* Which elements share one scale. */
+typedef enum fp8jit_granularity {
+  FP8JIT_GRANULARITY_TENSOR = 0,   /* one scale for the whole tensor */
+  FP8JIT_GRANULARITY_ROW = 1,      /* one scale per row (per token) */
+  FP8JIT_GRANULARITY_GROUP128 = 2, /* 1x128: per 128 consecutive elements of a row */
+  FP8JIT_GRANULARITY_BLOCK128 = 3  /* 128x128 tiles */
+} fp8jit_granularity;
+
+/* row_major: scale (r, g) at r * G + g. col_major_tma: at g * align4(R) + r (what Hopper GEMMs
+ * read with TMA: DeepGEMM, cuBLASLt VEC128). */
+typedef enum fp8jit_scale_layout {
+  FP8JIT_SCALE_LAYOUT_ROW_MAJOR = 0,
+  FP8JIT_SCALE_LAYOUT_COL_MAJOR_TMA = 1
+} fp8jit_scale_layout;
+
+/* How the GEMM operands are scaled. */
+typedef enum fp8jit_scale_mode {
+  FP8JIT_SCALE_MODE_TENSOR = 0,  /* one fp32 scale per operand */
+  FP8JIT_SCALE_MODE_ROWWISE = 1, /* per row of A (M floats) and per row of B (N floats) */
+  FP8JIT_SCALE_MODE_BLOCK = 2,   /* A per 1x128 group, B per 128x128 block (DeepSeek-V3) */
+  FP8JIT_SCALE_MODE_GROUP = 3    /* A and B per 1x128 group (weight gradients) */
+} fp8jit_scale_mode;
+
+/* ---- argument structs: fill with fp8jit_*_args_init, then set the fields you need ---------- */
+
+/* x [m, k] (row stride ldx elements) -> q [m, k] FP8 (row stride ldq bytes) and fp32 scales.
+ * ld* = 0 means dense (k, or m for the transposed output). */
+typedef struct fp8jit_quantize_args {
+  const void* x;
+  fp8jit_dtype input;               /* default BF16 */
+  int64_t m, k, ldx;
+  void* q;
+  fp8jit_fp8_format format;         /* default E4M3 */
+  int64_t ldq;
+  float* scales;                    /* fp8jit_scale_count(granularity, scale_layout, m, k) floats */
+  fp8jit_granularity granularity;   /* default GROUP128 */
+  fp8jit_scale_layout scale_layout; /* default ROW_MAJOR */
+  int pow2_scale;                   /* round scales up to powers of two */
+  const float* static_scale;        /* per-tensor only: use this scale instead of the amax */
+  /* Optional transposed output qt [k, m] (row stride ldqt). For 1x128 it is scaled by 1x128
+   * groups of the transpose into scales_t; otherwise it shares `scales`. */
+  void* qt;
+  int64_t ldqt;
+  float* scales_t;                  /* 1x128 only: fp8jit_scale_count(GROUP128, layout, k, m) */
+  float* amax;                      /* optional: max |x| over the tensor (NaNs ignored) */
+} fp8jit_quantize_args;
+
+/* q [m, k] FP8 and scales -> y [m, k] (row stride ldy elements). */
+typedef struct fp8jit_dequantize_args {
+  const void* q;
+  fp8jit_fp8_format format;         /* default E4M3 */
+  int64_t m, k, ldq;
+  const float* scales;
+  fp8jit_granularity granularity;   /* default BLOCK128 */
+  fp8jit_scale_layout scale_layout; /* default ROW_MAJOR */
+  void* y;
+  fp8jit_dtype output;              /* default BF16 */
+  int64_t ldy;
+} fp8jit_dequantize_args;
+
+/* D [m, n] = (A [m, k] scaled) . (B [n, k] scaled)^T (+ bias [n]). A and B are FP8 and K-major
+ * (rows of K bytes; K a multiple of 16); D is row-major. Leading dimensions in elements, 0 =
+ * dense. Scale sizes are in floats and are checked against the shape: block mode needs
+ * fp8jit_scale_count(GROUP128, scale_a_layout, m, k) and (BLOCK128, scale_b_layout, n, k). */
+typedef struct fp8jit_gemm_args {
+  const void* a;
+  fp8jit_fp8_format a_format;         /* default E4M3 */
+  int64_t lda;
+  const void* b;
+  fp8jit_fp8_format b_format;         /* default E4M3 */
+  int64_t ldb;
+  void* d;
+  fp8jit_dtype d_dtype;               /* default BF16 */
+  int64_t ldd;
+  int64_t m, n, k;
+  fp8jit_scale_mode scale_mode;       /* default BLOCK */
+  const float* scale_a;
+  int64_t scale_a_size;
+  fp8jit_scale_layout scale_a_layout; /* default COL_MAJOR_TMA */
+  const float* scale_b;
+  int64_t scale_b_size;
+  fp8jit_scale_layout scale_b_layout; /* default ROW_MAJOR */
+  const void* bias;                   /* [n] in d_dtype, or NULL */
+  int fast_accum;                     /* tensor/rowwise only */
+} fp8jit_gemm_args;
+
+/* Set every field to the C++ struct's default (pointers NULL, sizes 0). NULL is a no-op. */
+void fp8jit_quantize_args_init(fp8jit_quantize_args* args);
+void fp8jit_dequantize_args_init(fp8jit_dequantize_args* args);
+void fp8jit_gemm_args_init(fp8jit_gemm_args* args);
+
+/* Mirrors fp8jit::CacheStats. */
+typedef struct fp8jit_cache_stats {
+  uint64_t memory_hits, memory_misses; /* loaded-kernel lookups */
+  uint64_t disk_hits, disk_misses, disk_corrupt, disk_writes;
+  uint64_t compiles; /* NVRTC runs */
+  double compile_seconds;
+} fp8jit_cache_stats;
+
+/* ---- runtime ------------------------------------------------------------------------------ */
+
+/* A kernel cache (compiled and loaded kernels, optionally backed by a disk cache). */
+typedef struct fp8jit_runtime fp8jit_runtime;
+
+/* Options from the FP8JIT_* environment variables (FP8JIT_CACHE_DIR, FP8JIT_DISK_CACHE). */
+fp8jit_status fp8jit_runtime_create(fp8jit_runtime** out);
+/* Binary cache in `cache_dir`; NULL or "" disables the disk cache. */
+fp8jit_status fp8jit_runtime_create_with_cache_dir(const char* cache_dir, fp8jit_runtime** out);
+/* Frees the handle and its kernels (call after the work queued with it has finished). NULL ok. */
+void fp8jit_runtime_destroy(fp8jit_runtime* runtime);
+/* The disk cache directory ("" when disabled; NULL for a NULL handle). Owned by the handle. */
+const char* fp8jit_runtime_cache_dir(const fp8jit_runtime* runtime);
+
+/* Pick the kernel, compile or load it on first use, launch it on `stream` (asynchronous).
+ * Arguments are checked before anything is launched. */
+fp8jit_status fp8jit_quantize(fp8jit_runtime* runtime, const fp8jit_quantize_args* args,
+                              fp8jit_stream_t stream);
+fp8jit_status fp8jit_dequantize(fp8jit_runtime* runtime, const fp8jit_dequantize_args* args,
+                                fp8jit_stream_t stream);
+fp8jit_status fp8jit_gemm(fp8jit_runtime* runtime, const fp8jit_gemm_args* args,
+                          fp8jit_stream_t stream);
+
+fp8jit_status fp8jit_runtime_cache_stats(const fp8jit_runtime* runtime, fp8jit_cache_stats* out);
+fp8jit_status fp8jit_runtime_reset_cache_stats(fp8jit_runtime* runtime);
+
+/* Floats a scale tensor holds for an [m, k] tensor (col_major_tma pads its row count to 4). */
+fp8jit_status fp8jit_scale_count(fp8jit_granularity granularity, fp8jit_scale_layout layout,
+                                 int64_t m, int64_t k, int64_t* out);
+
+/* ---- errors and version ------------------------------------------------------------------- */
+
+/* The message of the calling thread's most recent failure ("" if none). Valid until the thread's
+ * next failing call or fp8jit_clear_last_error(); successful calls leave it alone. */
+const char* fp8jit_last_error(void);
+/* The status of the calling thread's most recent failure (FP8JIT_SUCCESS if none). */
+fp8jit_status fp8jit_get_last_status(void);
+/* Forget the calling thread's last failure. */
+void fp8jit_clear_last_error(void);
+/* A static description of a status ("invalid argument", ...). */
+const char* fp8jit_status_string(fp8jit_status status);
+/* The library version, "MAJOR.MINOR.PATCH". */
+const char* fp8jit_version(void);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* FP8JIT_FP8JIT_H_ */

@@ -1,0 +1,405 @@
+// The C ABI (include/fp8jit/fp8jit.h) over fp8jit::Runtime. Every entry point converts the C
+// structs to the C++ ones (checking enum values a C caller may have made up), calls the C++ API
+// and turns any exception into a status plus a thread-local message: nothing throws across it.
+#include "fp8jit/fp8jit.h"
+
+#include <cuda.h>
+#include <fmt/format.h>
+
+#include <exception>
+#include <new>
+#include <string>
+#include <type_traits>
+
+#include "fp8jit/error.hpp"
+#include "fp8jit/runtime.hpp"
+#include "fp8jit/types.hpp"
+
+struct fp8jit_runtime {
+  explicit fp8jit_runtime(const fp8jit::RuntimeOptions& options) : runtime(options) {}
+  fp8jit::Runtime runtime;
+};
+
+namespace {
+
+using fp8jit::DType;
+using fp8jit::ErrorKind;
+using fp8jit::Fp8Format;
+using fp8jit::Granularity;
+using fp8jit::ScaleLayout;
+using fp8jit::ScaleMode;
+
+// ---- the C enums are the C++ enums, value for value ------------------------------------------
+
+static_assert(std::is_same_v<fp8jit_stream_t, CUstream>, "fp8jit_stream_t must be CUstream");
+static_assert(FP8JIT_DTYPE_BF16 == int(DType::bf16) && FP8JIT_DTYPE_FP16 == int(DType::fp16) &&
+              FP8JIT_DTYPE_FP32 == int(DType::fp32));
+static_assert(FP8JIT_FP8_E4M3 == int(Fp8Format::e4m3) && FP8JIT_FP8_E5M2 == int(Fp8Format::e5m2));
+static_assert(FP8JIT_GRANULARITY_TENSOR == int(Granularity::tensor) &&
+              FP8JIT_GRANULARITY_ROW == int(Granularity::row) &&
+              FP8JIT_GRANULARITY_GROUP128 == int(Granularity::group128) &&
+              FP8JIT_GRANULARITY_BLOCK128 == int(Granularity::block128));
+static_assert(FP8JIT_SCALE_LAYOUT_ROW_MAJOR == int(ScaleLayout::row_major) &&
+              FP8JIT_SCALE_LAYOUT_COL_MAJOR_TMA == int(ScaleLayout::col_major_tma));
+static_assert(FP8JIT_SCALE_MODE_TENSOR == int(ScaleMode::tensor) &&
+              FP8JIT_SCALE_MODE_ROWWISE == int(ScaleMode::rowwise) &&
+              FP8JIT_SCALE_MODE_BLOCK == int(ScaleMode::block) &&
+              FP8JIT_SCALE_MODE_GROUP == int(ScaleMode::group));
+
+// ---- the calling thread's last failure ----------------------------------------------------------
+
+struct LastError {
+  fp8jit_status status = FP8JIT_SUCCESS;
+  std::string message;
+  const char* fallback = nullptr;  // used when copying the message itself ran out of memory
+};
+
+LastError& last() noexcept {
+  thread_local LastError e;
+  return e;
+}
+
+fp8jit_status fail(fp8jit_status status, const char* message) noexcept {
+  LastError& e = last();
+  e.status = status;
+  try {
+    e.message = message;
+    e.fallback = nullptr;
+  } catch (...) {
+    e.fallback = "out of memory (while recording an fp8jit error message)";
+  }
+  return status;
+}
+
+fp8jit_status status_of(ErrorKind kind) {
+  switch (kind) {
+    case ErrorKind::invalid_argument: return FP8JIT_ERROR_INVALID_ARGUMENT;
+    case ErrorKind::unsupported: return FP8JIT_ERROR_UNSUPPORTED;
+    case ErrorKind::compile: return FP8JIT_ERROR_COMPILE;
+    case ErrorKind::driver: return FP8JIT_ERROR_DRIVER;
+    case ErrorKind::io: return FP8JIT_ERROR_IO;
+    case ErrorKind::internal: return FP8JIT_ERROR_INTERNAL;
+  }
+  return FP8JIT_ERROR_INTERNAL;
+}
+
+// Runs fn, mapping every exception to a status and the thread's message.
+template <class F>
+fp8jit_status guarded(F&& fn) noexcept {
+  try {
+    fn();
+    return FP8JIT_SUCCESS;
+  } catch (const fp8jit::Error& e) {
+    return fail(status_of(e.kind()), e.what());
+  } catch (const std::bad_alloc&) {
+    return fail(FP8JIT_ERROR_INTERNAL, "out of memory");
+  } catch (const std::exception& e) {
+    return fail(FP8JIT_ERROR_INTERNAL, e.what());
+  } catch (...) {
+    return fail(FP8JIT_ERROR_INTERNAL, "unknown exception inside fp8jit");
+  }
+}
+
+// The same message shape as fp8jit::throw_invalid: "invalid <name> = NULL: <rule>".
+[[noreturn]] void throw_null(const char* name, const char* function, const char* what) {
+  fp8jit::throw_invalid(name, "NULL", fmt::format("{} needs {}", function, what));
+}
+
+template <class T>
+void require(const T* p, const char* name, const char* function, const char* what) {
+  if (p == nullptr) throw_null(name, function, what);
+}
+
+// ---- C -> C++ conversions (a C enum may hold any int) ------------------------------------------
+
+template <class E>
+E to_enum(int v, int count, const char* field, const char* names) {
+  if (v < 0 || v >= count)
+    fp8jit::throw_invalid(field, std::to_string(v), fmt::format("must be one of {}", names));
+  return static_cast<E>(v);
+}
+
+DType dtype(int v, const char* field) {
+  return to_enum<DType>(v, FP8JIT_DTYPE_FP32 + 1, field, "FP8JIT_DTYPE_BF16 (0), FP16 (1), FP32 (2)");
+}
+Fp8Format format(int v, const char* field) {
+  return to_enum<Fp8Format>(v, FP8JIT_FP8_E5M2 + 1, field, "FP8JIT_FP8_E4M3 (0), E5M2 (1)");
+}
+Granularity granularity(int v, const char* field) {
+  return to_enum<Granularity>(v, FP8JIT_GRANULARITY_BLOCK128 + 1, field,
+                              "FP8JIT_GRANULARITY_TENSOR (0), ROW (1), GROUP128 (2), BLOCK128 (3)");
+}
+ScaleLayout layout(int v, const char* field) {
+  return to_enum<ScaleLayout>(v, FP8JIT_SCALE_LAYOUT_COL_MAJOR_TMA + 1, field,
+                              "FP8JIT_SCALE_LAYOUT_ROW_MAJOR (0), COL_MAJOR_TMA (1)");
+}
+ScaleMode scale_mode(int v, const char* field) {
+  return to_enum<ScaleMode>(v, FP8JIT_SCALE_MODE_GROUP + 1, field,
+                            "FP8JIT_SCALE_MODE_TENSOR (0), ROWWISE (1), BLOCK (2), GROUP (3)");
+}
+
+fp8jit::QuantizeArgs to_cpp(const fp8jit_quantize_args& c) {
+  fp8jit::QuantizeArgs a;
+  a.x = c.x;
+  a.input = dtype(c.input, "input");
+  a.m = c.m;
+  a.k = c.k;
+  a.ldx = c.ldx;
+  a.q = c.q;
+  a.format = format(c.format, "format");
+  a.ldq = c.ldq;
+  a.scales = c.scales;
+  a.granularity = granularity(c.granularity, "granularity");
+  a.scale_layout = layout(c.scale_layout, "scale_layout");
+  a.pow2_scale = c.pow2_scale != 0;
+  a.static_scale = c.static_scale;
+  a.qt = c.qt;
+  a.ldqt = c.ldqt;
+  a.scales_t = c.scales_t;
+  a.amax = c.amax;
+  return a;
+}
+
+fp8jit::DequantizeArgs to_cpp(const fp8jit_dequantize_args& c) {
+  fp8jit::DequantizeArgs a;
+  a.q = c.q;
+  a.format = format(c.format, "format");
+  a.m = c.m;
+  a.k = c.k;
+  a.ldq = c.ldq;
+  a.scales = c.scales;
+  a.granularity = granularity(c.granularity, "granularity");
+  a.scale_layout = layout(c.scale_layout, "scale_layout");
+  a.y = c.y;
+  a.output = dtype(c.output, "output");
+  a.ldy = c.ldy;
+  return a;
+}
+
+fp8jit::GemmArgs to_cpp(const fp8jit_gemm_args& c) {
+  fp8jit::GemmArgs a;
+  a.a = c.a;
+  a.a_format = format(c.a_format, "a_format");
+  a.lda = c.lda;
+  a.b = c.b;
+  a.b_format = format(c.b_format, "b_format");
+  a.ldb = c.ldb;
+  a.d = c.d;
+  a.d_dtype = dtype(c.d_dtype, "d_dtype");
+  a.ldd = c.ldd;
+  a.m = c.m;
+  a.n = c.n;
+  a.k = c.k;
+  a.scale_mode = scale_mode(c.scale_mode, "scale_mode");
+  a.scale_a = c.scale_a;
+  a.scale_a_size = c.scale_a_size;
+  a.scale_a_layout = layout(c.scale_a_layout, "scale_a_layout");
+  a.scale_b = c.scale_b;
+  a.scale_b_size = c.scale_b_size;
+  a.scale_b_layout = layout(c.scale_b_layout, "scale_b_layout");
+  a.bias = c.bias;
+  a.fast_accum = c.fast_accum != 0;
+  return a;
+}
+
+// ---- C++ -> C: the init functions copy the C++ defaults, so the two can never disagree ----------
+
+fp8jit_quantize_args to_c(const fp8jit::QuantizeArgs& a) {
+  fp8jit_quantize_args c;
+  c.x = a.x;
+  c.input = fp8jit_dtype(a.input);
+  c.m = a.m;
+  c.k = a.k;
+  c.ldx = a.ldx;
+  c.q = a.q;
+  c.format = fp8jit_fp8_format(a.format);
+  c.ldq = a.ldq;
+  c.scales = a.scales;
+  c.granularity = fp8jit_granularity(a.granularity);
+  c.scale_layout = fp8jit_scale_layout(a.scale_layout);
+  c.pow2_scale = a.pow2_scale ? 1 : 0;
+  c.static_scale = a.static_scale;
+  c.qt = a.qt;
+  c.ldqt = a.ldqt;
+  c.scales_t = a.scales_t;
+  c.amax = a.amax;
+  return c;
+}
+
+fp8jit_dequantize_args to_c(const fp8jit::DequantizeArgs& a) {
+  fp8jit_dequantize_args c;
+  c.q = a.q;
+  c.format = fp8jit_fp8_format(a.format);
+  c.m = a.m;
+  c.k = a.k;
+  c.ldq = a.ldq;
+  c.scales = a.scales;
+  c.granularity = fp8jit_granularity(a.granularity);
+  c.scale_layout = fp8jit_scale_layout(a.scale_layout);
+  c.y = a.y;
+  c.output = fp8jit_dtype(a.output);
+  c.ldy = a.ldy;
+  return c;
+}
+
+fp8jit_gemm_args to_c(const fp8jit::GemmArgs& a) {
+  fp8jit_gemm_args c;
+  c.a = a.a;
+  c.a_format = fp8jit_fp8_format(a.a_format);
+  c.lda = a.lda;
+  c.b = a.b;
+  c.b_format = fp8jit_fp8_format(a.b_format);
+  c.ldb = a.ldb;
+  c.d = a.d;
+  c.d_dtype = fp8jit_dtype(a.d_dtype);
+  c.ldd = a.ldd;
+  c.m = a.m;
+  c.n = a.n;
+  c.k = a.k;
+  c.scale_mode = fp8jit_scale_mode(a.scale_mode);
+  c.scale_a = a.scale_a;
+  c.scale_a_size = a.scale_a_size;
+  c.scale_a_layout = fp8jit_scale_layout(a.scale_a_layout);
+  c.scale_b = a.scale_b;
+  c.scale_b_size = a.scale_b_size;
+  c.scale_b_layout = fp8jit_scale_layout(a.scale_b_layout);
+  c.bias = a.bias;
+  c.fast_accum = a.fast_accum ? 1 : 0;
+  return c;
+}
+
+constexpr const char* kRuntimeWhat = "a runtime from fp8jit_runtime_create";
+
+fp8jit_status create(const char* function, fp8jit_runtime** out, bool from_settings,
+                     const char* cache_dir) noexcept {
+  if (out != nullptr) *out = nullptr;
+  return guarded([&] {
+    require(out, "out", function, "a place for the new runtime (fp8jit_runtime**)");
+    const fp8jit::RuntimeOptions options =
+        from_settings ? fp8jit::RuntimeOptions::from_settings()
+                      : fp8jit::RuntimeOptions{cache_dir ? std::string(cache_dir) : std::string()};
+    *out = new fp8jit_runtime(options);
+  });
+}
+
+}  // namespace
+
+extern "C" {
+
+void fp8jit_quantize_args_init(fp8jit_quantize_args* args) {
+  if (args) *args = to_c(fp8jit::QuantizeArgs{});
+}
+
+void fp8jit_dequantize_args_init(fp8jit_dequantize_args* args) {
+  if (args) *args = to_c(fp8jit::DequantizeArgs{});
+}
+
+void fp8jit_gemm_args_init(fp8jit_gemm_args* args) {
+  if (args) *args = to_c(fp8jit::GemmArgs{});
+}
+
+fp8jit_status fp8jit_runtime_create(fp8jit_runtime** out) {
+  return create("fp8jit_runtime_create", out, true, nullptr);
+}
+
+fp8jit_status fp8jit_runtime_create_with_cache_dir(const char* cache_dir, fp8jit_runtime** out) {
+  return create("fp8jit_runtime_create_with_cache_dir", out, false, cache_dir);
+}
+
+void fp8jit_runtime_destroy(fp8jit_runtime* runtime) {
+  // ~Runtime frees device memory through try_api() and does not throw; guard anyway.
+  (void)guarded([&] { delete runtime; });
+}
+
+const char* fp8jit_runtime_cache_dir(const fp8jit_runtime* runtime) {
+  return runtime ? runtime->runtime.cache_dir().c_str() : nullptr;
+}
+
+fp8jit_status fp8jit_quantize(fp8jit_runtime* runtime, const fp8jit_quantize_args* args,
+                              fp8jit_stream_t stream) {
+  return guarded([&] {
+    require(runtime, "runtime", "fp8jit_quantize", kRuntimeWhat);
+    require(args, "args", "fp8jit_quantize", "an fp8jit_quantize_args pointer");
+    runtime->runtime.quantize(to_cpp(*args), stream);
+  });
+}
+
+fp8jit_status fp8jit_dequantize(fp8jit_runtime* runtime, const fp8jit_dequantize_args* args,
+                                fp8jit_stream_t stream) {
+  return guarded([&] {
+    require(runtime, "runtime", "fp8jit_dequantize", kRuntimeWhat);
+    require(args, "args", "fp8jit_dequantize", "an fp8jit_dequantize_args pointer");
+    runtime->runtime.dequantize(to_cpp(*args), stream);
+  });
+}
+
+fp8jit_status fp8jit_gemm(fp8jit_runtime* runtime, const fp8jit_gemm_args* args,
+                          fp8jit_stream_t stream) {
+  return guarded([&] {
+    require(runtime, "runtime", "fp8jit_gemm", kRuntimeWhat);
+    require(args, "args", "fp8jit_gemm", "an fp8jit_gemm_args pointer");
+    runtime->runtime.gemm(to_cpp(*args), stream);
+  });
+}
+
+fp8jit_status fp8jit_runtime_cache_stats(const fp8jit_runtime* runtime, fp8jit_cache_stats* out) {
+  return guarded([&] {
+    require(runtime, "runtime", "fp8jit_runtime_cache_stats", kRuntimeWhat);
+    require(out, "out", "fp8jit_runtime_cache_stats", "an fp8jit_cache_stats pointer");
+    const fp8jit::CacheStats s = runtime->runtime.cache_stats();
+    out->memory_hits = s.memory_hits;
+    out->memory_misses = s.memory_misses;
+    out->disk_hits = s.disk_hits;
+    out->disk_misses = s.disk_misses;
+    out->disk_corrupt = s.disk_corrupt;
+    out->disk_writes = s.disk_writes;
+    out->compiles = s.compiles;
+    out->compile_seconds = s.compile_seconds;
+  });
+}
+
+fp8jit_status fp8jit_runtime_reset_cache_stats(fp8jit_runtime* runtime) {
+  return guarded([&] {
+    require(runtime, "runtime", "fp8jit_runtime_reset_cache_stats", kRuntimeWhat);
+    runtime->runtime.reset_cache_stats();
+  });
+}
+
+fp8jit_status fp8jit_scale_count(fp8jit_granularity g, fp8jit_scale_layout l, int64_t m, int64_t k,
+                                 int64_t* out) {
+  return guarded([&] {
+    require(out, "out", "fp8jit_scale_count", "an int64_t pointer for the count");
+    *out = fp8jit::scale_count(granularity(g, "granularity"), layout(l, "layout"), m, k);
+  });
+}
+
+const char* fp8jit_last_error(void) {
+  const LastError& e = last();
+  return e.fallback ? e.fallback : e.message.c_str();
+}
+
+fp8jit_status fp8jit_get_last_status(void) { return last().status; }
+
+void fp8jit_clear_last_error(void) {
+  LastError& e = last();
+  e.status = FP8JIT_SUCCESS;
+  e.message.clear();
+  e.fallback = nullptr;
+}
+
+const char* fp8jit_status_string(fp8jit_status status) {
+  switch (status) {
+    case FP8JIT_SUCCESS: return "success";
+    case FP8JIT_ERROR_INVALID_ARGUMENT: return "invalid argument";
+    case FP8JIT_ERROR_UNSUPPORTED: return "unsupported";
+    case FP8JIT_ERROR_COMPILE: return "kernel compilation failed";
+    case FP8JIT_ERROR_DRIVER: return "CUDA driver error";
+    case FP8JIT_ERROR_IO: return "I/O error";
+    case FP8JIT_ERROR_INTERNAL: return "internal error";
+  }
+  return "unknown fp8jit status";
+}
+
+const char* fp8jit_version(void) { return FP8JIT_VERSION; }
+
+}  // extern "C"
