@@ -27,7 +27,6 @@ namespace fs = std::filesystem;
 namespace {
 
 [[noreturn]] void invalid(const std::string& what) { throw Error(ErrorKind::invalid_argument, what); }
-
 // Bounded and printable: text from the database or an import file may be anything.
 std::string brief(std::string_view s, std::size_t max = 80) {
   std::string out;
@@ -47,12 +46,9 @@ json parse_json(std::string_view text, int max_depth, const std::string& what) {
   }
 }
 
-constexpr int kTimingsDepth = 6;  // array > candidate > config > problem/config > value
-
 void check_timings(const json& arr) {
-  static constexpr CandidateStatus kAll[] = {CandidateStatus::passed, CandidateStatus::incorrect,
-                                             CandidateStatus::compile_failed, CandidateStatus::launch_failed,
-                                             CandidateStatus::not_supported};
+  using enum CandidateStatus;
+  static constexpr CandidateStatus kAll[] = {passed, incorrect, compile_failed, launch_failed, not_supported};
   if (!arr.is_array()) invalid(fmt::format("timings: expected a JSON array, got {}", arr.type_name()));
   for (std::size_t i = 0; i < arr.size(); ++i) {
     const json& t = arr[i];
@@ -81,14 +77,12 @@ std::string record_problem(const TuningRecord& r) {
     if (r.m < 0 || r.n < 0 || r.k < 0) return fmt::format("negative shape m={} n={} k={}", r.m, r.n, r.k);
     if (r.space_hash.empty()) return "space_hash is empty";
     if (!std::isfinite(r.best_us) || r.best_us <= 0) return fmt::format("best_us {} is not a positive time", r.best_us);
-    check_timings(parse_json(r.timings, kTimingsDepth, "timings"));
+    check_timings(parse_json(r.timings, 6, "timings"));  // array > candidate > config > problem > value
   } catch (const std::exception& e) {
     return e.what();
   }
   return "";
 }
-
-// ---- SQLite plumbing -------------------------------------------------------------------------
 
 std::string damaged(const std::string& path, std::string_view why) {
   return fmt::format("tuning database {} is damaged ({}); run `fp8jit db rebuild --db {}` (keeps readable rows) "
@@ -111,15 +105,15 @@ class Stmt {
     if (int rc = sqlite3_prepare_v2(db, sql.c_str(), -1, &s_, nullptr); rc != SQLITE_OK) fail(db, path, rc, "prepare");
   }
   ~Stmt() { sqlite3_finalize(s_); }
-  Stmt(const Stmt&) = delete;
-  Stmt& operator=(const Stmt&) = delete;
+  Stmt(const Stmt&) = delete;  // (assignment is deleted by the reference member)
   Stmt& bind(int i, std::string_view v) { return check(sqlite3_bind_text(s_, i, v.data(), int(v.size()), SQLITE_TRANSIENT)); }
   Stmt& bind(int i, std::int64_t v) { return check(sqlite3_bind_int64(s_, i, v)); }
   Stmt& bind(int i, double v) { return check(sqlite3_bind_double(s_, i, v)); }
   // Binds the primary key, in the column order of kKeyWhere.
-  Stmt& bind_key(const TuningRecord& r) {
-    bind(1, r.gpu.str()).bind(2, r.op).bind(3, r.problem_key).bind(4, r.m).bind(5, r.n).bind(6, r.k);
-    return bind(7, r.space_hash);
+  Stmt& bind_key(const TuningRecord& r) { return bind_key(r.gpu, r.op, r.problem_key, r.m, r.n, r.k, r.space_hash); }
+  Stmt& bind_key(const GpuKey& gpu, std::string_view op, std::string_view problem, std::int64_t m, std::int64_t n,
+                 std::int64_t k, std::string_view space) {
+    return bind(1, gpu.str()).bind(2, op).bind(3, problem).bind(4, m).bind(5, n).bind(6, k).bind(7, space);
   }
   bool step() {  // true while there is a row
     const int rc = sqlite3_step(s_);
@@ -178,11 +172,11 @@ int read_version(sqlite3* db, const std::string& path) {
   return static_cast<int>(v.i64(0));
 }
 
-void refuse_newer(const std::string& path, int version) {
-  if (version > TuningDb::kSchemaVersion)
-    throw Error(ErrorKind::io, fmt::format("tuning database {} has schema version {}, newer than this fp8jit "
-                                           "knows ({}): use a newer fp8jit, or point FP8JIT_DB at another file",
-                                           path, version, TuningDb::kSchemaVersion));
+int refuse_newer(const std::string& path, int version) {
+  if (version <= TuningDb::kSchemaVersion) return version;
+  throw Error(ErrorKind::io, fmt::format("tuning database {} has schema version {}, newer than this fp8jit knows ({}):"
+                                         " use a newer fp8jit, or point FP8JIT_DB at another file",
+                                         path, version, TuningDb::kSchemaVersion));
 }
 
 void setup(sqlite3* db, const std::string& path) {
@@ -198,19 +192,13 @@ void setup(sqlite3* db, const std::string& path) {
   // In WAL mode NORMAL cannot corrupt the file; a power cut may lose the last results, which a
   // cache can afford, and every commit skips an fsync.
   exec(db, path, "PRAGMA synchronous = NORMAL");
-  {
-    Stmt q(db, path, "PRAGMA quick_check(3)");
-    std::string problems;
-    while (q.step())
-      if (std::string line = q.text(0); line != "ok") problems += (problems.empty() ? "" : "; ") + brief(line, 200);
-    if (!problems.empty()) throw Error(ErrorKind::io, damaged(path, "quick_check: " + problems));
-  }
-  int version = read_version(db, path);
-  refuse_newer(path, version);
-  if (version == TuningDb::kSchemaVersion) return;
+  std::string problems;
+  for (Stmt q(db, path, "PRAGMA quick_check(3)"); q.step();)
+    if (std::string line = q.text(0); line != "ok") problems += (problems.empty() ? "" : "; ") + brief(line, 200);
+  if (!problems.empty()) throw Error(ErrorKind::io, damaged(path, "quick_check: " + problems));
+  if (refuse_newer(path, read_version(db, path)) == TuningDb::kSchemaVersion) return;
   WriteTxn txn(db, path);
-  version = read_version(db, path);  // another process may have migrated meanwhile
-  refuse_newer(path, version);
+  const int version = refuse_newer(path, read_version(db, path));  // another process may have migrated
   for (const auto& [to, sql] : kMigrations) {
     if (to <= version) continue;
     exec(db, path, sql);
@@ -219,8 +207,6 @@ void setup(sqlite3* db, const std::string& path) {
   txn.commit();
 }
 
-// ---- rows ------------------------------------------------------------------------------------
-
 constexpr const char* kCols =
     "rowid, gpu_key, op, problem_key, m, n, k, space_hash, best_config, best_us, timings, created_at";
 constexpr const char* kKeyWhere =
@@ -228,31 +214,28 @@ constexpr const char* kKeyWhere =
 
 struct RowRead {
   std::int64_t rowid = 0;
-  std::optional<TuningRecord> rec;  // set when the row validates
-  std::string why, label;           // otherwise: why not, and which row (for the warning)
+  std::optional<TuningRecord> rec;  // set when the row validates; otherwise why not, and which row
+  std::string why, label;
 };
 
 RowRead read_row(Stmt& s) {
   RowRead out;
   out.rowid = s.i64(0);
-  out.label = fmt::format("({}, {}, m={} n={} k={})", brief(s.text(1)), brief(s.text(2)), brief(s.text(4), 20),
-                          brief(s.text(5), 20), brief(s.text(6), 20));
+  out.label = brief(fmt::format("({}, {}, m={} n={} k={})", s.text(1), s.text(2), s.text(4), s.text(5), s.text(6)), 160);
   constexpr int T = SQLITE_TEXT, I = SQLITE_INTEGER, kTypes[] = {I, T, T, T, I, I, I, T, T, SQLITE_FLOAT, T, I};
   for (int c = 1; c < 12; ++c)  // best_us (9) may also hold an integer
     if (s.type(c) != kTypes[c] && !(c == 9 && s.type(c) == I)) out.why = fmt::format("column {} has the wrong type", c);
   if (!out.why.empty()) return out;
   TuningRecord r;
+  r.op = s.text(2), r.problem_key = s.text(3), r.space_hash = s.text(7), r.timings = s.text(10);
+  r.m = s.i64(4), r.n = s.i64(5), r.k = s.i64(6), r.created_at = s.i64(11), r.best_us = s.f64(9);
   try {
     r.gpu = GpuKey::from_string(s.text(1));
     r.best = spec_from_json(s.text(8));
+    out.why = record_problem(r);
   } catch (const std::exception& e) {
     out.why = e.what();
-    return out;
   }
-  r.op = s.text(2), r.problem_key = s.text(3), r.space_hash = s.text(7), r.timings = s.text(10);
-  r.m = s.i64(4), r.n = s.i64(5), r.k = s.i64(6), r.created_at = s.i64(11);
-  r.best_us = s.f64(9);
-  out.why = record_problem(r);
   if (out.why.empty()) out.rec = std::move(r);
   return out;
 }
@@ -272,17 +255,13 @@ std::optional<TuningRecord> first_valid(Stmt& s, const std::string& path) {
 }
 
 enum class Merge { inserted, replaced, kept };
-
 // Faster wins; an invalid stored row always loses. Call inside a WriteTxn.
 Merge merge_row(sqlite3* db, const std::string& path, const TuningRecord& r) {
   Merge kind = Merge::inserted;
-  {
-    Stmt old(db, path, fmt::format("SELECT {} FROM results WHERE {}", kCols, kKeyWhere));
-    if (old.bind_key(r).step()) {
-      const RowRead prev = read_row(old);
-      if (prev.rec && prev.rec->best_us <= r.best_us) return Merge::kept;
-      kind = Merge::replaced;
-    }
+  if (Stmt old(db, path, fmt::format("SELECT {} FROM results WHERE {}", kCols, kKeyWhere)); old.bind_key(r).step()) {
+    const RowRead prev = read_row(old);
+    if (prev.rec && prev.rec->best_us <= r.best_us) return Merge::kept;
+    kind = Merge::replaced;
   }
   Stmt ins(db, path, "INSERT OR REPLACE INTO results (gpu_key, op, problem_key, m, n, k, space_hash, best_config,"
                      " best_us, timings, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
@@ -323,12 +302,18 @@ TuningRecord parse_import_row(const json& row, std::size_t i) {
   return r;
 }
 
-// Rows still readable from a damaged file, in rowid order. A scan stops at the first broken
-// page, so it restarts past the last good rowid with growing jumps to skip the damage.
-std::vector<RowRead> salvage(const std::string& path) {
+// Rows still readable from a damaged file, in rowid order, and its schema version (left alone
+// where unreadable). A scan stops at the first broken page, so it restarts past the last good
+// rowid with growing jumps to skip the damage.
+std::vector<RowRead> salvage(const std::string& path, int& version) {
   std::vector<RowRead> rows;
   sqlite3* db = nullptr;
   if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
+    sqlite3_exec(db, "PRAGMA writable_schema = ON", nullptr, nullptr, nullptr);  // else a short file is refused
+    try {
+      version = read_version(db, path);
+    } catch (const Error&) {  // damaged meta table: rebuild writes a fresh one
+    }
     std::int64_t after = INT64_MIN, jump = 1;
     for (int attempt = 0; attempt < 24; ++attempt) {
       try {
@@ -344,18 +329,6 @@ std::vector<RowRead> salvage(const std::string& path) {
   }
   sqlite3_close(db);
   return rows;
-}
-
-// The schema version of an existing file; 0 where it cannot be read.
-int peek_version(const std::string& path) {
-  sqlite3* db = nullptr;
-  int version = 0;
-  try {
-    if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) version = read_version(db, path);
-  } catch (const Error&) {  // unreadable: damaged, which is what rebuild is for
-  }
-  sqlite3_close(db);
-  return version;
 }
 
 }  // namespace
@@ -385,16 +358,14 @@ std::string timings_to_json(const std::vector<CandidateResult>& candidates) {
   return arr.dump();
 }
 
-// ---- TuningDb ----------------------------------------------------------------------------------
-
 TuningDb::TuningDb(const std::string& path) : path_(path) {
   if (path.empty()) throw_invalid("tuning database path", "\"\"", "a file path (FP8JIT_DB)");
   std::error_code ec;
   if (const fs::path parent = fs::path(path).parent_path(); !parent.empty()) fs::create_directories(parent, ec);
   if (ec) throw Error(ErrorKind::io, fmt::format("tuning database {}: cannot create its directory: {}", path, ec.message()));
-  const int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;  // one per thread
-  try {
-    if (int rc = sqlite3_open_v2(path.c_str(), &db_, flags, nullptr); rc != SQLITE_OK) fail(db_, path_, rc, "open");
+  try {  // NOMUTEX: one connection per thread
+    const int rc = sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
+    if (rc != SQLITE_OK) fail(db_, path_, rc, "open");
     setup(db_, path_);
   } catch (...) {
     sqlite3_close(std::exchange(db_, nullptr));
@@ -412,14 +383,12 @@ TuningDb& TuningDb::operator=(TuningDb&& o) noexcept {
 }
 
 int TuningDb::schema_version() const { return read_version(db_, path_); }
-
 bool TuningDb::put(const TuningRecord& record) {
   if (std::string why = record_problem(record); !why.empty())
     invalid(fmt::format("tuning record ({}, {}, m={} n={} k={}): {}", brief(record.gpu.str()), brief(record.op),
                         record.m, record.n, record.k, why));
   TuningRecord r = record;
-  if (r.created_at == 0)
-    r.created_at = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  if (r.created_at == 0) r.created_at = std::time(nullptr);
   WriteTxn txn(db_, path_);
   const Merge kind = merge_row(db_, path_, r);
   txn.commit();
@@ -430,8 +399,7 @@ std::optional<TuningRecord> TuningDb::get_exact(const GpuKey& gpu, std::string_v
                                                 std::int64_t m, std::int64_t n, std::int64_t k,
                                                 std::string_view space_hash) {
   Stmt s(db_, path_, fmt::format("SELECT {} FROM results WHERE {}", kCols, kKeyWhere));
-  s.bind(1, gpu.str()).bind(2, op).bind(3, problem_key).bind(4, m).bind(5, n).bind(6, k).bind(7, space_hash);
-  return first_valid(s, path_);
+  return first_valid(s.bind_key(gpu, op, problem_key, m, n, k, space_hash), path_);
 }
 
 std::optional<TuningRecord> TuningDb::get_nearest_m(const GpuKey& gpu, std::string_view op,
@@ -448,11 +416,7 @@ std::vector<TuningRecord> TuningDb::list(const std::optional<GpuKey>& gpu) {
                                  kCols, gpu ? " WHERE gpu_key = ?" : ""));
   if (gpu) s.bind(1, gpu->str());
   std::vector<TuningRecord> out;
-  while (s.step()) {
-    RowRead row = read_row(s);
-    if (row.rec) out.push_back(std::move(*row.rec));
-    else warn_ignored(path_, row);
-  }
+  while (std::optional<TuningRecord> r = first_valid(s, path_)) out.push_back(std::move(*r));
   return out;
 }
 
@@ -464,14 +428,11 @@ std::size_t TuningDb::row_count() {
 std::size_t TuningDb::prune(const std::map<std::string, std::string>& space_hash_by_op) {
   WriteTxn txn(db_, path_);
   std::vector<std::int64_t> doomed;
-  {
-    Stmt s(db_, path_, fmt::format("SELECT {} FROM results", kCols));
-    while (s.step()) {
-      const RowRead row = read_row(s);
-      auto space = row.rec ? space_hash_by_op.find(row.rec->op) : space_hash_by_op.end();
-      if (!row.rec || (space != space_hash_by_op.end() && space->second != row.rec->space_hash))
-        doomed.push_back(row.rowid);
-    }
+  for (Stmt s(db_, path_, fmt::format("SELECT {} FROM results", kCols)); s.step();) {
+    const RowRead row = read_row(s);
+    auto space = row.rec ? space_hash_by_op.find(row.rec->op) : space_hash_by_op.end();
+    if (!row.rec || (space != space_hash_by_op.end() && space->second != row.rec->space_hash))
+      doomed.push_back(row.rowid);
   }
   for (std::int64_t rowid : doomed) Stmt(db_, path_, "DELETE FROM results WHERE rowid = ?").bind(1, rowid).step();
   txn.commit();
@@ -494,9 +455,8 @@ ImportStats TuningDb::import_json(std::string_view text) {
   if (!doc.is_object()) invalid(fmt::format("import: expected a JSON object, got {}", doc.type_name()));
   if (doc.value("format", json()) != "fp8jit-tuning")
     invalid("import: \"format\" is not \"fp8jit-tuning\" (not an `fp8jit db export` file)");
-  if (doc.value("version", json()) != 1)
-    invalid(fmt::format("import: export version {} is not 1, the one this fp8jit reads",
-                        brief(doc.value("version", json()).dump(), 20)));
+  if (const json v = doc.value("version", json()); v != 1)
+    invalid(fmt::format("import: export version {} is not 1, the one this fp8jit reads", brief(v.dump(), 20)));
   if (!doc.contains("rows") || !doc["rows"].is_array()) invalid("import: \"rows\" must be an array");
   std::vector<TuningRecord> records;
   for (std::size_t i = 0; i < doc["rows"].size(); ++i) records.push_back(parse_import_row(doc["rows"][i], i));
@@ -513,8 +473,11 @@ ImportStats TuningDb::import_json(std::string_view text) {
 RebuildStats TuningDb::rebuild(const std::string& path) {
   RebuildStats stats;
   std::error_code ec;
+  std::vector<RowRead> rows;
   if (fs::exists(path, ec)) {
-    refuse_newer(path, peek_version(path));  // a newer fp8jit's database is not damaged
+    int version = 0;
+    rows = salvage(path, version);  // before the move, so that the WAL is read under its own name
+    refuse_newer(path, version);    // a newer fp8jit's database is not damaged: leave it alone
     const std::string stamp = fmt::format("{:%Y%m%dT%H%M%SZ}", fmt::gmtime(std::time(nullptr)));
     stats.moved_to = path + ".corrupt-" + stamp;
     for (int i = 1; fs::exists(stats.moved_to, ec); ++i) stats.moved_to = fmt::format("{}.corrupt-{}-{}", path, stamp, i);
@@ -523,7 +486,6 @@ RebuildStats TuningDb::rebuild(const std::string& path) {
     if (ec) throw Error(ErrorKind::io, fmt::format("tuning database {}: cannot move it aside: {}", path, ec.message()));
     fs::remove(path + "-shm", ec);  // the old WAL's shared-memory index; rebuilt on demand
   }
-  const std::vector<RowRead> rows = stats.moved_to.empty() ? std::vector<RowRead>{} : salvage(stats.moved_to);
   TuningDb fresh(path);
   WriteTxn txn(fresh.db_, fresh.path_);
   for (const RowRead& row : rows)

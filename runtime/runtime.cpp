@@ -2,30 +2,38 @@
 // shared-lock lookup of a small integer key, the parameter block and cuLaunchKernelEx.
 #include "fp8jit/runtime.hpp"
 
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <climits>
 #include <map>
 #include <mutex>
 #include <shared_mutex>
 #include <unordered_map>
 
 #include "fp8jit/error.hpp"
+#include "autotune/gemm_tuning.hpp"
+#include "autotune/lookup.hpp"
 #include "runtime/driver.hpp"
 #include "runtime/gemm_op.hpp"
 #include "runtime/kernel_cache.hpp"
 #include "runtime/ops.hpp"
+#include "runtime/parallel.hpp"
 #include "runtime/settings.hpp"
 
 namespace fp8jit {
 
 RuntimeOptions RuntimeOptions::from_settings() {
   const Settings& s = Settings::get();
-  return {s.disk_cache ? s.cache_dir : std::string()};
+  return {s.disk_cache ? s.cache_dir : std::string(), s.db_path, s.tune};
 }
 
 struct Runtime::Impl {
-  explicit Impl(const RuntimeOptions& o) : kernels(o.cache_dir), cache_dir(o.cache_dir) {}
+  explicit Impl(const RuntimeOptions& o) : kernels(o.cache_dir), cache_dir(o.cache_dir), options(o) {}
 
   KernelCache kernels;
   std::string cache_dir;
+  RuntimeOptions options;
   // (context, packed problem + vector width) -> loaded heuristic kernel.
   std::shared_mutex fast_mutex;
   std::unordered_map<CUcontext, std::unordered_map<std::uint64_t, const LoadedKernel*>> fast;
@@ -56,6 +64,14 @@ struct Runtime::Impl {
   std::mutex workspace_mutex;
   std::map<std::pair<CUcontext, CUstream>, Workspace> workspaces;
   std::vector<std::pair<CUcontext, CUdeviceptr>> retired;
+
+  // The variant for a problem and shape: database row or heuristic (see lookup_gemm). Without
+  // a GPU to key the database with: the heuristic for an H100/H200.
+  GemmLookup select_gemm(const GemmProblem& p, std::int64_t m, std::int64_t n, std::int64_t k) const {
+    if (!driver::available()) return {default_gemm_spec(p, m, n, k), LookupSource::heuristic};
+    return lookup_gemm(p, m, n, k, options.db_path, options.tune, current_gpu_key(),
+                       driver::device_info().max_smem_optin);
+  }
 
   float* workspace(CUcontext ctx, CUstream stream, std::size_t bytes) {
     if (bytes == 0) return nullptr;
@@ -185,13 +201,7 @@ int sm_count() { return driver::device_info().sm_count; }
 
 KernelSpec Runtime::select(const GemmArgs& args) const {
   const GemmArgs a = ops::normalize(args);
-  int sms = 132, smem = 232448;
-  if (driver::available()) {
-    const driver::DeviceInfo d = driver::device_info();
-    sms = d.sm_count;
-    smem = d.max_smem_optin;
-  }
-  return default_gemm_spec(ops::problem_of(a), a.m, a.n, a.k, sms, smem);
+  return impl_->select_gemm(ops::problem_of(a), a.m, a.n, a.k).spec;
 }
 
 void Runtime::gemm(const GemmArgs& args, CUstream stream) {
@@ -205,7 +215,12 @@ void Runtime::gemm(const GemmArgs& args, CUstream stream) {
   }
   if (!k) {
     impl_->check_device(key.ctx);
-    k = &impl_->kernels.get(select(a));
+    GemmLookup found = impl_->select_gemm(ops::problem_of(a), a.m, a.n, a.k);
+    if (found.source != LookupSource::exact && impl_->options.tune == TunePolicy::on_miss) {
+      const TuneResult r = tune(a);  // stores the row and the fast-path entry
+      if (r.best) found.spec = r.candidates[*r.best].spec;
+    }
+    k = &impl_->kernels.get(found.spec);
     std::unique_lock lock(impl_->fast_mutex);
     impl_->gemm_fast[key] = k;
   }
@@ -221,6 +236,44 @@ void Runtime::gemm(const GemmArgs& args, const KernelSpec& spec, CUstream stream
   const int sms = sm_count(), splits = ops::split_count(k, a, sms);
   ops::launch(k, a, sms, splits, impl_->workspace(driver::ensure_context(), stream, ops::workspace_bytes(a, splits)),
               stream);
+}
+
+TuneResult Runtime::tune(const GemmArgs& args, const TuneOptions& options) {
+  const GemmArgs a = ops::normalize(args);
+  impl_->check_device(driver::ensure_context());
+  TuneResult r = tune_gemm(*this, a, options);
+  if (r.best) {
+    store_gemm_result(impl_->options.db_path, current_gpu_key(), {a.m, a.n, a.k}, r);
+    const Impl::GemmKey key{driver::ensure_context(), gemm_problem_bits(ops::problem_of(a)), a.m, a.n, a.k};
+    const LoadedKernel& k = impl_->kernels.get(r.candidates[*r.best].spec);
+    std::unique_lock lock(impl_->fast_mutex);
+    impl_->gemm_fast[key] = &k;
+  }
+  return r;
+}
+
+std::size_t Runtime::precompile(const GemmProblem& problem, const std::vector<GemmShape>& shapes, int jobs) {
+  std::vector<KernelSpec> specs;
+  for (const GemmShape& s : shapes) {
+    if (s.m <= 0 || s.n <= 0 || s.k <= 0 || s.k % 16)
+      throw_invalid("shape", fmt::format("{}x{}x{}", s.m, s.n, s.k), "m, n, k positive and k a multiple of 16");
+    const KernelSpec spec = impl_->select_gemm(problem, s.m, s.n, s.k).spec;
+    if (std::find(specs.begin(), specs.end(), spec) == specs.end()) specs.push_back(spec);
+  }
+  std::mutex mutex;
+  std::vector<std::string> errors;
+  parallel_for(specs.size(), jobs > 0 ? jobs : Settings::get().jobs, [&](std::size_t i) {
+    try {
+      compile(specs[i]);
+    } catch (const std::exception& e) {
+      std::lock_guard<std::mutex> lock(mutex);
+      errors.push_back(e.what());
+    }
+  });
+  if (!errors.empty())
+    throw Error(ErrorKind::compile, fmt::format("{} of {} kernels failed to compile; first: {}", errors.size(),
+                                                specs.size(), errors.front()));
+  return specs.size();
 }
 
 std::string Runtime::compile(const KernelSpec& spec) { return impl_->kernels.cubin(spec); }

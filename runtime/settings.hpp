@@ -4,9 +4,9 @@
 #include <string>
 #include <vector>
 
-namespace fp8jit {
+#include "fp8jit/types.hpp"
 
-enum class TunePolicy { off, cached, on_miss };
+namespace fp8jit {
 
 struct Settings {
   std::string cache_dir;        // FP8JIT_CACHE_DIR; default $XDG_CACHE_HOME/fp8jit or ~/.cache/fp8jit

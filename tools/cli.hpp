@@ -37,6 +37,8 @@ int cmd_quantize(const Args& args);
 int cmd_dequantize(const Args& args);
 int cmd_demo(const Args& args);
 int cmd_gemm(const Args& args);
+int cmd_tune(const Args& args);
+int cmd_precompile(const Args& args);
 int cmd_select_gemm(const Args& args);
 // `db <subcommand> [options]`: argv[2] names the subcommand, its options follow.
 int cmd_db(int argc, char** argv);

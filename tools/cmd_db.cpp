@@ -40,7 +40,9 @@ int db_list(TuningDb& db, const Args& args) {
   const std::vector<TuningRecord> rows = db.list(gpu_filter(args));
   const std::size_t total = db.row_count();
   if (rows.empty()) fmt::print("no valid tuning results in {}\n", db.path());
-  else fmt::print("{:<24} {:<10} {:>7} {:>7} {:>7} {:>10}  {:<44} {}\n", "gpu", "op", "m", "n", "k", "best_us", "config", "tuned");
+  else
+    fmt::print("{:<24} {:<10} {:>7} {:>7} {:>7} {:>10}  {:<44} {}\n", "gpu", "op", "m", "n", "k", "best_us", "config",
+               "tuned");
   for (const TuningRecord& r : rows)
     fmt::print("{:<24} {:<10} {:>7} {:>7} {:>7} {:>10.2f}  {:<44} {}\n", r.gpu.str(), r.op, r.m, r.n, r.k, r.best_us,
                spec_name(r.best), when(r.created_at));

@@ -75,6 +75,10 @@ constexpr const char* kUsage = R"(usage: fp8jit <command> [options]
   dequantize [--m M --k K --format F --output bf16|fp16|fp32 --granularity G --iters N]
   gemm [--m M --n N --k K --scale block|rowwise|tensor|group --out bf16|fp16|fp32
         --a-format e4m3|e5m2 --b-format e4m3|e5m2 --fast-accum --iters N]  one GEMM, checked, TFLOP/s
+  tune (--shapes F.csv | --suite deepseek-v3) [--op gemm] [--scale block] [--out bf16] [--db PATH]
+       [--jobs N] [--top-k N]            sweep each shape on the GPU, store winners in the database
+  precompile (--shapes F.csv | --suite S) [--scale ...] [--db PATH] [--jobs N]
+                                         compile ahead of serving what the runtime will pick
   select-gemm [--m --n --k --scale --out --fast-accum]   the heuristic's gemm spec as JSON
   demo                                   with a GPU: quantize -> dequantize round trip with GB/s;
                                          without: compile every kernel variant
@@ -108,6 +112,10 @@ int main(int argc, char** argv) {
     if (cmd == "dequantize") return cmd_dequantize(Args(argc, argv, 2, run_opts, {}));
     if (cmd == "gemm")
       return cmd_gemm(Args(argc, argv, 2, {"m", "n", "k", "scale", "out", "a-format", "b-format", "iters"}, {"fast-accum"}));
+    if (cmd == "tune")
+      return cmd_tune(Args(argc, argv, 2, {"shapes", "suite", "op", "scale", "out", "db", "jobs", "top-k"}, {"fast-accum"}));
+    if (cmd == "precompile")
+      return cmd_precompile(Args(argc, argv, 2, {"shapes", "suite", "op", "scale", "out", "db", "jobs"}, {"fast-accum"}));
     if (cmd == "select-gemm")
       return cmd_select_gemm(Args(argc, argv, 2, {"m", "n", "k", "scale", "out"}, {"fast-accum"}));
     if (cmd == "bench") return cmd_bench(Args(argc, argv, 2, {"suite", "shapes", "scale", "providers", "out"}, {"dry-run"}));

@@ -91,7 +91,10 @@ struct CacheStats {
 
 struct RuntimeOptions {
   std::string cache_dir;  // binary cache directory; empty disables the disk cache
-  static RuntimeOptions from_settings();  // FP8JIT_CACHE_DIR / FP8JIT_DISK_CACHE
+  std::string db_path;    // tuning database; empty: no database (heuristics only)
+  TunePolicy tune = TunePolicy::cached;
+  // FP8JIT_CACHE_DIR, FP8JIT_DISK_CACHE, FP8JIT_DB, FP8JIT_TUNE
+  static RuntimeOptions from_settings();
 };
 
 class KernelCache;

@@ -37,6 +37,10 @@ enum class ScaleMode {
   group,    // A and B per 1x128 group along K (weight gradients)
 };
 
+// Where kernels come from (FP8JIT_TUNE): heuristics only; the tuning database, else heuristics;
+// or the database, tuning a shape the first time it is seen (and storing the winner).
+enum class TunePolicy { off, cached, on_miss };
+
 std::string_view to_string(DType v);
 std::string_view to_string(Fp8Format v);
 std::string_view to_string(Granularity v);

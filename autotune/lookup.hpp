@@ -1,0 +1,33 @@
+// Runtime lookup of tuned kernels: the tuning database's row for this GPU and shape, else the
+// nearest tuned M for the same (N, K, problem), else the heuristic default.
+#pragma once
+
+#include <string>
+
+#include "autotune/gpu_key.hpp"
+#include "fp8jit/runtime.hpp"
+#include "fp8jit/tuning.hpp"
+
+namespace fp8jit {
+
+// Identifies the candidate set a row was tuned over: the family's config space and the device
+// headers. Rows of another space are not used (the kernels they describe changed).
+std::string tuning_space_hash(const std::string& family);
+
+enum class LookupSource { exact, nearest_m, heuristic };
+std::string_view to_string(LookupSource s);
+
+struct GemmLookup {
+  KernelSpec spec;
+  LookupSource source = LookupSource::heuristic;
+};
+
+// Never throws for database trouble (a damaged or unwritable database logs a warning and the
+// heuristic is used): serving must not stop because of the tuning cache.
+GemmLookup lookup_gemm(const GemmProblem& problem, std::int64_t m, std::int64_t n, std::int64_t k,
+                       const std::string& db_path, TunePolicy policy, const GpuKey& gpu, int smem_bytes);
+
+// Stores a sweep's winner (and every candidate's timing). Returns false when nothing passed.
+bool store_gemm_result(const std::string& db_path, const GpuKey& gpu, const GemmShape& shape, const TuneResult& r);
+
+}  // namespace fp8jit

@@ -1,0 +1,147 @@
+// The autotuner's sweep logic and the runtime lookup, without a GPU: a scripted Bench stands in
+// for compiling and timing, and a temporary tuning database holds the rows.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <stdexcept>
+
+#include "autotune/lookup.hpp"
+#include "autotune/tuner.hpp"
+#include "autotune/tuning_db.hpp"
+#include "generator/family.hpp"
+
+namespace fp8jit {
+namespace {
+
+std::vector<KernelSpec> some_gemm_specs(std::size_t n) {
+  return gemm_candidates(GemmProblem{}, 4096, 7168, 7168, 132, 232448, n);
+}
+
+TEST(TunerSweep, FailuresAreRecordedAndNeverAbortTheSweep) {
+  const std::vector<KernelSpec> c = some_gemm_specs(5);
+  ASSERT_EQ(c.size(), 5u);
+  Bench b;
+  b.compile = [&](const KernelSpec& s) {
+    if (s == c[1]) throw std::runtime_error("nvrtc: boom");
+  };
+  b.time = [&](const KernelSpec& s) {
+    if (s == c[2]) throw std::runtime_error("CUDA_ERROR_LAUNCH_FAILED");
+    Timing t;
+    t.median_us = s == c[3] ? 5.0 : (s == c[4] ? 7.0 : 10.0);
+    return t;
+  };
+  b.verify = [&](const KernelSpec& s) { return s == c[3] ? std::string("relative error 1e-1") : std::string(); };
+  std::size_t progress_calls = 0;
+  TuneOptions o;
+  o.jobs = 2;
+  o.progress = [&](const TuneProgress&) { ++progress_calls; };
+  const TuneResult r = run_sweep(c, b, o);
+  ASSERT_EQ(r.candidates.size(), 5u);
+  EXPECT_EQ(r.candidates[0].status, CandidateStatus::passed);
+  EXPECT_EQ(r.candidates[1].status, CandidateStatus::compile_failed);
+  EXPECT_NE(r.candidates[1].error.find("boom"), std::string::npos);
+  EXPECT_EQ(r.candidates[2].status, CandidateStatus::launch_failed);
+  EXPECT_EQ(r.candidates[3].status, CandidateStatus::incorrect);  // fastest, but wrong: cannot win
+  EXPECT_EQ(r.candidates[4].status, CandidateStatus::passed);
+  ASSERT_TRUE(r.best.has_value());
+  EXPECT_EQ(*r.best, 4u);
+  EXPECT_EQ(progress_calls, 10u);  // one per compile and one per timing
+}
+
+TEST(TunerSweep, NothingPassesNoWinner) {
+  const std::vector<KernelSpec> c = some_gemm_specs(3);
+  Bench b;
+  b.compile = [](const KernelSpec&) { throw std::runtime_error("no"); };
+  b.time = [](const KernelSpec&) -> Timing { throw std::logic_error("must not time what did not compile"); };
+  const TuneResult r = run_sweep(c, b, {});
+  EXPECT_FALSE(r.best.has_value());
+  for (const auto& x : r.candidates) EXPECT_EQ(x.status, CandidateStatus::compile_failed);
+}
+
+TEST(TunerTiming, Percentiles) {
+  const Timing t = summarize({9, 1, 5, 3, 7});
+  EXPECT_DOUBLE_EQ(t.median_us, 5);
+  EXPECT_DOUBLE_EQ(t.p20_us, 3);
+  EXPECT_DOUBLE_EQ(t.p80_us, 7);
+}
+
+TEST(TunerCandidates, DefaultFirstValidDistinctAndCapped) {
+  for (auto [m, n, k] : {std::tuple{64, 2112, 7168}, std::tuple{4096, 24576, 1536}, std::tuple{1, 16, 16}}) {
+    const GemmProblem p;
+    const auto c = gemm_candidates(p, m, n, k, 132, 232448, 32);
+    ASSERT_EQ(c.size(), 32u);
+    EXPECT_EQ(c[0], default_gemm_spec(p, m, n, k));
+    for (std::size_t i = 0; i < c.size(); ++i) {
+      EXPECT_NO_THROW(validate_spec(c[i]));
+      EXPECT_LE(gemm_smem_bytes(p, gemm_config_of(c[i])), 232448);
+      for (std::size_t j = 0; j < i; ++j) EXPECT_FALSE(c[i] == c[j]);
+      if (m <= 64) EXPECT_EQ(gemm_config_of(c[i]).block_m, 64);
+    }
+  }
+  EXPECT_GT(gemm_candidates(GemmProblem{}, 4096, 4096, 4096, 132, 232448, 0).size(), 500u);
+}
+
+class TunerLookup : public testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/fp8jit-lookup-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    db_ = dir_ + "/t.sqlite";
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  void store(const GpuKey& gpu, GemmShape s, const KernelSpec& best, double us) {
+    TuneResult r;
+    CandidateResult c;
+    c.spec = best;
+    c.status = CandidateStatus::passed;
+    c.timing.median_us = us;
+    r.candidates = {c};
+    r.best = 0;
+    ASSERT_TRUE(store_gemm_result(db_, gpu, s, r));
+  }
+  std::string dir_, db_;
+  GpuKey h200{"NVIDIA H200", 9, 0, 132}, h100{"NVIDIA H100 80GB HBM3", 9, 0, 132};
+};
+
+TEST_F(TunerLookup, ExactThenNearestMThenHeuristic) {
+  const GemmProblem p;
+  const KernelSpec tuned = make_gemm_spec(p, {128, 96, 5, 4});
+  store(h200, {4096, 7168, 2048}, tuned, 100.0);
+  auto exact = lookup_gemm(p, 4096, 7168, 2048, db_, TunePolicy::cached, h200, 232448);
+  EXPECT_EQ(exact.source, LookupSource::exact);
+  EXPECT_EQ(exact.spec, tuned);
+  auto near = lookup_gemm(p, 3000, 7168, 2048, db_, TunePolicy::cached, h200, 232448);
+  EXPECT_EQ(near.source, LookupSource::nearest_m);
+  EXPECT_EQ(near.spec, tuned);
+  // Another N, another GPU, the policy off, or no database: the heuristic.
+  EXPECT_EQ(lookup_gemm(p, 4096, 7168 + 16, 2048, db_, TunePolicy::cached, h200, 232448).source, LookupSource::heuristic);
+  EXPECT_EQ(lookup_gemm(p, 4096, 7168, 2048, db_, TunePolicy::cached, h100, 232448).source, LookupSource::heuristic);
+  EXPECT_EQ(lookup_gemm(p, 4096, 7168, 2048, db_, TunePolicy::off, h200, 232448).source, LookupSource::heuristic);
+  EXPECT_EQ(lookup_gemm(p, 4096, 7168, 2048, "", TunePolicy::cached, h200, 232448).source, LookupSource::heuristic);
+  // Another problem (fp32 output) never sees the bf16 row.
+  GemmProblem q;
+  q.out = DType::fp32;
+  EXPECT_EQ(lookup_gemm(q, 4096, 7168, 2048, db_, TunePolicy::cached, h200, 232448).source, LookupSource::heuristic);
+}
+
+TEST_F(TunerLookup, DamagedDatabaseFallsBackToTheHeuristic) {
+  {
+    std::FILE* f = std::fopen(db_.c_str(), "wb");
+    std::fputs("this is not an SQLite database, just bytes", f);
+    std::fclose(f);
+  }
+  const auto r = lookup_gemm(GemmProblem{}, 64, 2112, 7168, db_, TunePolicy::cached, h200, 232448);
+  EXPECT_EQ(r.source, LookupSource::heuristic);
+  EXPECT_EQ(r.spec, default_gemm_spec(GemmProblem{}, 64, 2112, 7168));
+}
+
+TEST(TunerSpaceHash, StablePerFamilyAndDistinct) {
+  EXPECT_EQ(tuning_space_hash("gemm"), tuning_space_hash("gemm"));
+  EXPECT_NE(tuning_space_hash("gemm"), tuning_space_hash("quantize"));
+  EXPECT_EQ(tuning_space_hash("gemm").size(), 16u);
+}
+
+}  // namespace
+}  // namespace fp8jit
