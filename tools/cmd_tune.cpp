@@ -13,6 +13,7 @@
 #include "runtime/driver.hpp"
 #include "runtime/settings.hpp"
 #include "tools/cli.hpp"
+#include "tools/operands.hpp"
 #include "tools/shapes.hpp"
 
 namespace fp8jit::cli {
@@ -46,54 +47,6 @@ RuntimeOptions options_from(const Args& args) {
   return o;
 }
 
-// Random operands quantized on the GPU with the granularities the scale mode reads.
-struct Operands {
-  std::unique_ptr<DeviceBuffer> a, b, sa, sb, d;
-};
-
-Operands make_operands(Runtime& rt, GemmArgs& g) {
-  const Granularity ga = g.scale_mode == ScaleMode::tensor ? Granularity::tensor
-                         : g.scale_mode == ScaleMode::rowwise ? Granularity::row : Granularity::group128;
-  const Granularity gb = g.scale_mode == ScaleMode::block ? Granularity::block128 : ga;
-  g.scale_a_layout = ScaleLayout::col_major_tma;
-  g.scale_b_layout = g.scale_mode == ScaleMode::group ? ScaleLayout::col_major_tma : ScaleLayout::row_major;
-  g.scale_a_size = scale_count(ga, g.scale_a_layout, g.m, g.k);
-  g.scale_b_size = scale_count(gb, g.scale_b_layout, g.n, g.k);
-  Operands o;
-  o.a = std::make_unique<DeviceBuffer>(g.m * g.k);
-  o.b = std::make_unique<DeviceBuffer>(g.n * g.k);
-  o.sa = std::make_unique<DeviceBuffer>(4 * g.scale_a_size);
-  o.sb = std::make_unique<DeviceBuffer>(4 * g.scale_b_size);
-  o.d = std::make_unique<DeviceBuffer>(g.m * g.n * dtype_size(g.d_dtype));
-  auto quantize_random = [&](std::int64_t rows, Granularity gran, ScaleLayout layout, DeviceBuffer& q, DeviceBuffer& s,
-                             unsigned seed) {
-    std::mt19937 rng(seed);
-    std::normal_distribution<float> dist(0.0f, 1.0f);
-    std::vector<unsigned char> h(static_cast<std::size_t>(rows * g.k) * 2);
-    for (std::size_t i = 0; i < h.size() / 2; ++i) fp8::store_from_float(h.data(), i, DType::bf16, dist(rng));
-    DeviceBuffer x(h.size());
-    x.upload(h.data(), h.size());
-    QuantizeArgs qa;
-    qa.x = x.get();
-    qa.m = rows;
-    qa.k = g.k;
-    qa.q = q.get();
-    qa.scales = s.f32();
-    qa.granularity = gran;
-    qa.scale_layout = layout;
-    rt.quantize(qa, nullptr);
-    driver::check(driver::api().cuCtxSynchronize(), "quantize operand");
-  };
-  quantize_random(g.m, ga, g.scale_a_layout, *o.a, *o.sa, 1);
-  quantize_random(g.n, gb, g.scale_b_layout, *o.b, *o.sb, 2);
-  g.a = o.a->get();
-  g.b = o.b->get();
-  g.scale_a = o.sa->f32();
-  g.scale_b = o.sb->f32();
-  g.d = o.d->get();
-  return o;
-}
-
 }  // namespace
 
 int cmd_tune(const Args& args) {
@@ -122,7 +75,7 @@ int cmd_tune(const Args& args) {
     g.scale_mode = problem.scale;
     g.d_dtype = problem.out;
     g.fast_accum = problem.fast_accum;
-    Operands keep = make_operands(rt, g);
+    GemmOperands keep = make_gemm_operands(rt, g);
     topt.progress = [&](const TuneProgress& p) {
       fmt::print(stderr, "\rshape {}/{} {}x{}x{}: compiled {}/{}, timed {}/{}, best {}", i + 1, shapes.size(), g.m, g.n,
                  g.k, p.compiled, p.total, p.timed, p.total,

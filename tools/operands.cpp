@@ -1,0 +1,60 @@
+#include "tools/operands.hpp"
+
+#include <random>
+
+#include "fp8jit/fp8.hpp"
+#include "runtime/driver.hpp"
+
+namespace fp8jit::cli {
+namespace {
+
+// Normal values with a few outliers, quantized into `q` and `scales`.
+void quantize_random(Runtime& rt, std::int64_t rows, std::int64_t k, Fp8Format f, Granularity g, ScaleLayout layout,
+                     DeviceBuffer& q, DeviceBuffer& scales, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<unsigned char> h(static_cast<std::size_t>(rows * k) * 2);
+  for (std::int64_t i = 0; i < rows * k; ++i)
+    fp8::store_from_float(h.data(), static_cast<std::size_t>(i), DType::bf16, dist(rng) * (i % 331 == 0 ? 20.0f : 1.0f));
+  DeviceBuffer x(h.size());
+  x.upload(h.data(), h.size());
+  QuantizeArgs a;
+  a.x = x.get();
+  a.m = rows;
+  a.k = k;
+  a.q = q.get();
+  a.format = f;
+  a.scales = scales.f32();
+  a.granularity = g;
+  a.scale_layout = layout;
+  rt.quantize(a, nullptr);
+  driver::check(driver::api().cuCtxSynchronize(), "quantize operand");
+}
+
+}  // namespace
+
+GemmOperands make_gemm_operands(Runtime& rt, GemmArgs& g) {
+  const Granularity ga = g.scale_mode == ScaleMode::tensor ? Granularity::tensor
+                         : g.scale_mode == ScaleMode::rowwise ? Granularity::row : Granularity::group128;
+  const Granularity gb = g.scale_mode == ScaleMode::block ? Granularity::block128 : ga;
+  g.scale_a_layout = ScaleLayout::col_major_tma;
+  g.scale_b_layout = g.scale_mode == ScaleMode::group ? ScaleLayout::col_major_tma : ScaleLayout::row_major;
+  g.scale_a_size = scale_count(ga, g.scale_a_layout, g.m, g.k);
+  g.scale_b_size = scale_count(gb, g.scale_b_layout, g.n, g.k);
+  GemmOperands o;
+  o.a = std::make_unique<DeviceBuffer>(g.m * g.k);
+  o.b = std::make_unique<DeviceBuffer>(g.n * g.k);
+  o.scale_a = std::make_unique<DeviceBuffer>(4 * g.scale_a_size);
+  o.scale_b = std::make_unique<DeviceBuffer>(4 * g.scale_b_size);
+  o.d = std::make_unique<DeviceBuffer>(g.m * g.n * dtype_size(g.d_dtype));
+  quantize_random(rt, g.m, g.k, g.a_format, ga, g.scale_a_layout, *o.a, *o.scale_a, 1);
+  quantize_random(rt, g.n, g.k, g.b_format, gb, g.scale_b_layout, *o.b, *o.scale_b, 2);
+  g.a = o.a->get();
+  g.b = o.b->get();
+  g.scale_a = o.scale_a->f32();
+  g.scale_b = o.scale_b->f32();
+  g.d = o.d->get();
+  return o;
+}
+
+}  // namespace fp8jit::cli
