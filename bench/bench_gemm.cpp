@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "bench/bench_gemm.hpp"
+#include "bench/bench_timing.hpp"
 #include "bench/gemm_peer.hpp"
 #include "fp8jit/fp8.hpp"
 #include "fp8jit/runtime.hpp"
@@ -26,34 +27,7 @@ std::vector<GemmRow>& rows() {
   return r;
 }
 
-struct Dev {
-  void* p = nullptr;
-  explicit Dev(std::size_t n) { cudaMalloc(&p, std::max<std::size_t>(n, 16)); }
-  ~Dev() { cudaFree(p); }
-};
-
-double median_ms(const std::function<void()>& fn, int iters) {
-  static Dev flush(256u << 20);
-  cudaEvent_t a, b;
-  cudaEventCreate(&a);
-  cudaEventCreate(&b);
-  for (int i = 0; i < 3; ++i) fn();
-  std::vector<float> ms;
-  for (int i = 0; i < iters; ++i) {
-    cudaMemsetAsync(flush.p, i & 0xFF, 256u << 20);
-    cudaEventRecord(a);
-    fn();
-    cudaEventRecord(b);
-    cudaEventSynchronize(b);
-    float t = 0;
-    cudaEventElapsedTime(&t, a, b);
-    ms.push_back(t);
-  }
-  cudaEventDestroy(a);
-  cudaEventDestroy(b);
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
-}
+using Dev = DeviceScratch;
 
 double copy_gbps() {
   static double v = 0;

@@ -15,6 +15,7 @@
 #include <random>
 
 #include "bench/bench_gemm.hpp"
+#include "bench/bench_timing.hpp"
 #include "fp8jit/fp8.hpp"
 #include "fp8jit/quant/params.cuh"
 #include "fp8jit/runtime.hpp"
@@ -32,36 +33,8 @@ bool have_gpu() {
   return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
 }
 
-struct Buf {
-  void* p = nullptr;
-  explicit Buf(std::size_t n) { cudaMalloc(&p, n); }
-  ~Buf() { cudaFree(p); }
-};
-
-// Median milliseconds of fn() over `iters` L2-flushed runs after 3 warm-ups.
-template <class F> double median_ms(F&& fn, int iters, std::vector<double>* all = nullptr) {
-  static Buf flush(256u << 20);
-  cudaEvent_t a, b;
-  cudaEventCreate(&a);
-  cudaEventCreate(&b);
-  for (int i = 0; i < 3; ++i) fn();
-  std::vector<double> ms;
-  for (int i = 0; i < iters; ++i) {
-    cudaMemsetAsync(flush.p, i & 0xFF, 256u << 20);
-    cudaEventRecord(a);
-    fn();
-    cudaEventRecord(b);
-    cudaEventSynchronize(b);
-    float t = 0;
-    cudaEventElapsedTime(&t, a, b);
-    ms.push_back(t);
-  }
-  cudaEventDestroy(a);
-  cudaEventDestroy(b);
-  if (all) *all = ms;
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
-}
+using Buf = fp8jit::bench::DeviceScratch;
+using fp8jit::bench::median_ms;
 
 // Copy bandwidth (bytes read + written per second) for a copy of `bytes`, measured once per size.
 double copy_gbps(std::size_t moved) {
