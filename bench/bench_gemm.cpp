@@ -1,5 +1,6 @@
-// fp8jit GEMM against cuBLASLt on the same inputs, per scale mode, over a shape suite.
-// Each benchmark times both providers (CUDA events, L2 flushed, warm-up, median) and reports
+// fp8jit GEMM against cuBLASLt on the same inputs, per scale mode, over a shape suite (and,
+// with --providers=...,cublaslt_bf16, against a BF16 cuBLASLt GEMM on bf16 copies of the same
+// values). Each benchmark times the providers (CUDA events, L2 flushed, warm-up, median) and reports
 // TFLOP/s, the ratio to cuBLASLt, the fraction of the memory roofline, and how far the two
 // outputs differ (a sanity check that the peer computes the same product).
 #include <benchmark/benchmark.h>
@@ -8,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <exception>
 #include <fstream>
 #include <functional>
 #include <random>
@@ -60,6 +62,22 @@ void quantize_operand(std::int64_t rows, std::int64_t k, Granularity g, ScaleLay
   cudaDeviceSynchronize();
 }
 
+// The bf16 copy of an FP8 operand: fp8jit's dequantize with the scales the GEMM reads.
+void dequantize_operand(const void* q, std::int64_t rows, std::int64_t k, Granularity g, ScaleLayout layout,
+                        const float* s, void* y) {
+  DequantizeArgs a;
+  a.q = q;
+  a.m = rows;
+  a.k = k;
+  a.scales = s;
+  a.granularity = g;
+  a.scale_layout = layout;
+  a.y = y;
+  a.output = DType::bf16;
+  dequantize(a, nullptr);
+  cudaDeviceSynchronize();
+}
+
 double relative_difference(const std::vector<unsigned char>& x, const std::vector<unsigned char>& y, DType t, std::size_t n) {
   double diff = 0, norm = 0;
   for (std::size_t i = 0; i < n; ++i) {
@@ -98,20 +116,44 @@ void run_case(benchmark::State& state, GemmShape s, ScaleMode mode, bool fast, G
   CublasLtGemm peer;
   std::string why = "skipped";
   bool peer_ok = false;
-  // One iteration (the median of 30 runs inside it): fp8jit's time, or cuBLASLt's without fp8jit.
-  // cuBLASLt is planned (its candidate algorithms timed) after fp8jit has been timed.
+  // BF16 baseline: the FP8 operands dequantized with their scales into bf16 A [M, K], B [N, K].
+  const bool bf16 = providers.cublaslt_bf16;
+  Dev abf(bf16 ? s.m * s.k * 2 : 0), bbf(bf16 ? s.n * s.k * 2 : 0), dbf(bf16 ? s.m * s.n * 2 : 0);
+  CublasLtBf16Gemm bf16_peer;
+  std::string bf16_why = "skipped";
+  bool bf16_ready = false, bf16_ok = false;
+  if (bf16) {
+    try {
+      dequantize_operand(a.p, s.m, s.k, ga, g.scale_a_layout, g.scale_a, abf.p);
+      dequantize_operand(b.p, s.n, s.k, gb, g.scale_b_layout, g.scale_b, bbf.p);
+      bf16_ready = true;
+    } catch (const std::exception& e) {
+      bf16_why = std::string("dequantize failed: ") + e.what();
+    }
+  }
+  // One iteration (the median of 30 runs inside it): fp8jit's time, else cuBLASLt's, else BF16's.
+  // The cuBLASLt peers are planned (their candidate algorithms timed) after fp8jit has been timed.
   for (auto _ : state) {
     if (providers.fp8jit) row.fp8jit_us = median_ms([&] { gemm(g, nullptr); }, 30) * 1e3;
     peer_ok = providers.cublaslt && peer.plan(peer_args, why);
     if (peer_ok) row.cublaslt_us = median_ms([&] { peer.run(nullptr); }, 30) * 1e3;
-    state.SetIterationTime((providers.fp8jit ? row.fp8jit_us : row.cublaslt_us) * 1e-6);
+    bf16_ok = bf16_ready && bf16_peer.plan(abf.p, bbf.p, dbf.p, s.m, s.n, s.k, bf16_why);
+    if (bf16_ok) row.bf16_us = median_ms([&] { bf16_peer.run(nullptr); }, 30) * 1e3;
+    state.SetIterationTime((providers.fp8jit ? row.fp8jit_us : peer_ok ? row.cublaslt_us : row.bf16_us) * 1e-6);
   }
   if (!peer_ok) row.peer_status = why;
-  if (providers.fp8jit && peer_ok) {
+  row.bf16_status = bf16_ok ? "passed" : bf16_why;
+  if (providers.fp8jit && (peer_ok || bf16_ok)) {
     std::vector<unsigned char> x(s.m * s.n * 2), y(x.size());
     cudaMemcpy(x.data(), d.p, x.size(), cudaMemcpyDeviceToHost);
-    cudaMemcpy(y.data(), dp.p, y.size(), cudaMemcpyDeviceToHost);
-    row.rel_diff = relative_difference(x, y, DType::bf16, s.m * s.n);
+    if (peer_ok) {
+      cudaMemcpy(y.data(), dp.p, y.size(), cudaMemcpyDeviceToHost);
+      row.rel_diff = relative_difference(x, y, DType::bf16, s.m * s.n);
+    }
+    if (bf16_ok) {
+      cudaMemcpy(y.data(), dbf.p, y.size(), cudaMemcpyDeviceToHost);
+      row.bf16_rel_diff = relative_difference(x, y, DType::bf16, s.m * s.n);
+    }
   }
   const double flop = 2.0 * s.m * s.n * s.k;
   const double bytes = double(s.m) * s.k + double(s.n) * s.k + 2.0 * s.m * s.n;
@@ -127,11 +169,20 @@ void run_case(benchmark::State& state, GemmShape s, ScaleMode mode, bool fast, G
       state.counters["rel_diff"] = row.rel_diff;
     }
   }
+  if (bf16_ok) {
+    state.counters["bf16_TFLOPs"] = flop / (row.bf16_us * 1e-6) * 1e-12;
+    if (providers.fp8jit) {
+      state.counters["speedup_vs_bf16"] = row.bf16_us / row.fp8jit_us;
+      state.counters["bf16_rel_diff"] = row.bf16_rel_diff;
+    }
+  }
   std::string label = providers.fp8jit ? row.kernel : "fp8jit skipped";
   if (!row.peer_status.empty()) label += " [peer: " + row.peer_status + "]";
+  if (bf16 && !bf16_ok) label += " [bf16: " + row.bf16_status + "]";
   state.SetLabel(label);
   rows().push_back(row);
-  if (!providers.fp8jit && !peer_ok) state.SkipWithError(("nothing timed: fp8jit skipped, cuBLASLt " + why).c_str());
+  if (!providers.fp8jit && !peer_ok && !bf16_ok)
+    state.SkipWithError(("nothing timed: fp8jit skipped, cuBLASLt " + why + ", BF16 cuBLASLt " + bf16_why).c_str());
 }
 
 }  // namespace

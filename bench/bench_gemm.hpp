@@ -5,11 +5,11 @@
 #include <string>
 #include <vector>
 
+#include "fp8jit/runtime.hpp"
+
 namespace fp8jit::bench {
 
-struct GemmShape {
-  std::int64_t m = 0, n = 0, k = 0;
-};
+using fp8jit::GemmShape;  // m, n, k
 
 struct GemmRow {
   GemmShape shape;
@@ -18,11 +18,16 @@ struct GemmRow {
   double fp8jit_us = 0, cublaslt_us = 0, rel_diff = 0, roofline = 0;
   std::string fp8jit_status = "passed";  // or "skipped" (not in --providers)
   std::string peer_status;               // empty: cuBLASLt ran; else why not ("skipped", "no cuBLASLt algorithm ...")
+  // BF16 cuBLASLt on bf16 copies of the same operands (dequantized with the same scales):
+  // "passed", "skipped" (not in --providers) or why it did not run. rel diff: against fp8jit.
+  double bf16_us = 0, bf16_rel_diff = 0;
+  std::string bf16_status = "skipped";
 };
 
-// Which providers the GEMM benchmarks time (--providers=fp8jit,cublaslt; both by default).
+// Which providers the GEMM benchmarks time (--providers=fp8jit,cublaslt,cublaslt_bf16; the first
+// two by default).
 struct GemmProviders {
-  bool fp8jit = true, cublaslt = true;
+  bool fp8jit = true, cublaslt = true, cublaslt_bf16 = false;
 };
 
 std::vector<GemmShape> read_shapes(const std::string& csv_path);

@@ -1,5 +1,5 @@
-// quantize / dequantize bandwidth against the device-to-device copy of the same run, and JIT
-// latencies (cold NVRTC compile, disk-cache load, dispatch overhead against a raw launch).
+// quantize / dequantize bandwidth against the device-to-device copy of the same run, and main()
+// (JIT latencies: bench_latency.cpp; GEMM against cuBLASLt: bench_gemm.cpp).
 //
 // Every kernel timing: CUDA events around one launch, a 256 MiB memset before it so that no run
 // reads the previous one's data from L2, warm-up first, median over the iterations.
@@ -8,21 +8,17 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <random>
 
 #include "bench/bench_gemm.hpp"
+#include "bench/bench_latency.hpp"
 #include "bench/bench_timing.hpp"
 #include "fp8jit/fp8.hpp"
-#include "fp8jit/quant/params.cuh"
 #include "fp8jit/runtime.hpp"
 #include "generator/family.hpp"
-#include "runtime/driver.hpp"
-#include "runtime/kernel_cache.hpp"
-#include "runtime/nvrtc.hpp"
 
 namespace {
 
@@ -178,76 +174,14 @@ void BM_Dequantize128x128(benchmark::State& state) {
   state.SetLabel(row.kernel);
 }
 
-KernelSpec latency_spec() { return default_quantize_spec(QuantizeProblem{}); }
-
-void BM_ColdCompile(benchmark::State& state) {
-  const KernelSpec spec = latency_spec();
-  const std::string name = spec_name(spec), src = render_source(spec);
-  for (auto _ : state) benchmark::DoNotOptimize(nvrtc_compile(name, src, CompileTarget::cubin));
-  state.SetLabel(name);
-}
-
-void BM_DiskCacheLoad(benchmark::State& state) {
-  if (!have_gpu()) return state.SkipWithError("no GPU");
-  cudaFree(nullptr);  // create the primary context
-  const std::string dir = std::filesystem::temp_directory_path() / "fp8jit-bench-cache";
-  const KernelSpec spec = latency_spec();
-  KernelCache(dir).cubin(spec);  // populate
-  for (auto _ : state) {
-    KernelCache cache(dir);  // empty memory cache: disk read, verify, cuModuleLoadData, lookup
-    benchmark::DoNotOptimize(cache.get(spec).functions[0]);
-    if (cache.stats().disk_hits != 1) state.SkipWithError("expected a disk-cache hit");
-  }
-}
-
-// Host time per call of a cached kernel through the runtime, against cuLaunchKernelEx alone.
-void dispatch_loop(benchmark::State& state, bool raw) {
-  if (!have_gpu()) return state.SkipWithError("no GPU");
-  Buf x(4096), q(4096), s(64);
-  QuantizeArgs a;
-  a.x = x.p; a.m = 1; a.k = 128; a.q = q.p; a.scales = static_cast<float*>(s.p);
-  quantize(a, nullptr);
-  cudaDeviceSynchronize();
-  // The raw launch uses the very kernel the runtime dispatches, with the same parameter block.
-  static KernelCache raw_cache{std::string()};
-  const LoadedKernel& rk = raw_cache.get(default_runtime().select(a));
-  dev::QuantParams p{};
-  p.x = x.p;
-  p.ldx = p.ldq = 128;
-  p.q = q.p;
-  p.scales = p.tensor_amax = static_cast<float*>(s.p);
-  p.scale_rs = p.scale_cs = 1;
-  p.M = 1;
-  p.K = 128;
-  p.vector_ok = 1;
-  void* args[] = {&p};
-  CUlaunchConfig cfg{};
-  cfg.gridDimX = cfg.gridDimY = cfg.gridDimZ = 1;
-  cfg.blockDimX = static_cast<unsigned>(rk.threads);
-  cfg.blockDimY = cfg.blockDimZ = 1;
-  int n = 0;
-  for (auto _ : state) {
-    const auto t0 = std::chrono::steady_clock::now();
-    if (raw) driver::api().cuLaunchKernelEx(&cfg, rk.functions[0], args, nullptr);
-    else quantize(a, nullptr);
-    state.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-    if (++n % 256 == 0) cudaDeviceSynchronize();  // keep the launch queue from filling (not timed)
-  }
-  cudaDeviceSynchronize();
-}
-void BM_DispatchRuntime(benchmark::State& state) { dispatch_loop(state, false); }
-void BM_DispatchRawLaunch(benchmark::State& state) { dispatch_loop(state, true); }
-
 }  // namespace
 
 BENCHMARK(BM_Quantize1x128)->Args({4096, 7168})->Args({16384, 7168})->Args({8192, 16384})
     ->UseManualTime()->Iterations(30)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Dequantize128x128)->Args({7168, 16384})->Args({24576, 7168})
     ->UseManualTime()->Iterations(30)->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_ColdCompile)->Iterations(5)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_DiskCacheLoad)->Iterations(20)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_DispatchRuntime)->UseManualTime()->Iterations(20000)->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_DispatchRawLaunch)->UseManualTime()->Iterations(20000)->Unit(benchmark::kMicrosecond);
+// JIT latency (BM_ColdCompile*, BM_DiskCacheLoad*, BM_Dispatch*, BM_GemmDispatch*): bench_latency.cpp,
+// registered from main so that they run after these.
 
 
 namespace {
@@ -305,7 +239,8 @@ void register_sweeps() {
 
 int main(int argc, char** argv) {
   // fp8jit options, taken out before Google Benchmark reads the rest:
-  //   --shapes=FILE.csv (m,n,k per line)  --scales=block,tensor,...  --providers=fp8jit,cublaslt
+  //   --shapes=FILE.csv (m,n,k per line)  --scales=block,tensor,...
+  //   --providers=fp8jit,cublaslt[,cublaslt_bf16] (default fp8jit,cublaslt)
   //   --out=DIR (created; gemm.md, gemm.csv, gemm_rows.json, quant.csv)
   std::string shapes_path, scales = "block,tensor", providers = "fp8jit,cublaslt", out_dir;
   int kept = 1;
@@ -331,19 +266,21 @@ int main(int argc, char** argv) {
     }
     return items;
   };
-  fp8jit::bench::GemmProviders which{false, false};
+  fp8jit::bench::GemmProviders which{false, false, false};
   for (const std::string& p : split(providers)) {
     if (p == "fp8jit") which.fp8jit = true;
     else if (p == "cublaslt") which.cublaslt = true;
-    else return fail(fmt::format("unknown provider '{}' in --providers (fp8jit, cublaslt)", p));
+    else if (p == "cublaslt_bf16") which.cublaslt_bf16 = true;
+    else return fail(fmt::format("unknown provider '{}' in --providers (fp8jit, cublaslt, cublaslt_bf16)", p));
   }
-  if (!which.fp8jit && !which.cublaslt)
-    return fail("--providers names no provider (fp8jit, cublaslt)");
+  if (!which.fp8jit && !which.cublaslt && !which.cublaslt_bf16)
+    return fail("--providers names no provider (fp8jit, cublaslt, cublaslt_bf16)");
   if (!out_dir.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(out_dir, ec);
     if (ec) return fail(fmt::format("cannot create --out={}: {}", out_dir, ec.message()));
   }
+  fp8jit::bench::register_latency_benchmarks();
   register_sweeps();
   if (!shapes_path.empty()) {
     if (!std::ifstream(shapes_path)) return fail(fmt::format("cannot read --shapes={}", shapes_path));

@@ -16,35 +16,30 @@ cudaDataType out_type(DType t) {
 
 // cuBLASLt is column-major: fp8jit's row-major D[M, N] is its N x M matrix, so its "A" is our B
 // ([N, K] row-major = K x N column-major, transposed) and its "B" is our A (not transposed).
-// Scale modes follow the operands: our block mode (A 1x128, B 128x128) is its
-// A = BLK128x128_32F, B = VEC128_32F.
-bool CublasLtGemm::plan(const GemmArgs& g, std::string& why) {
-  args_ = g;
+bool CublasLtMatmul::describe(cudaDataType a_type, const void* a, std::int64_t lda, cudaDataType b_type, const void* b,
+                              std::int64_t ldb, cudaDataType d_type, void* d, std::int64_t ldd, std::int64_t m,
+                              std::int64_t n, std::int64_t k, std::string& why) {
+  release();
   if (cublasLtCreate(&handle_) != CUBLAS_STATUS_SUCCESS) { why = "cublasLtCreate failed"; return false; }
   cublasLtMatmulDescCreate(&op_, CUBLAS_COMPUTE_32F, CUDA_R_32F);
   const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
   cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta);
   cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb);
-  const void* sa = g.scale_b;  // cuBLAS A = our B
-  const void* sb = g.scale_a;
-  cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &sa, sizeof sa);
-  cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &sb, sizeof sb);
-  int32_t mode_a = CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F, mode_b = CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F;
-  if (g.scale_mode == ScaleMode::rowwise) mode_a = mode_b = CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
-  if (g.scale_mode == ScaleMode::block) {
-    mode_a = CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F;
-    mode_b = CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;
+  cublasLtMatrixLayoutCreate(&a_, b_type, k, n, ldb ? ldb : k);
+  cublasLtMatrixLayoutCreate(&b_, a_type, k, m, lda ? lda : k);
+  cublasLtMatrixLayoutCreate(&d_, d_type, n, m, ldd ? ldd : n);
+  if (cudaMalloc(&workspace_, workspace_bytes_) != cudaSuccess) {
+    workspace_ = nullptr;
+    why = "cannot allocate the cuBLASLt workspace";
+    return false;
   }
-  if (g.scale_mode == ScaleMode::group) mode_a = mode_b = CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;
-  cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &mode_a, sizeof mode_a);
-  cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &mode_b, sizeof mode_b);
-  const int8_t fast = g.fast_accum ? 1 : 0;
-  cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast, sizeof fast);
-  const std::int64_t lda = g.lda ? g.lda : g.k, ldb = g.ldb ? g.ldb : g.k, ldd = g.ldd ? g.ldd : g.n;
-  cublasLtMatrixLayoutCreate(&a_, fp8_type(g.b_format), g.k, g.n, ldb);
-  cublasLtMatrixLayoutCreate(&b_, fp8_type(g.a_format), g.k, g.m, lda);
-  cublasLtMatrixLayoutCreate(&d_, out_type(g.d_dtype), g.n, g.m, ldd);
-  cudaMalloc(&workspace_, workspace_bytes_);
+  lt_a_ = b;
+  lt_b_ = a;
+  d_ptr_ = d;
+  return true;
+}
+
+bool CublasLtMatmul::choose_algo(std::string& why) {
   cublasLtMatmulPreference_t pref;
   cublasLtMatmulPreferenceCreate(&pref);
   cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace_bytes_,
@@ -71,18 +66,19 @@ bool CublasLtGemm::plan(const GemmArgs& g, std::string& why) {
   return true;
 }
 
-bool CublasLtGemm::try_algo(const cublasLtMatmulAlgo_t& algo, float& ms) {
+bool CublasLtMatmul::matmul(const cublasLtMatmulAlgo_t& algo, cudaStream_t stream) {
+  return cublasLtMatmul(handle_, op_, &alpha_, lt_a_, a_, lt_b_, b_, &beta_, d_ptr_, d_, d_ptr_, d_, &algo, workspace_,
+                        workspace_bytes_, stream) == CUBLAS_STATUS_SUCCESS;
+}
+
+bool CublasLtMatmul::try_algo(const cublasLtMatmulAlgo_t& algo, float& ms) {
   cudaEvent_t a, b;
   cudaEventCreate(&a);
   cudaEventCreate(&b);
   bool ok = true;
-  for (int i = 0; i < 2 && ok; ++i)
-    ok = cublasLtMatmul(handle_, op_, &alpha_, args_.b, a_, args_.a, b_, &beta_, args_.d, d_, args_.d, d_, &algo,
-                        workspace_, workspace_bytes_, nullptr) == CUBLAS_STATUS_SUCCESS;
+  for (int i = 0; i < 2 && ok; ++i) ok = matmul(algo, nullptr);
   cudaEventRecord(a);
-  for (int i = 0; i < 5 && ok; ++i)
-    ok = cublasLtMatmul(handle_, op_, &alpha_, args_.b, a_, args_.a, b_, &beta_, args_.d, d_, args_.d, d_, &algo,
-                        workspace_, workspace_bytes_, nullptr) == CUBLAS_STATUS_SUCCESS;
+  for (int i = 0; i < 5 && ok; ++i) ok = matmul(algo, nullptr);
   cudaEventRecord(b);
   cudaEventSynchronize(b);
   cudaEventElapsedTime(&ms, a, b);
@@ -91,18 +87,51 @@ bool CublasLtGemm::try_algo(const cublasLtMatmulAlgo_t& algo, float& ms) {
   return ok && cudaGetLastError() == cudaSuccess;
 }
 
-void CublasLtGemm::run(cudaStream_t stream) {
-  cublasLtMatmul(handle_, op_, &alpha_, args_.b, a_, args_.a, b_, &beta_, args_.d, d_, args_.d, d_, &algo_, workspace_,
-                 workspace_bytes_, stream);
-}
+void CublasLtMatmul::run(cudaStream_t stream) { matmul(algo_, stream); }
 
-CublasLtGemm::~CublasLtGemm() {
+void CublasLtMatmul::release() {
   if (a_) cublasLtMatrixLayoutDestroy(a_);
   if (b_) cublasLtMatrixLayoutDestroy(b_);
   if (d_) cublasLtMatrixLayoutDestroy(d_);
   if (op_) cublasLtMatmulDescDestroy(op_);
   if (handle_) cublasLtDestroy(handle_);
   if (workspace_) cudaFree(workspace_);
+  a_ = b_ = d_ = nullptr;
+  op_ = nullptr;
+  handle_ = nullptr;
+  workspace_ = nullptr;
+  name_.clear();
+}
+
+CublasLtMatmul::~CublasLtMatmul() { release(); }
+
+// Scale modes follow the operands: our block mode (A 1x128, B 128x128) is cuBLASLt's
+// A = BLK128x128_32F, B = VEC128_32F.
+bool CublasLtGemm::plan(const GemmArgs& g, std::string& why) {
+  if (!describe(fp8_type(g.a_format), g.a, g.lda, fp8_type(g.b_format), g.b, g.ldb, out_type(g.d_dtype), g.d,
+                g.ldd, g.m, g.n, g.k, why))
+    return false;
+  const void* sa = g.scale_b;  // cuBLAS A = our B
+  const void* sb = g.scale_a;
+  cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &sa, sizeof sa);
+  cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &sb, sizeof sb);
+  int32_t mode_a = CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F, mode_b = CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F;
+  if (g.scale_mode == ScaleMode::rowwise) mode_a = mode_b = CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
+  if (g.scale_mode == ScaleMode::block) {
+    mode_a = CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F;
+    mode_b = CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;
+  }
+  if (g.scale_mode == ScaleMode::group) mode_a = mode_b = CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;
+  cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &mode_a, sizeof mode_a);
+  cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &mode_b, sizeof mode_b);
+  const int8_t fast = g.fast_accum ? 1 : 0;
+  cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast, sizeof fast);
+  return choose_algo(why);
+}
+
+bool CublasLtBf16Gemm::plan(const void* a, const void* b, void* d, std::int64_t m, std::int64_t n, std::int64_t k,
+                            std::string& why) {
+  return describe(CUDA_R_16BF, a, 0, CUDA_R_16BF, b, 0, CUDA_R_16BF, d, 0, m, n, k, why) && choose_algo(why);
 }
 
 }  // namespace fp8jit::bench

@@ -41,16 +41,21 @@ std::string validated_scales(const std::string& list) {
   return join(out, ",");
 }
 
+// The providers the bench binary knows, in a canonical order: fp8jit, cublaslt (FP8, same
+// scale mode), cublaslt_bf16 (BF16 of the same values).
 std::string validated_providers(const std::string& list) {
-  const auto items = split_list(list);
-  bool fp8 = false, peer = false;
-  for (const std::string& p : items) {
-    if (p == "fp8jit") fp8 = true;
-    else if (p == "cublaslt") peer = true;
-    else throw_invalid("--providers", p, "unknown provider: fp8jit and/or cublaslt, comma-separated");
+  static const std::vector<std::string> known = {"fp8jit", "cublaslt", "cublaslt_bf16"};
+  std::vector<std::string> chosen;
+  for (const std::string& p : split_list(list)) {
+    if (std::find(known.begin(), known.end(), p) == known.end())
+      throw_invalid("--providers", p, "unknown provider: fp8jit, cublaslt and/or cublaslt_bf16, comma-separated");
   }
-  if (!fp8 && !peer) throw_invalid("--providers", list, "expected fp8jit and/or cublaslt, comma-separated");
-  return fp8 && peer ? "fp8jit,cublaslt" : fp8 ? "fp8jit" : "cublaslt";
+  for (const std::string& k : known) {
+    const auto items = split_list(list);
+    if (std::find(items.begin(), items.end(), k) != items.end()) chosen.push_back(k);
+  }
+  if (chosen.empty()) throw_invalid("--providers", list, "expected fp8jit, cublaslt and/or cublaslt_bf16, comma-separated");
+  return join(chosen, ",");
 }
 
 std::string today() {
