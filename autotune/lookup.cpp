@@ -1,5 +1,6 @@
 #include "autotune/lookup.hpp"
 
+#include <filesystem>
 #include <map>
 #include <memory>
 
@@ -48,6 +49,10 @@ GemmLookup lookup_gemm(const GemmProblem& problem, std::int64_t m, std::int64_t 
                        const std::string& db_path, TunePolicy policy, const GpuKey& gpu, int smem_bytes) {
   GemmLookup out{default_gemm_spec(problem, m, n, k, gpu.sm_count, smem_bytes), LookupSource::heuristic};
   if (policy == TunePolicy::off || db_path.empty()) return out;
+  // NOTE: a lookup never creates the database: a serving process that nobody tuned for should
+  // not leave an empty SQLite file behind (tune and import create it).
+  std::error_code ec;
+  if (!std::filesystem::exists(db_path, ec)) return out;
   try {
     TuningDb* db = thread_db(db_path);
     const std::string key = problem_key(out.spec), space = tuning_space_hash("gemm");

@@ -126,6 +126,12 @@ TEST_F(TunerLookup, ExactThenNearestMThenHeuristic) {
   EXPECT_EQ(lookup_gemm(q, 4096, 7168, 2048, db_, TunePolicy::cached, h200, 232448).source, LookupSource::heuristic);
 }
 
+TEST_F(TunerLookup, MissingDatabaseIsNotCreatedByALookup) {
+  const auto r = lookup_gemm(GemmProblem{}, 64, 2112, 7168, db_, TunePolicy::cached, h200, 232448);
+  EXPECT_EQ(r.source, LookupSource::heuristic);
+  EXPECT_FALSE(std::filesystem::exists(db_));
+}
+
 TEST_F(TunerLookup, DamagedDatabaseFallsBackToTheHeuristic) {
   {
     std::FILE* f = std::fopen(db_.c_str(), "wb");
