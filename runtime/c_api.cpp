@@ -3,6 +3,9 @@
 // and turns any exception into a status plus a thread-local message: nothing throws across it.
 #include "fp8jit/fp8jit.h"
 
+#include <cstring>
+#include <vector>
+
 #include <cuda.h>
 #include <fmt/format.h>
 
@@ -339,6 +342,44 @@ fp8jit_status fp8jit_gemm(fp8jit_runtime* runtime, const fp8jit_gemm_args* args,
     require(runtime, "runtime", "fp8jit_gemm", kRuntimeWhat);
     require(args, "args", "fp8jit_gemm", "an fp8jit_gemm_args pointer");
     runtime->runtime.gemm(to_cpp(*args), stream);
+  });
+}
+
+fp8jit_status fp8jit_gemm_select(fp8jit_runtime* runtime, const fp8jit_gemm_args* args, char* buf, size_t capacity) {
+  return guarded([&] {
+    require(runtime, "runtime", "fp8jit_gemm_select", kRuntimeWhat);
+    require(args, "args", "fp8jit_gemm_select", "an fp8jit_gemm_args pointer");
+    require(buf, "buf", "fp8jit_gemm_select", "a buffer for the kernel name");
+    const std::string name = fp8jit::spec_name(runtime->runtime.select(to_cpp(*args)));
+    if (name.size() + 1 > capacity)
+      fp8jit::throw_invalid("capacity", std::to_string(capacity),
+                            "too small for the kernel name: needs " + std::to_string(name.size() + 1) + " bytes");
+    std::memcpy(buf, name.c_str(), name.size() + 1);
+  });
+}
+
+fp8jit_status fp8jit_gemm_tune(fp8jit_runtime* runtime, const fp8jit_gemm_args* args, size_t top_k) {
+  return guarded([&] {
+    require(runtime, "runtime", "fp8jit_gemm_tune", kRuntimeWhat);
+    require(args, "args", "fp8jit_gemm_tune", "an fp8jit_gemm_args pointer");
+    fp8jit::TuneOptions options;
+    options.top_k = top_k;
+    const fp8jit::TuneResult r = runtime->runtime.tune(to_cpp(*args), options);
+    if (!r.best) throw fp8jit::Error(fp8jit::ErrorKind::unsupported, "no candidate passed verification for this shape");
+  });
+}
+
+fp8jit_status fp8jit_gemm_precompile(fp8jit_runtime* runtime, const fp8jit_gemm_args* problem, const int64_t* mnk,
+                                     size_t count) {
+  return guarded([&] {
+    require(runtime, "runtime", "fp8jit_gemm_precompile", kRuntimeWhat);
+    require(problem, "problem", "fp8jit_gemm_precompile", "an fp8jit_gemm_args pointer");
+    require(mnk, "mnk", "fp8jit_gemm_precompile", "count (m, n, k) triples");
+    const fp8jit::GemmArgs a = to_cpp(*problem);
+    const fp8jit::GemmProblem p{a.a_format, a.b_format, a.d_dtype, a.scale_mode, a.bias != nullptr, a.fast_accum};
+    std::vector<fp8jit::GemmShape> shapes;
+    for (size_t i = 0; i < count; ++i) shapes.push_back({mnk[3 * i], mnk[3 * i + 1], mnk[3 * i + 2]});
+    runtime->runtime.precompile(p, shapes);
   });
 }
 

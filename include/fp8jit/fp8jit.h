@@ -186,6 +186,18 @@ fp8jit_status fp8jit_dequantize(fp8jit_runtime* runtime, const fp8jit_dequantize
 fp8jit_status fp8jit_gemm(fp8jit_runtime* runtime, const fp8jit_gemm_args* args,
                           fp8jit_stream_t stream);
 
+/* The kernel fp8jit_gemm would use for these arguments (tuning database row, nearest tuned M, or
+ * the heuristic), as its name, NUL-terminated, into buf (capacity bytes; too small:
+ * FP8JIT_ERROR_INVALID_ARGUMENT). Needs no GPU. */
+fp8jit_status fp8jit_gemm_select(fp8jit_runtime* runtime, const fp8jit_gemm_args* args, char* buf, size_t capacity);
+/* Sweeps up to top_k candidates (0: every config) for this shape on the GPU (D is overwritten),
+ * stores the winner in the tuning database and uses it from then on. Needs a GPU. */
+fp8jit_status fp8jit_gemm_tune(fp8jit_runtime* runtime, const fp8jit_gemm_args* args, size_t top_k);
+/* Compiles, in parallel, the kernels fp8jit_gemm would pick for `count` shapes (m, n, k triples in
+ * `mnk`) of the problem described by `problem` (its formats, d_dtype, scale_mode, bias != NULL
+ * and fast_accum; pointers and sizes are ignored). Needs no GPU. */
+fp8jit_status fp8jit_gemm_precompile(fp8jit_runtime* runtime, const fp8jit_gemm_args* problem, const int64_t* mnk,
+                                     size_t count);
 fp8jit_status fp8jit_runtime_cache_stats(const fp8jit_runtime* runtime, fp8jit_cache_stats* out);
 fp8jit_status fp8jit_runtime_reset_cache_stats(fp8jit_runtime* runtime);
 

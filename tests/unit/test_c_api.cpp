@@ -519,3 +519,46 @@ TEST(CApiScaleCount, MatchesTheCppFunction) {
 }
 
 }  // namespace
+
+namespace fp8jit {
+namespace {
+
+// ---- select, precompile, tune --------------------------------------------------------------
+
+TEST(CApiGemmPlanning, SelectPrecompileAndTune) {
+  std::string dir = ::testing::TempDir() + "fp8jit_capi_plan_XXXXXX";
+  ASSERT_NE(::mkdtemp(dir.data()), nullptr);
+  fp8jit_runtime* rt = nullptr;
+  ASSERT_EQ(fp8jit_runtime_create_with_cache_dir(dir.c_str(), &rt), FP8JIT_SUCCESS) << last_error();
+  const fp8jit_gemm_args g = valid_gemm();
+  char name[256];
+  ASSERT_EQ(fp8jit_gemm_select(rt, &g, name, sizeof name), FP8JIT_SUCCESS) << last_error();
+  EXPECT_EQ(std::string(name), spec_name(default_runtime().select(GemmArgs{
+                                   g.a, Fp8Format::e4m3, 0, g.b, Fp8Format::e4m3, 0, g.d, DType::bf16, 0, g.m, g.n, g.k,
+                                   ScaleMode::block, g.scale_a, g.scale_a_size, ScaleLayout::col_major_tma, g.scale_b,
+                                   g.scale_b_size, ScaleLayout::row_major, nullptr, false})));
+  char tiny[4];
+  EXPECT_EQ(fp8jit_gemm_select(rt, &g, tiny, sizeof tiny), FP8JIT_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(last_error().find("capacity"), std::string::npos) << last_error();
+
+  // Two shapes that share a kernel and one that does not: compiled once each, into the cache.
+  const int64_t mnk[] = {256, 512, 1024, 256, 512, 2048, 64, 2112, 7168};
+  ASSERT_EQ(fp8jit_gemm_precompile(rt, &g, mnk, 3), FP8JIT_SUCCESS) << last_error();
+  fp8jit_cache_stats st;
+  ASSERT_EQ(fp8jit_runtime_cache_stats(rt, &st), FP8JIT_SUCCESS);
+  EXPECT_GE(st.compiles, 1u);
+  EXPECT_EQ(st.compiles, st.disk_writes);
+  const int64_t bad[] = {256, 512, 1000};
+  EXPECT_EQ(fp8jit_gemm_precompile(rt, &g, bad, 1), FP8JIT_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(fp8jit_gemm_precompile(rt, &g, nullptr, 1), FP8JIT_ERROR_INVALID_ARGUMENT);
+
+  if (!driver::available()) {
+    EXPECT_EQ(fp8jit_gemm_tune(rt, &g, 4), FP8JIT_ERROR_DRIVER);
+    EXPECT_NE(last_error().find("libcuda"), std::string::npos) << last_error();
+  }
+  fp8jit_runtime_destroy(rt);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace fp8jit
