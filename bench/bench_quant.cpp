@@ -31,6 +31,7 @@ bool have_gpu() {
 
 using Buf = fp8jit::bench::DeviceScratch;
 using fp8jit::bench::median_ms;
+using fp8jit::bench::time_iterations;
 
 // Copy bandwidth (bytes read + written per second) for a copy of `bytes`, measured once per size.
 double copy_gbps(std::size_t moved) {
@@ -125,13 +126,7 @@ void BM_Quantize1x128(benchmark::State& state) {
   QuantizeArgs a;
   a.x = x.p; a.m = m; a.k = k; a.q = q.p; a.scales = static_cast<float*>(s.p);
   a.scale_layout = ScaleLayout::col_major_tma;
-  std::vector<double> ms;
-  for (auto _ : state) {
-    std::vector<double> one;
-    median_ms([&] { quantize(a, nullptr); }, 1, &one);
-    state.SetIterationTime(one[0] * 1e-3);
-    ms.push_back(one[0]);
-  }
+  const std::vector<double> ms = time_iterations(state, [&] { quantize(a, nullptr); });
   QuantRow row = report(state, ms, n * 2 + n + ns * 4);
   row.problem = "quantize 1x128";
   row.m = m;
@@ -158,13 +153,7 @@ void BM_Dequantize128x128(benchmark::State& state) {
   cudaMemcpy(s.p, sh.data(), ns * 4, cudaMemcpyHostToDevice);
   DequantizeArgs a;
   a.q = q.p; a.m = m; a.k = k; a.scales = static_cast<float*>(s.p); a.y = y.p;
-  std::vector<double> ms;
-  for (auto _ : state) {
-    std::vector<double> one;
-    median_ms([&] { dequantize(a, nullptr); }, 1, &one);
-    state.SetIterationTime(one[0] * 1e-3);
-    ms.push_back(one[0]);
-  }
+  const std::vector<double> ms = time_iterations(state, [&] { dequantize(a, nullptr); });
   QuantRow row = report(state, ms, n + n * 2 + ns * 4);
   row.problem = "dequantize 128x128";
   row.m = m;
@@ -202,13 +191,7 @@ void register_sweeps() {
       QuantizeArgs a;
       a.x = x.p; a.m = m; a.k = k; a.q = q.p; a.scales = static_cast<float*>(s.p);
       a.scale_layout = ScaleLayout::col_major_tma;
-      std::vector<double> ms;
-      for (auto _ : state) {
-        std::vector<double> one;
-        median_ms([&] { default_runtime().quantize(a, spec, nullptr); }, 1, &one);
-        state.SetIterationTime(one[0] * 1e-3);
-        ms.push_back(one[0]);
-      }
+      const std::vector<double> ms = time_iterations(state, [&] { default_runtime().quantize(a, spec, nullptr); });
       report(state, ms, n * 3 + ns * 4);
     })->UseManualTime()->Iterations(20)->Unit(benchmark::kMicrosecond);
   }
@@ -223,13 +206,7 @@ void register_sweeps() {
       static Buf q(n), s(ns * 4), y(n * 2);
       DequantizeArgs a;
       a.q = q.p; a.m = m; a.k = k; a.scales = static_cast<float*>(s.p); a.y = y.p;
-      std::vector<double> ms;
-      for (auto _ : state) {
-        std::vector<double> one;
-        median_ms([&] { default_runtime().dequantize(a, spec, nullptr); }, 1, &one);
-        state.SetIterationTime(one[0] * 1e-3);
-        ms.push_back(one[0]);
-      }
+      const std::vector<double> ms = time_iterations(state, [&] { default_runtime().dequantize(a, spec, nullptr); });
       report(state, ms, n * 3 + ns * 4);
     })->UseManualTime()->Iterations(20)->Unit(benchmark::kMicrosecond);
   }

@@ -45,4 +45,17 @@ inline double median_ms(const std::function<void()>& fn, int iters, std::vector<
   return ms[ms.size() / 2];
 }
 
+// One L2-flushed, event-timed run of fn per benchmark iteration, reported as manual time;
+// returns every iteration's milliseconds.
+template <class State> std::vector<double> time_iterations(State& state, const std::function<void()>& fn) {
+  std::vector<double> ms;
+  for (auto _ : state) {
+    std::vector<double> one;
+    median_ms(fn, 1, &one);
+    state.SetIterationTime(one[0] * 1e-3);
+    ms.push_back(one[0]);
+  }
+  return ms;
+}
+
 }  // namespace fp8jit::bench
