@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <numeric>
 
 #include "fp8jit/error.hpp"
 #include "fp8jit/kernel_spec.hpp"
@@ -52,14 +53,13 @@ KernelSpec default_gemm_spec(const GemmProblem& problem, std::int64_t m, std::in
                              int sm_count, int smem_bytes) {
   (void)k;
   const int block_m = m <= 64 ? 64 : 128;
-  // Widest tile the register budget allows (see reg_overhead in families/gemm.cpp).
-  const int max_n = problem.fast_accum ? 256
-                    : problem.scale == ScaleMode::block ? 160
-                    : problem.scale == ScaleMode::group ? 128 : 176;
+  // Widest tile the register budget allows (see max_accumulators in families/gemm.cpp).
+  const int max_n = problem.fast_accum ? 256 : problem.scale == ScaleMode::group ? 184 : 208;
   int best_n = 128;
   double best_score = -1;
   for (int bn = 64; bn <= max_n; bn += 16) {
-    if (problem.scale == ScaleMode::block && bn > 128 && 128 % bn != 0 && bn != 160 && bn != 144) continue;
+    // Block scaling: a tile may touch at most two 128-wide scale blocks of B.
+    if (problem.scale == ScaleMode::block && 128 - std::gcd(bn, 128) > 256 - bn) continue;
     const std::int64_t tiles = ((m + block_m - 1) / block_m) * ((n + bn - 1) / bn);
     const std::int64_t waves = (tiles + sm_count - 1) / sm_count;
     const double fill = static_cast<double>(tiles) / static_cast<double>(waves * sm_count);

@@ -14,15 +14,14 @@ using elementwise::dev_elem;
 using elementwise::dev_fp8;
 
 constexpr int kSmemLimit = 232448;  // opt-in shared memory per block on H100/H200
-constexpr int kConsumerRegs = 232;  // registers of a consumer thread after setmaxnreg
-// Registers besides the accumulators (addresses, loop state, scale products), per scale mode:
-// the largest tiles ptxas fits without spilling (sm_90a, CUDA 13.0).
-int reg_overhead(ScaleMode m) {
-  switch (m) {
-    case ScaleMode::block: return 72;   // 128x160 fits, 128x176 spills
-    case ScaleMode::group: return 104;  // 128x128 fits, 128x144 spills
-    default: return 48;                 // 128x176 fits (precise), 128x256 (fast)
-  }
+// Accumulator registers a consumer thread may hold: the largest tiles ptxas fits without
+// spilling (sm_90a, CUDA 13.0, bias and fp32 out included) of 232 registers, the rest going to
+// addresses, loop state and scale products. With the scales in shared memory: 128x208 and
+// 256x104 (tensor, rowwise, block); 128x184 and 256x88 (group, which also holds B's per-column
+// scales); fast accumulation over two m64 slabs spills past 256x144 (per-tensor, from 160).
+int max_accumulators(const GemmProblem& p, const GemmConfig& c) {
+  if (p.fast_accum && c.block_m == 256) return 144;
+  return p.scale == ScaleMode::group ? 184 : 208;
 }
 
 const char* dev_scale(ScaleMode m) {
@@ -54,10 +53,10 @@ std::string check(const KernelSpec& spec) {
   if (gemm_smem_bytes(p, c) > kSmemLimit)
     return fmt::format("stages = {} with {}x{} tiles ({} out) needs {} bytes of shared memory; the limit is {}",
                        c.stages, c.block_m, c.block_n, to_string(p.out), gemm_smem_bytes(p, c), kSmemLimit);
-  if (accumulator_regs(p, c) + reg_overhead(p.scale) > kConsumerRegs)
-    return fmt::format("{}x{} tiles need {} accumulator registers per thread ({} scaling); at most {} fit",
+  if (accumulator_regs(p, c) > max_accumulators(p, c))
+    return fmt::format("{}x{} tiles need {} accumulator registers per thread ({} scaling{}); at most {} fit",
                        c.block_m, c.block_n, accumulator_regs(p, c), to_string(p.scale),
-                       kConsumerRegs - reg_overhead(p.scale));
+                       p.fast_accum ? ", fast accumulation" : "", max_accumulators(p, c));
   // Block scaling reads the scales of at most two 128-wide blocks of B per tile.
   if (p.scale == ScaleMode::block && 128 - std::gcd(c.block_n, 128) > 256 - c.block_n)
     return fmt::format("block_n = {} lets a tile straddle three 128x128 scale blocks of B", c.block_n);
@@ -153,10 +152,13 @@ const FamilyDef& gemm_family() {
   return family;
 }
 
-// Mirrors Sm90Fp8Gemm::smem_bytes(): the stage ring, its barriers, the epilogue slabs (one per
-// consumer warpgroup, BLOCK_M x BLOCK_N of D in all) and alignment slack.
+// Mirrors Sm90Fp8Gemm::smem_bytes(): the stage ring (A and B tiles and, for block and group
+// scaling, the K block's scales), its barriers, the epilogue slabs (one per consumer warpgroup,
+// BLOCK_M x BLOCK_N of D in all) and alignment slack.
 int gemm_smem_bytes(const GemmProblem& p, const GemmConfig& c) {
-  return c.stages * (c.block_m + c.block_n) * 128 + 2 * c.stages * 8 + 128 +
+  const bool staged = p.scale == ScaleMode::block || p.scale == ScaleMode::group;
+  const int scales = !staged ? 0 : c.block_m + (p.scale == ScaleMode::block ? 4 : (c.block_n + 3) / 4 * 4);
+  return c.stages * ((c.block_m + c.block_n) * 128 + 4 * scales) + 2 * c.stages * 8 + 128 +
          c.block_m * c.block_n * static_cast<int>(dtype_size(p.out)) + 1024;
 }
 

@@ -179,13 +179,15 @@ TEST(CodegenSmem, OverDefaultLimitExactlyForTileStrategy) {
     const int smem = spec_dynamic_smem(s);
     SCOPED_TRACE(spec_name(s));
     if (s.family == "gemm") {
-      // The stage ring, a full and an empty mbarrier per stage, 128 bytes to align the epilogue's
+      // The stage ring (with the staged scales of block and group scaling), a full and an empty
+      // mbarrier per stage, 128 bytes to align the epilogue's
       // staging of the BLOCK_M x BLOCK_N tile of D, and 1 KiB to align the ring for the 128-byte
       // swizzle; always within the opt-in limit of H100/H200.
       ++gemms;
       const GemmConfig c = gemm_config_of(s);
       const int out_bytes = s.s("out") == "fp32" ? 4 : 2;
-      ASSERT_EQ(smem, c.stages * ((c.block_m + c.block_n) * 128 + 16) + 128 +
+      const int scales = s.s("scale") == "block" ? c.block_m + 4 : s.s("scale") == "group" ? c.block_m + c.block_n : 0;
+      ASSERT_EQ(smem, c.stages * ((c.block_m + c.block_n) * 128 + 4 * scales + 16) + 128 +
                           c.block_m * c.block_n * out_bytes + 1024);
       ASSERT_EQ(smem, gemm_smem_bytes(gemm_problem_of(s), c));
       ASSERT_LE(smem, 232448);

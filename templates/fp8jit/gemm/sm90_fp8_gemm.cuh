@@ -5,9 +5,12 @@
 // FP8 wgmma.mma_async on them. Each CTA walks output tiles in grouped (L2-friendly) order.
 // Block scaling promotes: every 128 of K, the wgmma accumulators are scaled and added into FP32
 // registers, which applies the per-block scales and sidesteps the tensor cores' limited FP8
-// accumulation precision.
+// accumulation precision. The producer warp stages each K block's scales into shared memory with
+// the stage (cp.async completing on the stage's full barrier), so no consumer ever waits on a
+// global load: a global load in flight at a wgmma.fence stalls the fence until it lands.
 #pragma once
 
+#include "fp8jit/common/async_copy.cuh"
 #include "fp8jit/common/barrier.cuh"
 #include "fp8jit/common/bulk_store.cuh"
 #include "fp8jit/common/convert.cuh"
@@ -56,6 +59,14 @@ struct Sm90Fp8Gemm {
   // A tile of B may straddle two 128-wide scale blocks unless BLOCK_N divides 128.
   static constexpr bool kTwoBlocksOfB = (128 % BLOCK_N) != 0;
   static constexpr int kStageA = BLOCK_M * BLOCK_K, kStageB = BLOCK_N * BLOCK_K;
+  // Scales staged per stage: A's for the tile's rows; B's 128x128 blocks (the one or two the tile
+  // touches) or 1x128 groups (one per column). Rounded to 16 bytes to keep the barriers aligned.
+  static constexpr bool kStagedScales = SCALE == kBlockScale || SCALE == kGroupScale;
+  static constexpr int kScalesA = kStagedScales ? BLOCK_M : 0;
+  static constexpr int kScalesB = SCALE == kBlockScale ? 4 : SCALE == kGroupScale ? (BLOCK_N + 3) / 4 * 4 : 0;
+  static constexpr int kStageScales = kScalesA + kScalesB;  // floats
+  // The full barrier expects the TMA issuer's arrival, plus one per producer lane's cp.asyncs.
+  static constexpr int kProducerLanes = kStagedScales ? 32 : 1;
   static constexpr int kOutBytes = ElemSize<OUT>::value;
   // Per consumer warpgroup, its slab of D staged for the TMA store.
   static constexpr int kEpiSlab = kRowsPerWG * BLOCK_N * kOutBytes;
@@ -67,12 +78,13 @@ struct Sm90Fp8Gemm {
   static_assert(kStageB % 1024 == 0, "stages must stay 1024-byte aligned for the 128-byte swizzle");
 
   static constexpr int smem_bytes() {
-    return kStages * (kStageA + kStageB) + 2 * kStages * 8 + 128 + kMathWGs * kEpiSlab + 1024;
+    return kStages * (kStageA + kStageB + 4 * kStageScales) + 2 * kStages * 8 + 128 + kMathWGs * kEpiSlab + 1024;
   }
 
   struct Smem {
     u8* a;
     u8* b;
+    float* scales;  // kStages x kStageScales: A's, then B's
     u64* full;
     u64* empty;
     u8* epi;  // kMathWGs slabs of kEpiSlab bytes, 128-byte aligned
@@ -83,7 +95,8 @@ struct Sm90Fp8Gemm {
     u8* base = reinterpret_cast<u8*>((reinterpret_cast<u64>(raw) + 1023) & ~u64(1023));
     s.a = base;
     s.b = base + kStages * kStageA;
-    s.full = reinterpret_cast<u64*>(s.b + kStages * kStageB);
+    s.scales = reinterpret_cast<float*>(s.b + kStages * kStageB);
+    s.full = reinterpret_cast<u64*>(s.scales + kStages * kStageScales);
     s.empty = s.full + kStages;
     s.epi = reinterpret_cast<u8*>((reinterpret_cast<u64>(s.empty + kStages) + 127) & ~u64(127));
     return s;
@@ -96,7 +109,10 @@ struct Sm90Fp8Gemm {
     last = min(first + p.kb_per_split, p.k_blocks);
   }
 
+  // Run by kProducerLanes lanes of the producer warp: lane 0 issues the TMA loads, every lane
+  // a share of the scales' cp.asyncs.
   static FP8JIT_DEVICE void producer(const GemmParams& p, const Smem& s) {
+    const int lane = threadIdx.x % 32;
     int stage = 0;
     u32 phase = 0;
     const int units = p.tiles_m * p.tiles_n * p.splits;
@@ -106,9 +122,15 @@ struct Sm90Fp8Gemm {
       tile_coords<GROUP_M>(p, t, tm, tn);
       for (int kb = first; kb < last; ++kb) {
         barrier::wait(&s.empty[stage], phase ^ 1);
-        barrier::arrive_expect_tx(&s.full[stage], kStageA + kStageB);
-        tma::load_2d(s.a + stage * kStageA, &p.tma_a, &s.full[stage], kb * BLOCK_K, tm * BLOCK_M);
-        tma::load_2d(s.b + stage * kStageB, &p.tma_b, &s.full[stage], kb * BLOCK_K, tn * BLOCK_N);
+        if (lane == 0) {
+          barrier::arrive_expect_tx(&s.full[stage], kStageA + kStageB);
+          tma::load_2d(s.a + stage * kStageA, &p.tma_a, &s.full[stage], kb * BLOCK_K, tm * BLOCK_M);
+          tma::load_2d(s.b + stage * kStageB, &p.tma_b, &s.full[stage], kb * BLOCK_K, tn * BLOCK_N);
+        }
+        if constexpr (kStagedScales) {
+          stage_scales(p, s.scales + stage * kStageScales, tm, tn, kb, lane);
+          async_copy::arrive_on(&s.full[stage]);
+        }
         if (++stage == kStages) {
           stage = 0;
           phase ^= 1;
@@ -117,8 +139,25 @@ struct Sm90Fp8Gemm {
     }
   }
 
-  static FP8JIT_DEVICE float scale_a_at(const GemmParams& p, int row, int kb) {
-    return row < p.M ? __ldg(p.scale_a + row * p.sa_rs + kb * p.sa_cs) : 0.0f;
+  // K block kb's scales of tile (tm, tn) into a stage; rows and columns past the edge read as 0.
+  static FP8JIT_DEVICE void stage_scales(const GemmParams& p, float* dst, int tm, int tn, int kb, int lane) {
+#pragma unroll
+    for (int i = lane; i < BLOCK_M; i += 32) {
+      const int row = tm * BLOCK_M + i;
+      async_copy::word(dst + i, p.scale_a + (row < p.M ? row * p.sa_rs + kb * p.sa_cs : 0), row < p.M);
+    }
+    if constexpr (SCALE == kBlockScale) {
+      if (lane < 2) {  // the 128-wide blocks of B holding the tile's first and last column
+        const int nb = min((tn * BLOCK_N + lane * (BLOCK_N - 1)) / 128, (p.N - 1) / 128);
+        async_copy::word(dst + BLOCK_M + lane, p.scale_b + nb * p.sb_rs + kb * p.sb_cs, true);
+      }
+    } else {
+#pragma unroll
+      for (int i = lane; i < BLOCK_N; i += 32) {
+        const int col = tn * BLOCK_N + i;
+        async_copy::word(dst + BLOCK_M + i, p.scale_b + (col < p.N ? col * p.sb_rs + kb * p.sb_cs : 0), col < p.N);
+      }
+    }
   }
 
   // Per-K-block scale factors of this thread's rows: s[mm][h] for row half h, and for block
@@ -128,22 +167,17 @@ struct Sm90Fp8Gemm {
     float hi[kMmaM][2];
   };
 
-  static FP8JIT_DEVICE void load_scales(const GemmParams& p, int row0, int tn, int kb, BlockScales& bs) {
-    if constexpr (SCALE == kBlockScale || SCALE == kGroupScale) {
-      float sb_lo = 1.0f, sb_hi = 1.0f;
-      if constexpr (SCALE == kBlockScale) {
-        const int nb = (tn * BLOCK_N) / 128;
-        sb_lo = __ldg(p.scale_b + nb * p.sb_rs + kb * p.sb_cs);
-        if constexpr (kTwoBlocksOfB) {
-          const int nb_hi = min((tn * BLOCK_N + BLOCK_N - 1) / 128, (p.N - 1) / 128);
-          sb_hi = __ldg(p.scale_b + nb_hi * p.sb_rs + kb * p.sb_cs);
-        }
-      }
+  // This thread's per-row factors from a stage's staged scales; `r` is the thread's first row
+  // within the tile. Block scaling folds B's scale into them.
+  static FP8JIT_DEVICE void read_scales(const float* st, int r, BlockScales& bs) {
+    if constexpr (kStagedScales) {
+      const float sb_lo = SCALE == kBlockScale ? st[BLOCK_M] : 1.0f;
+      const float sb_hi = SCALE == kBlockScale ? st[BLOCK_M + 1] : 1.0f;
 #pragma unroll
       for (int mm = 0; mm < kMmaM; ++mm)
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-          const float sa = scale_a_at(p, row0 + mm * 64 + 8 * h, kb);
+          const float sa = st[r + mm * 64 + 8 * h];
           bs.lo[mm][h] = sa * sb_lo;
           bs.hi[mm][h] = sa * sb_hi;
         }
@@ -162,7 +196,8 @@ struct Sm90Fp8Gemm {
       int t, first, last, tm, tn;
       unit_range(p, u, t, first, last);
       tile_coords<GROUP_M>(p, t, tm, tn);
-      const int row0 = tm * BLOCK_M + wg * kRowsPerWG + warp * 16 + lane / 4;  // + mm*64, + 8
+      const int r0 = wg * kRowsPerWG + warp * 16 + lane / 4;  // row within the tile; + mm*64, + 8
+      const int row0 = tm * BLOCK_M + r0;
       const int col0 = tn * BLOCK_N + 2 * (lane % 4);                          // + 8*j, + 1
 #pragma unroll
       for (int mm = 0; mm < kMmaM; ++mm)
@@ -172,8 +207,6 @@ struct Sm90Fp8Gemm {
           if constexpr (kPromote) out[mm][i] = 0.0f;
         }
       for (int kb = first; kb < last; ++kb) {
-        BlockScales bs;
-        load_scales(p, row0, tn, kb, bs);  // in flight while the tensor cores work
         barrier::wait(&s.full[stage], phase);
         const u8* a_tile = s.a + stage * kStageA + wg * kRowsPerWG * BLOCK_K;
         const u64 desc_b = warpgroup::smem_desc_k128_swizzle(s.b + stage * kStageB);
@@ -189,13 +222,16 @@ struct Sm90Fp8Gemm {
           }
         }
         warpgroup::commit();
+        const float* st = s.scales + stage * kStageScales;
+        BlockScales bs;
+        read_scales(st, r0, bs);  // shared-memory reads overlap the MMAs
         warpgroup::wait<0>();
+        if constexpr (kPromote) promote(acc, out, bs, st + BLOCK_M + (col0 - tn * BLOCK_N), tn);
         if (lane == 0) barrier::arrive(&s.empty[stage]);  // this warp is done with the stage
         if (++stage == kStages) {
           stage = 0;
           phase ^= 1;
         }
-        if constexpr (kPromote) promote(p, acc, out, bs, tn, col0, kb);
       }
       const int split = u % p.splits, slab_y = tm * BLOCK_M + wg * kRowsPerWG, slab_x = tn * BLOCK_N;
       u8* slab = s.epi + wg * kEpiSlab;
@@ -205,10 +241,10 @@ struct Sm90Fp8Gemm {
     if (t_in_wg == 0) tma::store_wait_all();  // shared memory must outlive the last store
   }
 
-  // out += acc * scale: one FFMA per element with the per-row products precomputed.
-  static FP8JIT_DEVICE void promote(const GemmParams& p, const float (&acc)[kMmaM][kAccum],
-                                    float (&out)[kMmaM][kPromote ? kAccum : 1], const BlockScales& bs, int tn,
-                                    int col0, int kb) {
+  // out += acc * scale: one FFMA per element with the per-row products precomputed. `sb` points
+  // at the staged 1x128 scale of B for this thread's first column (group scaling).
+  static FP8JIT_DEVICE void promote(const float (&acc)[kMmaM][kAccum], float (&out)[kMmaM][kPromote ? kAccum : 1],
+                                    const BlockScales& bs, const float* sb, int tn) {
     if constexpr (SCALE == kPerTensor || SCALE == kPerRow) {
       // Scales apply once, in the epilogue: promotion is a plain FP32 sum.
 #pragma unroll
@@ -227,18 +263,13 @@ struct Sm90Fp8Gemm {
 #pragma unroll
           for (int i = 0; i < 4; ++i)
             out[mm][4 * j + i] = fmaf(acc[mm][4 * j + i], hi ? bs.hi[mm][i / 2] : bs.lo[mm][i / 2], out[mm][4 * j + i]);
-      } else {  // 1x128 scales of B: one per column
-        float sb[2];
-#pragma unroll
-        for (int c = 0; c < 2; ++c) {
-          const int col = col0 + 8 * j + c;
-          sb[c] = col < p.N ? __ldg(p.scale_b + col * p.sb_rs + kb * p.sb_cs) : 0.0f;
-        }
+      } else {  // 1x128 scales of B: one per column, staged (0 past the edge)
+        const float sb_c[2] = {sb[8 * j], sb[8 * j + 1]};
 #pragma unroll
         for (int mm = 0; mm < kMmaM; ++mm)
 #pragma unroll
           for (int i = 0; i < 4; ++i)
-            out[mm][4 * j + i] = fmaf(acc[mm][4 * j + i], bs.lo[mm][i / 2] * sb[i % 2], out[mm][4 * j + i]);
+            out[mm][4 * j + i] = fmaf(acc[mm][4 * j + i], bs.lo[mm][i / 2] * sb_c[i % 2], out[mm][4 * j + i]);
       }
     }
   }
@@ -255,7 +286,7 @@ struct Sm90Fp8Gemm {
       tma::prefetch(&p.tma_a);
       tma::prefetch(&p.tma_b);
       for (int i = 0; i < kStages; ++i) {
-        barrier::init(&s.full[i], 1);
+        barrier::init(&s.full[i], kProducerLanes);
         barrier::init(&s.empty[i], kMathWGs * 4);  // one arrival per consumer warp
       }
       barrier::fence_init();
@@ -263,7 +294,7 @@ struct Sm90Fp8Gemm {
     __syncthreads();
     if (wg == kMathWGs) {  // the last warpgroup produces
       warpgroup::decrease_registers<kProducerRegs>();
-      if (threadIdx.x % warpgroup::kThreads == 0) producer(p, s);
+      if (threadIdx.x % warpgroup::kThreads < kProducerLanes) producer(p, s);
     } else {
       warpgroup::increase_registers<kConsumerRegs>();
       consumer(p, s, wg);
