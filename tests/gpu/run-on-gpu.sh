@@ -3,6 +3,7 @@
 # demo, the SASS checks and the benchmarks. Logs go to $OUT (default /tmp/fp8jit-gpu-out).
 # Usage (repo root): bash tests/gpu/run-on-gpu.sh [quick|all]   (all: also the no-GPU unit tests)
 set -uo pipefail
+MODE=${1:-}  # the SASS loop below reuses the positional parameters
 OUT=${OUT:-/tmp/fp8jit-gpu-out}
 mkdir -p "$OUT"
 B=build-gpu
@@ -17,7 +18,7 @@ step "build"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$OUT/gpu.txt"
 cmake -S . -B $B -DCMAKE_BUILD_TYPE=Release "${sqlite_args[@]}" > "$OUT/cmake.log" 2>&1 || { cat "$OUT/cmake.log"; exit 1; }
 targets=(fp8jit_cli fp8jit_gpu_tests fp8jit_bench example_quantize_gemm_cpp example_quantize_gemm_c)
-[ "${1:-}" = "all" ] && targets+=(fp8jit_tests)
+[ "$MODE" = "all" ] && targets+=(fp8jit_tests)
 cmake --build $B -j"$(nproc)" --target "${targets[@]}" > "$OUT/build.log" 2>&1 || { tail -50 "$OUT/build.log"; exit 1; }
 ./$B/fp8jit info | head -3
 step "gpu tests"
@@ -55,12 +56,12 @@ for spec in '{"family":"quantize","problem":{"input":"bf16","format":"e4m3","gra
   cuobjdump --dump-sass /tmp/k.cubin > /tmp/k.sass
   echo "$(grep -c 'LDG.E.128' /tmp/k.sass) LDG.128, $(grep -cE 'STG.E.(64|128)' /tmp/k.sass) wide STG, $(grep -cE '\bLDL|\bSTL' /tmp/k.sass) LDL/STL"
 done
-if [ "${1:-}" != "quick" ]; then
+if [ "$MODE" != "quick" ]; then
   step "compute-sanitizer"
   compute-sanitizer --tool memcheck ./$B/fp8jit quantize --m 300 --k 1000 --iters 1 2>&1 | tail -3
   compute-sanitizer --tool memcheck ./$B/fp8jit quantize --m 300 --k 1000 --granularity 128x128 --transpose --iters 1 2>&1 | tail -3
   for scale in block tensor rowwise group; do
-    compute-sanitizer --tool memcheck ./$B/fp8jit gemm --m 65 --n 24 --k 144 --scale $scale --iters 1 2>&1 | tail -2
+    compute-sanitizer --tool memcheck --print-limit 3 ./$B/fp8jit gemm --m 65 --n 24 --k 144 --scale $scale --iters 1 2>&1 | tail -12
   done
   compute-sanitizer --tool memcheck ./$B/fp8jit gemm --m 130 --n 200 --k 272 --out fp32 --iters 1 2>&1 | tail -2
   step "bench"

@@ -65,8 +65,10 @@ struct Sm90Fp8Gemm {
   static constexpr int kScalesA = kStagedScales ? BLOCK_M : 0;
   static constexpr int kScalesB = SCALE == kBlockScale ? 4 : SCALE == kGroupScale ? (BLOCK_N + 3) / 4 * 4 : 0;
   static constexpr int kStageScales = kScalesA + kScalesB;  // floats
-  // The full barrier expects the TMA issuer's arrival, plus one per producer lane's cp.asyncs.
+  // Producer lanes: lane 0 issues the TMA loads; with staged scales all 32 issue cp.asyncs.
   static constexpr int kProducerLanes = kStagedScales ? 32 : 1;
+  // The full barrier expects lane 0's arrive_expect_tx, plus one cp.async arrival per lane.
+  static constexpr int kFullArrivals = 1 + (kStagedScales ? 32 : 0);
   static constexpr int kOutBytes = ElemSize<OUT>::value;
   // Per consumer warpgroup, its slab of D staged for the TMA store.
   static constexpr int kEpiSlab = kRowsPerWG * BLOCK_N * kOutBytes;
@@ -286,7 +288,7 @@ struct Sm90Fp8Gemm {
       tma::prefetch(&p.tma_a);
       tma::prefetch(&p.tma_b);
       for (int i = 0; i < kStages; ++i) {
-        barrier::init(&s.full[i], kProducerLanes);
+        barrier::init(&s.full[i], kFullArrivals);
         barrier::init(&s.empty[i], kMathWGs * 4);  // one arrival per consumer warp
       }
       barrier::fence_init();
