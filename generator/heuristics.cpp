@@ -46,27 +46,30 @@ KernelSpec default_dequantize_spec(const DequantizeProblem& problem, int max_vec
 
 namespace fp8jit {
 
-// Tiles: 64 rows when M is small (one consumer warpgroup), else 128; the BLOCK_N that fills the
-// most of the last wave of a persistent grid (ties: the larger tile, which reuses A more); as many
-// stages as shared memory holds, up to 6.
+// Tiles: 64 rows when M is small (one consumer warpgroup), else 128. BLOCK_N minimises a sweep's
+// estimated time on a persistent grid: waves x (BLOCK_N + kFixedCols), a tile's time per K block
+// being its MMA work (proportional to BLOCK_N) plus a fixed cost (barrier round trip, wgmma
+// issue and drain, promotion) worth about kFixedCols columns; ties go to the wider tile, which
+// reuses A more. On an H100 (bench/NOTES.md, G6) 128x64 tiles ran block scaling at half the
+// TFLOP/s of 128x192 ones: narrow tiles only pay where they fill a wave that wide ones cannot.
+// As many stages as shared memory holds, up to 6.
 KernelSpec default_gemm_spec(const GemmProblem& problem, std::int64_t m, std::int64_t n, std::int64_t k,
                              int sm_count, int smem_bytes) {
   (void)k;
+  constexpr double kFixedCols = 48;
   const int block_m = m <= 64 ? 64 : 128;
   // Widest tile the register budget allows (see max_accumulators in families/gemm.cpp).
   const int max_n = problem.fast_accum ? 256 : problem.scale == ScaleMode::group ? 184 : 208;
   int best_n = 128;
-  double best_score = -1;
+  double best_cost = 0;
   for (int bn = 64; bn <= max_n; bn += 16) {
     // Block scaling: a tile may touch at most two 128-wide scale blocks of B.
     if (problem.scale == ScaleMode::block && 128 - std::gcd(bn, 128) > 256 - bn) continue;
     const std::int64_t tiles = ((m + block_m - 1) / block_m) * ((n + bn - 1) / bn);
     const std::int64_t waves = (tiles + sm_count - 1) / sm_count;
-    const double fill = static_cast<double>(tiles) / static_cast<double>(waves * sm_count);
-    // Prefer fuller waves; among equals, fewer waves of larger tiles.
-    const double score = fill - 0.01 * static_cast<double>(waves) + 1e-4 * bn;
-    if (score > best_score) {
-      best_score = score;
+    const double cost = static_cast<double>(waves) * (bn + kFixedCols);
+    if (best_cost == 0 || cost <= best_cost) {
+      best_cost = cost;
       best_n = bn;
     }
   }

@@ -201,6 +201,7 @@ struct Sm90Fp8Gemm {
       const int r0 = wg * kRowsPerWG + warp * 16 + lane / 4;  // row within the tile; + mm*64, + 8
       const int row0 = tm * BLOCK_M + r0;
       const int col0 = tn * BLOCK_N + 2 * (lane % 4);                          // + 8*j, + 1
+      const int split_j = block_split(tn);
 #pragma unroll
       for (int mm = 0; mm < kMmaM; ++mm)
 #pragma unroll
@@ -228,7 +229,7 @@ struct Sm90Fp8Gemm {
         BlockScales bs;
         read_scales(st, r0, bs);  // shared-memory reads overlap the MMAs
         warpgroup::wait<0>();
-        if constexpr (kPromote) promote(acc, out, bs, st + BLOCK_M + (col0 - tn * BLOCK_N), tn);
+        if constexpr (kPromote) promote(acc, out, bs, st + BLOCK_M + (col0 - tn * BLOCK_N), split_j);
         if (lane == 0) barrier::arrive(&s.empty[stage]);  // this warp is done with the stage
         if (++stage == kStages) {
           stage = 0;
@@ -244,28 +245,22 @@ struct Sm90Fp8Gemm {
   }
 
   // out += acc * scale: one FFMA per element with the per-row products precomputed. `sb` points
-  // at the staged 1x128 scale of B for this thread's first column (group scaling).
+  // at the staged 1x128 scale of B for this thread's first column (group scaling); `split_j`:
+  // see block_split().
   static FP8JIT_DEVICE void promote(const float (&acc)[kMmaM][kAccum], float (&out)[kMmaM][kPromote ? kAccum : 1],
-                                    const BlockScales& bs, const float* sb, int tn) {
+                                    const BlockScales& bs, const float* sb, int split_j) {
     if constexpr (SCALE == kPerTensor || SCALE == kPerRow) {
       // Scales apply once, in the epilogue: promotion is a plain FP32 sum.
 #pragma unroll
       for (int mm = 0; mm < kMmaM; ++mm)
 #pragma unroll
         for (int i = 0; i < kAccum; ++i) out[mm][i] += acc[mm][i];
-      return;
-    }
-    const int first_block = (tn * BLOCK_N) / 128;
+    } else if constexpr (SCALE == kBlockScale) {
+      if constexpr (kTwoBlocksOfB) promote_block<kSplitStep>(acc, out, bs, split_j);
+      else promote_split<BLOCK_N / 8>(acc, out, bs);
+    } else {  // 1x128 scales of B: one per column, staged (0 past the edge)
 #pragma unroll
-    for (int j = 0; j < BLOCK_N / 8; ++j) {
-      if constexpr (SCALE == kBlockScale) {
-        const bool hi = kTwoBlocksOfB && (tn * BLOCK_N + 8 * j) / 128 > first_block;
-#pragma unroll
-        for (int mm = 0; mm < kMmaM; ++mm)
-#pragma unroll
-          for (int i = 0; i < 4; ++i)
-            out[mm][4 * j + i] = fmaf(acc[mm][4 * j + i], hi ? bs.hi[mm][i / 2] : bs.lo[mm][i / 2], out[mm][4 * j + i]);
-      } else {  // 1x128 scales of B: one per column, staged (0 past the edge)
+      for (int j = 0; j < BLOCK_N / 8; ++j) {
         const float sb_c[2] = {sb[8 * j], sb[8 * j + 1]};
 #pragma unroll
         for (int mm = 0; mm < kMmaM; ++mm)
@@ -274,6 +269,38 @@ struct Sm90Fp8Gemm {
             out[mm][4 * j + i] = fmaf(acc[mm][4 * j + i], bs.lo[mm][i / 2] * sb_c[i % 2], out[mm][4 * j + i]);
       }
     }
+  }
+
+  // Block scaling with a tile that straddles two 128-wide blocks of B: the columns before
+  // 8 * split_j take the first block's scale, the rest the second's. The split depends on the
+  // tile's column, so it is dispatched once per K block (a warp-uniform branch) to a promotion
+  // with the split fixed at compile time: one FFMA per element, no select.
+  static constexpr int kSplitStep = (BLOCK_N % 128 == 0 ? 128 : BLOCK_N % 64 == 0 ? 64 : BLOCK_N % 32 == 0 ? 32
+                                     : BLOCK_N % 16 == 0 ? 16 : 8) / 8;  // gcd(BLOCK_N, 128) / 8
+  static FP8JIT_DEVICE int block_split(int tn) {
+    const int to_next = 128 - (tn * BLOCK_N) % 128;  // columns left in the first block
+    return to_next >= BLOCK_N ? BLOCK_N / 8 : to_next / 8;
+  }
+  template <int S>
+  static FP8JIT_DEVICE void promote_block(const float (&acc)[kMmaM][kAccum], float (&out)[kMmaM][kAccum],
+                                          const BlockScales& bs, int split_j) {
+    if constexpr (S >= BLOCK_N / 8) {
+      promote_split<BLOCK_N / 8>(acc, out, bs);
+    } else {
+      if (split_j == S) promote_split<S>(acc, out, bs);
+      else promote_block<S + kSplitStep>(acc, out, bs, split_j);
+    }
+  }
+  template <int SPLIT>
+  static FP8JIT_DEVICE void promote_split(const float (&acc)[kMmaM][kAccum], float (&out)[kMmaM][kAccum],
+                                          const BlockScales& bs) {
+#pragma unroll
+    for (int j = 0; j < BLOCK_N / 8; ++j)
+#pragma unroll
+      for (int mm = 0; mm < kMmaM; ++mm)
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+          out[mm][4 * j + i] = fmaf(acc[mm][4 * j + i], j < SPLIT ? bs.lo[mm][i / 2] : bs.hi[mm][i / 2], out[mm][4 * j + i]);
   }
 
   using Epilogue = Sm90GemmEpilogue<BLOCK_N, kMmaM, kRowsPerWG, SCALE, OUT, kBias>;
