@@ -40,6 +40,15 @@ template <int N> FP8JIT_DEVICE void store_words(void* p, const u32 (&w)[N]) {
   }
 }
 
+// A float from shared memory through an explicit ld.shared: a pointer carved out of the dynamic
+// shared-memory block by integer arithmetic is generic, and a generic load (LD) takes the slower
+// generic path where LDS would do.
+FP8JIT_DEVICE float load_shared_f32(const float* p) {
+  float v;
+  asm volatile("ld.shared.f32 %0, [%1];" : "=f"(v) : "r"(static_cast<u32>(__cvta_generic_to_shared(p))) : "memory");
+  return v;
+}
+
 // Raw bits of element `i` of a tensor of element size S (1, 2 or 4 bytes).
 template <int S> FP8JIT_DEVICE u32 load_bits(const void* base, i64 i) {
   if constexpr (S == 1) return static_cast<const u8*>(base)[i];

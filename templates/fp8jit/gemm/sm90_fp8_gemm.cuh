@@ -173,13 +173,13 @@ struct Sm90Fp8Gemm {
   // within the tile. Block scaling folds B's scale into them.
   static FP8JIT_DEVICE void read_scales(const float* st, int r, BlockScales& bs) {
     if constexpr (kStagedScales) {
-      const float sb_lo = SCALE == kBlockScale ? st[BLOCK_M] : 1.0f;
-      const float sb_hi = SCALE == kBlockScale ? st[BLOCK_M + 1] : 1.0f;
+      const float sb_lo = SCALE == kBlockScale ? load_shared_f32(st + BLOCK_M) : 1.0f;
+      const float sb_hi = SCALE == kBlockScale ? load_shared_f32(st + BLOCK_M + 1) : 1.0f;
 #pragma unroll
       for (int mm = 0; mm < kMmaM; ++mm)
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-          const float sa = st[r + mm * 64 + 8 * h];
+          const float sa = load_shared_f32(st + r + mm * 64 + 8 * h);
           bs.lo[mm][h] = sa * sb_lo;
           bs.hi[mm][h] = sa * sb_hi;
         }
@@ -261,7 +261,7 @@ struct Sm90Fp8Gemm {
     } else {  // 1x128 scales of B: one per column, staged (0 past the edge)
 #pragma unroll
       for (int j = 0; j < BLOCK_N / 8; ++j) {
-        const float sb_c[2] = {sb[8 * j], sb[8 * j + 1]};
+        const float sb_c[2] = {load_shared_f32(sb + 8 * j), load_shared_f32(sb + 8 * j + 1)};
 #pragma unroll
         for (int mm = 0; mm < kMmaM; ++mm)
 #pragma unroll
