@@ -31,8 +31,9 @@ run_variant base "$PWD"
 for patch in "$@"; do
   name=$(basename "$patch" .patch)
   dir=/tmp/fp8jit-ab-src/$name
-  rm -rf "$dir" && mkdir -p "$dir" && git ls-files -z | xargs -0 cp --parents -t "$dir" &&
-    cp -r .carry "$dir/" 2>/dev/null
+  # A plain copy (the device machine's tree may have no .git), build trees left out.
+  rm -rf "$dir" && mkdir -p "$dir" &&
+    tar -c --exclude='./build*' --exclude=./.git --exclude='./bench/results' . | tar -x -C "$dir"
   patch -s -p1 -d "$dir" < "$patch" || { echo "== $name: patch does not apply"; continue; }
   run_variant "$name" "$dir"
 done
