@@ -211,6 +211,11 @@ struct Sm90Fp8Gemm {
         }
       for (int kb = first; kb < last; ++kb) {
         barrier::wait(&s.full[stage], phase);
+        // Scales are read before the fence: ptxas otherwise interleaves the LDS with the wgmmas,
+        // which stalled their issue (bench/NOTES.md, G7: 4 % on large block-scaled shapes).
+        const float* st = s.scales + stage * kStageScales;
+        BlockScales bs;
+        read_scales(st, r0, bs);
         const u8* a_tile = s.a + stage * kStageA + wg * kRowsPerWG * BLOCK_K;
         const u64 desc_b = warpgroup::smem_desc_k128_swizzle(s.b + stage * kStageB);
         warpgroup::arrive();
@@ -225,9 +230,6 @@ struct Sm90Fp8Gemm {
           }
         }
         warpgroup::commit();
-        const float* st = s.scales + stage * kStageScales;
-        BlockScales bs;
-        read_scales(st, r0, bs);  // shared-memory reads overlap the MMAs
         warpgroup::wait<0>();
         if constexpr (kPromote) promote(acc, out, bs, st + BLOCK_M + (col0 - tn * BLOCK_N), split_j);
         if (lane == 0) barrier::arrive(&s.empty[stage]);  // this warp is done with the stage
