@@ -73,6 +73,40 @@ CUtensorMapDataType tma_type(DType t) {
          : t == DType::fp16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
 }
 
+bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
+
+// Tensor maps for the scales of block and group scaling where TMA can read them (see
+// GemmParams): A column-major; B column-major, or (block) row-major with 16-byte rows. Sets
+// p.scale_tma, else leaves the cp.async path (p.sb_hi = 1).
+void encode_scale_maps(dev::GemmParams& p, const GemmArgs& a, const GemmConfig& c, std::int64_t kb) {
+  p.sb_hi = 1;
+  const bool block = a.scale_mode == ScaleMode::block;
+  if (!block && a.scale_mode != ScaleMode::group) return;
+  if (a.scale_a_layout != ScaleLayout::col_major_tma || !aligned16(a.scale_a) || !aligned16(a.scale_b)) return;
+  const std::int64_t nb = ceil_div(a.n, 128);
+  const bool b_col = a.scale_b_layout == ScaleLayout::col_major_tma;
+  if (!block && !b_col) return;
+  if (block && !b_col && (kb * 4) % 16 != 0) return;  // row-major rows of K/128 floats: 16-byte strides only
+  constexpr auto f32 = CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+  constexpr auto none = CU_TENSOR_MAP_SWIZZLE_NONE;
+  encode(&p.tma_sa, f32, 4, a.scale_a, kb, a.m, p.sa_cs, c.block_m, 1, none);
+  int b_box = 0;
+  if (!block) {
+    encode(&p.tma_sb, f32, 4, a.scale_b, kb, a.n, p.sb_cs, c.block_n, 1, none);
+    b_box = c.block_n;
+  } else if (b_col) {
+    encode(&p.tma_sb, f32, 4, a.scale_b, kb, nb, p.sb_cs, 4, 1, none);
+    b_box = 4;
+  } else {
+    encode(&p.tma_sb, f32, 4, a.scale_b, nb, kb, kb, 4, 2, none);
+    b_box = 8;
+    p.sb_kb_inner = 1;
+    p.sb_hi = 4;
+  }
+  p.scale_tma = 1;
+  p.scale_tx = 4 * (c.block_m + b_box);
+}
+
 }  // namespace
 
 GemmArgs normalize(const GemmArgs& in) {
@@ -155,6 +189,7 @@ void launch(const LoadedKernel& k, const GemmArgs& a, int sm_count, int splits, 
     strides(a.scale_a_layout, a.m, kb, p.sa_rs, p.sa_cs);
   if (a.scale_mode == ScaleMode::block) strides(a.scale_b_layout, ceil_div(a.n, 128), kb, p.sb_rs, p.sb_cs);
   if (a.scale_mode == ScaleMode::group) strides(a.scale_b_layout, a.n, kb, p.sb_rs, p.sb_cs);
+  encode_scale_maps(p, a, c, kb);
   p.bias = a.bias;
   p.M = static_cast<int>(a.m);
   p.N = static_cast<int>(a.n);

@@ -60,15 +60,12 @@ struct Sm90Fp8Gemm {
   static constexpr bool kTwoBlocksOfB = (128 % BLOCK_N) != 0;
   static constexpr int kStageA = BLOCK_M * BLOCK_K, kStageB = BLOCK_N * BLOCK_K;
   // Scales staged per stage: A's for the tile's rows; B's 128x128 blocks (the one or two the tile
-  // touches) or 1x128 groups (one per column). Rounded to 16 bytes to keep the barriers aligned.
+  // touches: a TMA box of 4 x 2) or 1x128 groups (one per column). Multiples of 16 bytes, as TMA
+  // destinations and the barriers after them need.
   static constexpr bool kStagedScales = SCALE == kBlockScale || SCALE == kGroupScale;
   static constexpr int kScalesA = kStagedScales ? BLOCK_M : 0;
-  static constexpr int kScalesB = SCALE == kBlockScale ? 4 : SCALE == kGroupScale ? (BLOCK_N + 3) / 4 * 4 : 0;
+  static constexpr int kScalesB = SCALE == kBlockScale ? 8 : SCALE == kGroupScale ? BLOCK_N : 0;
   static constexpr int kStageScales = kScalesA + kScalesB;  // floats
-  // Producer lanes: lane 0 issues the TMA loads; with staged scales all 32 issue cp.asyncs.
-  static constexpr int kProducerLanes = kStagedScales ? 32 : 1;
-  // The full barrier expects lane 0's arrive_expect_tx, plus one cp.async arrival per lane.
-  static constexpr int kFullArrivals = 1 + (kStagedScales ? 32 : 0);
   static constexpr int kOutBytes = ElemSize<OUT>::value;
   // Per consumer warpgroup, its slab of D staged for the TMA store.
   static constexpr int kEpiSlab = kRowsPerWG * BLOCK_N * kOutBytes;
@@ -111,8 +108,12 @@ struct Sm90Fp8Gemm {
     last = min(first + p.kb_per_split, p.k_blocks);
   }
 
-  // Run by kProducerLanes lanes of the producer warp: lane 0 issues the TMA loads, every lane
-  // a share of the scales' cp.asyncs.
+  // Lanes of the producer warp that run it: lane 0 issues the TMA loads (and the full barrier's
+  // expect_tx arrival); where scales go by cp.async, all 32 lanes copy a share and each arrives
+  // once its copies land.
+  static FP8JIT_DEVICE int producer_lanes(const GemmParams& p) { return kStagedScales && !p.scale_tma ? 32 : 1; }
+  static FP8JIT_DEVICE u32 full_arrivals(const GemmParams& p) { return producer_lanes(p) == 32 ? 33 : 1; }
+
   static FP8JIT_DEVICE void producer(const GemmParams& p, const Smem& s) {
     const int lane = threadIdx.x % 32;
     int stage = 0;
@@ -124,14 +125,19 @@ struct Sm90Fp8Gemm {
       tile_coords<GROUP_M>(p, t, tm, tn);
       for (int kb = first; kb < last; ++kb) {
         barrier::wait(&s.empty[stage], phase ^ 1);
+        float* scales = s.scales + stage * kStageScales;
         if (lane == 0) {
-          barrier::arrive_expect_tx(&s.full[stage], kStageA + kStageB);
+          barrier::arrive_expect_tx(&s.full[stage], kStageA + kStageB + p.scale_tx);
           tma::load_2d(s.a + stage * kStageA, &p.tma_a, &s.full[stage], kb * BLOCK_K, tm * BLOCK_M);
           tma::load_2d(s.b + stage * kStageB, &p.tma_b, &s.full[stage], kb * BLOCK_K, tn * BLOCK_N);
+          if constexpr (kStagedScales)
+            if (p.scale_tma) load_scales_tma(p, scales, &s.full[stage], tm, tn, kb);
         }
         if constexpr (kStagedScales) {
-          stage_scales(p, s.scales + stage * kStageScales, tm, tn, kb, lane);
-          async_copy::arrive_on(&s.full[stage]);
+          if (!p.scale_tma) {
+            stage_scales(p, scales, tm, tn, kb, lane);
+            async_copy::arrive_on(&s.full[stage]);
+          }
         }
         if (++stage == kStages) {
           stage = 0;
@@ -141,7 +147,20 @@ struct Sm90Fp8Gemm {
     }
   }
 
-  // K block kb's scales of tile (tm, tn) into a stage; rows and columns past the edge read as 0.
+  // K block kb's scales of tile (tm, tn) by TMA (see GemmParams); past the edges TMA fills zeros.
+  static FP8JIT_DEVICE void load_scales_tma(const GemmParams& p, float* dst, u64* bar, int tm, int tn, int kb) {
+    tma::load_2d(dst, &p.tma_sa, bar, tm * BLOCK_M, kb);
+    if constexpr (SCALE == kBlockScale) {
+      const int nb = (tn * BLOCK_N) / 128;
+      if (p.sb_kb_inner) tma::load_2d(dst + BLOCK_M, &p.tma_sb, bar, kb, nb);
+      else tma::load_2d(dst + BLOCK_M, &p.tma_sb, bar, nb, kb);
+    } else {
+      tma::load_2d(dst + BLOCK_M, &p.tma_sb, bar, tn * BLOCK_N, kb);
+    }
+  }
+
+  // The same by cp.async, for scale layouts TMA cannot read; rows and columns past the edge read
+  // as 0. Block scaling puts the second block's scale at index 1 (GemmParams::sb_hi).
   static FP8JIT_DEVICE void stage_scales(const GemmParams& p, float* dst, int tm, int tn, int kb, int lane) {
 #pragma unroll
     for (int i = lane; i < BLOCK_M; i += 32) {
@@ -171,10 +190,10 @@ struct Sm90Fp8Gemm {
 
   // This thread's per-row factors from a stage's staged scales; `r` is the thread's first row
   // within the tile. Block scaling folds B's scale into them.
-  static FP8JIT_DEVICE void read_scales(const float* st, int r, BlockScales& bs) {
+  static FP8JIT_DEVICE void read_scales(const float* st, int r, int sb_hi_at, BlockScales& bs) {
     if constexpr (kStagedScales) {
       const float sb_lo = SCALE == kBlockScale ? load_shared_f32(st + BLOCK_M) : 1.0f;
-      const float sb_hi = SCALE == kBlockScale ? load_shared_f32(st + BLOCK_M + 1) : 1.0f;
+      const float sb_hi = SCALE == kBlockScale ? load_shared_f32(st + BLOCK_M + sb_hi_at) : 1.0f;
 #pragma unroll
       for (int mm = 0; mm < kMmaM; ++mm)
 #pragma unroll
@@ -215,7 +234,7 @@ struct Sm90Fp8Gemm {
         // which stalled their issue (bench/NOTES.md, G7: 4 % on large block-scaled shapes).
         const float* st = s.scales + stage * kStageScales;
         BlockScales bs;
-        read_scales(st, r0, bs);
+        read_scales(st, r0, p.sb_hi, bs);
         const u8* a_tile = s.a + stage * kStageA + wg * kRowsPerWG * BLOCK_K;
         const u64 desc_b = warpgroup::smem_desc_k128_swizzle(s.b + stage * kStageB);
         warpgroup::arrive();
@@ -316,8 +335,12 @@ struct Sm90Fp8Gemm {
     if (threadIdx.x == 0) {
       tma::prefetch(&p.tma_a);
       tma::prefetch(&p.tma_b);
+      if (kStagedScales && p.scale_tma) {
+        tma::prefetch(&p.tma_sa);
+        tma::prefetch(&p.tma_sb);
+      }
       for (int i = 0; i < kStages; ++i) {
-        barrier::init(&s.full[i], kFullArrivals);
+        barrier::init(&s.full[i], full_arrivals(p));
         barrier::init(&s.empty[i], kMathWGs * 4);  // one arrival per consumer warp
       }
       barrier::fence_init();
@@ -325,7 +348,7 @@ struct Sm90Fp8Gemm {
     __syncthreads();
     if (wg == kMathWGs) {  // the last warpgroup produces
       warpgroup::decrease_registers<kProducerRegs>();
-      if (threadIdx.x % warpgroup::kThreads < kProducerLanes) producer(p, s);
+      if (threadIdx.x % warpgroup::kThreads < producer_lanes(p)) producer(p, s);
     } else {
       warpgroup::increase_registers<kConsumerRegs>();
       consumer(p, s, wg);
