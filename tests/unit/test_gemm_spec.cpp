@@ -114,7 +114,8 @@ int out_bytes(const std::string& out) {
 // Floats of scales staged per stage: A's rows, then B's two 128x128 blocks (a 4 x 2 TMA box) or
 // its columns' 1x128 groups; none for tensor and rowwise scaling (applied in the epilogue).
 int staged_scales(const std::string& scale, int block_m, int block_n) {
-  return scale == "block" ? block_m + 8 : scale == "group" ? block_m + block_n : 0;
+  const int floats = scale == "block" ? block_m + 8 : scale == "group" ? block_m + block_n : 0;
+  return (floats + 31) / 32 * 32;  // each stage's scales start on 128 bytes (TMA destinations)
 }
 int smem_model(int block_m, int block_n, int stages, int out_bytes, int scales) {
   // Per stage a BLOCK_M x 128 byte tile of A and a BLOCK_N x 128 tile of B, the staged scales, a
@@ -180,10 +181,10 @@ TEST(GemmSpecRules, SharedMemoryOverTheLimitRejectedWithTheBytes) {
   expect_valid(raw("e4m3", "e4m3", "fp32", "rowwise", 0, 128, 128, 5, 8));
   expect_rejected(raw("e4m3", "e4m3", "fp32", "rowwise", 0, 128, 128, 6, 8),
                   {"fp32 out", "263392 bytes"});
-  // Block and group scaling also stage each K block's scales: (128 + 8) and (128 + 128) floats
-  // a stage push the fifth stage over (233328 and 235728 bytes).
+  // Block and group scaling also stage each K block's scales: (128 + 8, rounded to 160) and
+  // (128 + 128) floats a stage push the fifth stage over (233808 and 235728 bytes).
   expect_valid(raw("e4m3", "e4m3", "fp32", "block", 1, 128, 128, 4, 8));
-  expect_rejected(raw("e4m3", "e4m3", "fp32", "block", 1, 128, 128, 5, 8), {"233328 bytes"});
+  expect_rejected(raw("e4m3", "e4m3", "fp32", "block", 1, 128, 128, 5, 8), {"233808 bytes"});
   expect_valid(raw("e4m3", "e4m3", "fp32", "group", 1, 128, 128, 4, 8));
   expect_rejected(raw("e4m3", "e4m3", "fp32", "group", 1, 128, 128, 5, 8), {"235728 bytes"});
   // 64x256 tiles: 4 stages fit (197824 bytes), 5 do not (238800).
@@ -338,12 +339,12 @@ TEST(GemmSpecSmem, FormulaPinned) {
   const GemmProblem block{Fp8Format::e4m3, Fp8Format::e4m3, DType::bf16, ScaleMode::block};
   const GemmProblem rowwise{Fp8Format::e5m2, Fp8Format::e4m3, DType::fp32, ScaleMode::rowwise,
                             true};
-  // 4 x ((128 + 128) x 128 bytes of A and B + (128 + 8) x 4 bytes of staged scales + 16 bytes
+  // 4 x ((128 + 128) x 128 bytes of A and B + (128 + 8 -> 160) x 4 bytes of staged scales + 16 bytes
   // of barriers) + 128 + 128 x 128 x 2 bytes of D + 1024 bytes of alignment.
-  EXPECT_EQ(gemm_smem_bytes(block, {128, 128, 4, 8}), 167232);
+  EXPECT_EQ(gemm_smem_bytes(block, {128, 128, 4, 8}), 167616);
   EXPECT_EQ(gemm_smem_bytes(rowwise, {64, 16, 2, 1}), 25760);
-  EXPECT_EQ(gemm_smem_bytes(block, {256, 256, 8, 8}), 665088);
-  EXPECT_EQ(spec_dynamic_smem(tile("block", 128, 128, 4)), 167232);
+  EXPECT_EQ(gemm_smem_bytes(block, {256, 256, 8, 8}), 665856);
+  EXPECT_EQ(spec_dynamic_smem(tile("block", 128, 128, 4)), 167616);
   EXPECT_EQ(spec_dynamic_smem(raw("e5m2", "e4m3", "fp32", "rowwise", 1, 64, 16, 2, 1)), 25760);
   // Only the output type and the scale mode enter from the problem; group_m does not enter.
   EXPECT_EQ(gemm_smem_bytes(block, {128, 128, 4, 1}), gemm_smem_bytes(block, {128, 128, 4, 16}));
@@ -352,7 +353,7 @@ TEST(GemmSpecSmem, FormulaPinned) {
             gemm_smem_bytes(
                 {Fp8Format::e5m2, Fp8Format::e4m3, DType::fp16, ScaleMode::rowwise, true, true},
                 {128, 128, 4, 8}));
-  EXPECT_EQ(gemm_smem_bytes(block, {128, 128, 4, 8}) - gemm_smem_bytes(tensor, {128, 128, 4, 8}), 4 * 136 * 4);
+  EXPECT_EQ(gemm_smem_bytes(block, {128, 128, 4, 8}) - gemm_smem_bytes(tensor, {128, 128, 4, 8}), 4 * 160 * 4);
   EXPECT_EQ(gemm_smem_bytes({Fp8Format::e4m3, Fp8Format::e4m3, DType::fp32, ScaleMode::block}, {128, 128, 4, 8}) -
                 gemm_smem_bytes(block, {128, 128, 4, 8}),
             128 * 128 * 2);
@@ -433,7 +434,7 @@ TEST(GemmSpecEnumeration, ExactlyTheSpecsTheRulesAllow) {
   expected *= param("bias").allowed.size() * param("group_m").allowed.size();
   const std::vector<KernelSpec> all = enumerate_specs(gemm_family());
   EXPECT_EQ(all.size(), expected);
-  EXPECT_EQ(all.size(), 137664u);  // the space this suite was written against
+  EXPECT_EQ(all.size(), 137640u);  // the space this suite was written against
   for (const KernelSpec& s : all)
     ASSERT_TRUE(valid_by_rules(s.s("a_format"), s.s("b_format"), s.s("out"), s.s("scale"),
                                s.s("accum"), static_cast<int>(s.i("block_m")),

@@ -60,12 +60,12 @@ struct Sm90Fp8Gemm {
   static constexpr bool kTwoBlocksOfB = (128 % BLOCK_N) != 0;
   static constexpr int kStageA = BLOCK_M * BLOCK_K, kStageB = BLOCK_N * BLOCK_K;
   // Scales staged per stage: A's for the tile's rows; B's 128x128 blocks (the one or two the tile
-  // touches: a TMA box of 4 x 2) or 1x128 groups (one per column). Multiples of 16 bytes, as TMA
-  // destinations and the barriers after them need.
+  // touches: a TMA box of 4 x 2) or 1x128 groups (one per column). Each stage's scales start on
+  // 128 bytes, as TMA tensor-copy destinations must (B's follow A's BLOCK_M x 4 bytes).
   static constexpr bool kStagedScales = SCALE == kBlockScale || SCALE == kGroupScale;
   static constexpr int kScalesA = kStagedScales ? BLOCK_M : 0;
   static constexpr int kScalesB = SCALE == kBlockScale ? 8 : SCALE == kGroupScale ? BLOCK_N : 0;
-  static constexpr int kStageScales = kScalesA + kScalesB;  // floats
+  static constexpr int kStageScales = (kScalesA + kScalesB + 31) / 32 * 32;  // floats
   static constexpr int kOutBytes = ElemSize<OUT>::value;
   // Per consumer warpgroup, its slab of D staged for the TMA store.
   static constexpr int kEpiSlab = kRowsPerWG * BLOCK_N * kOutBytes;
