@@ -98,8 +98,8 @@ void encode_scale_maps(dev::GemmParams& p, const GemmArgs& a, const GemmConfig& 
     encode(&p.tma_sb, f32, 4, a.scale_b, kb, nb, p.sb_cs, 4, 1, none);
     b_box = 4;
   } else {
-    encode(&p.tma_sb, f32, 4, a.scale_b, nb, kb, kb, 4, 2, none);
-    b_box = 8;
+    encode(&p.tma_sb, f32, 4, a.scale_b, nb, kb, kb, 4, 1, none);
+    b_box = 8;  // two boxes of 4
     p.sb_kb_inner = 1;
     p.sb_hi = 4;
   }

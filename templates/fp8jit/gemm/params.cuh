@@ -21,9 +21,10 @@ struct GemmParams {
   TensorMap tma_b;  // B [N, K] FP8, K-major, box 128 x BLOCK_N
   TensorMap tma_d;  // D [M, N], box BLOCK_N x (BLOCK_M / consumer warpgroups); used when tma_store
   // Block and group scaling, where the scale layouts allow it (scale_tma): the K block's scales
-  // come in by TMA with the stage. A: column-major scales, box BLOCK_M x 1. B, block: box 4 x 2 of
-  // row-major [N/128, K/128] scales at (kb, nb) or 4 x 1 of column-major ones at (nb, kb); group:
-  // column-major, box BLOCK_N x 1. Otherwise the producer warp copies them with cp.async.
+  // come in by TMA with the stage. A: column-major scales, box BLOCK_M x 1. B, block: boxes of
+  // 4 x 1, row-major [N/128, K/128] scales at (kb, nb) and (kb, nb + 1), or column-major ones at
+  // (nb, kb); group: column-major, box BLOCK_N x 1. Otherwise the producer warp copies them with
+  // cp.async.
   TensorMap tma_sa, tma_sb;
   void* d;          // D [M, N], row stride ldd elements
   long long ldd;

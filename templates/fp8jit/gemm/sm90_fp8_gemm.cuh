@@ -60,7 +60,7 @@ struct Sm90Fp8Gemm {
   static constexpr bool kTwoBlocksOfB = (128 % BLOCK_N) != 0;
   static constexpr int kStageA = BLOCK_M * BLOCK_K, kStageB = BLOCK_N * BLOCK_K;
   // Scales staged per stage: A's for the tile's rows; B's 128x128 blocks (the one or two the tile
-  // touches: a TMA box of 4 x 2) or 1x128 groups (one per column). Each stage's scales start on
+  // touches: two TMA boxes of 4 x 1) or 1x128 groups (one per column). Each stage's scales start on
   // 128 bytes, as TMA tensor-copy destinations must (B's follow A's BLOCK_M x 4 bytes).
   static constexpr bool kStagedScales = SCALE == kBlockScale || SCALE == kGroupScale;
   static constexpr int kScalesA = kStagedScales ? BLOCK_M : 0;
@@ -152,8 +152,12 @@ struct Sm90Fp8Gemm {
     tma::load_2d(dst, &p.tma_sa, bar, tm * BLOCK_M, kb);
     if constexpr (SCALE == kBlockScale) {
       const int nb = (tn * BLOCK_N) / 128;
-      if (p.sb_kb_inner) tma::load_2d(dst + BLOCK_M, &p.tma_sb, bar, kb, nb);
-      else tma::load_2d(dst + BLOCK_M, &p.tma_sb, bar, nb, kb);
+      if (p.sb_kb_inner) {  // row-major: one 4 x 1 box per 128-block of B (past the last: zeros)
+        tma::load_2d(dst + BLOCK_M, &p.tma_sb, bar, kb, nb);
+        tma::load_2d(dst + BLOCK_M + 4, &p.tma_sb, bar, kb, nb + 1);
+      } else {
+        tma::load_2d(dst + BLOCK_M, &p.tma_sb, bar, nb, kb);
+      }
     } else {
       tma::load_2d(dst + BLOCK_M, &p.tma_sb, bar, tn * BLOCK_N, kb);
     }
