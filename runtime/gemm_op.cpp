@@ -55,16 +55,21 @@ void strides(ScaleLayout layout, std::int64_t rows, std::int64_t k_blocks, long 
 }
 
 // A 2-D tensor map: `cols` x `rows` elements of `esize` bytes, rows `ld` elements apart.
-void encode(dev::TensorMap* out, CUtensorMapDataType type, std::size_t esize, const void* base, std::int64_t rows,
-            std::int64_t cols, std::int64_t ld, int box_cols, int box_rows, CUtensorMapSwizzle swizzle) {
+CUresult try_encode(dev::TensorMap* out, CUtensorMapDataType type, std::size_t esize, const void* base,
+                    std::int64_t rows, std::int64_t cols, std::int64_t ld, int box_cols, int box_rows,
+                    CUtensorMapSwizzle swizzle) {
   const cuuint64_t dims[2] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows)};
   const cuuint64_t strides_bytes[1] = {static_cast<cuuint64_t>(ld) * esize};
   const cuuint32_t box[2] = {static_cast<cuuint32_t>(box_cols), static_cast<cuuint32_t>(box_rows)};
   const cuuint32_t elem_strides[2] = {1, 1};
-  driver::check(driver::api().cuTensorMapEncodeTiled(
-                    reinterpret_cast<CUtensorMap*>(out), type, 2, const_cast<void*>(base), dims, strides_bytes, box,
-                    elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                    CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+  return driver::api().cuTensorMapEncodeTiled(reinterpret_cast<CUtensorMap*>(out), type, 2, const_cast<void*>(base),
+                                              dims, strides_bytes, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                              swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                                              CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+}
+void encode(dev::TensorMap* out, CUtensorMapDataType type, std::size_t esize, const void* base, std::int64_t rows,
+            std::int64_t cols, std::int64_t ld, int box_cols, int box_rows, CUtensorMapSwizzle swizzle) {
+  driver::check(try_encode(out, type, esize, base, rows, cols, ld, box_cols, box_rows, swizzle),
                 "cuTensorMapEncodeTiled");
 }
 
@@ -76,35 +81,22 @@ CUtensorMapDataType tma_type(DType t) {
 bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
 
 // Tensor maps for the scales of block and group scaling where TMA can read them (see
-// GemmParams): A column-major; B column-major, or (block) row-major with 16-byte rows. Sets
-// p.scale_tma, else leaves the cp.async path (p.sb_hi = 1).
+// GemmParams): A's when column-major, and group scaling's B when column-major too. Sets
+// p.scale_tma; otherwise the kernel copies every scale with cp.async.
 void encode_scale_maps(dev::GemmParams& p, const GemmArgs& a, const GemmConfig& c, std::int64_t kb) {
   p.sb_hi = 1;
   const bool block = a.scale_mode == ScaleMode::block;
   if (!block && a.scale_mode != ScaleMode::group) return;
-  if (a.scale_a_layout != ScaleLayout::col_major_tma || !aligned16(a.scale_a) || !aligned16(a.scale_b)) return;
-  const std::int64_t nb = ceil_div(a.n, 128);
-  const bool b_col = a.scale_b_layout == ScaleLayout::col_major_tma;
-  if (!block && !b_col) return;
-  if (block && !b_col && (kb * 4) % 16 != 0) return;  // row-major rows of K/128 floats: 16-byte strides only
+  if (a.scale_a_layout != ScaleLayout::col_major_tma || !aligned16(a.scale_a)) return;
+  if (!block && (a.scale_b_layout != ScaleLayout::col_major_tma || !aligned16(a.scale_b))) return;
   constexpr auto f32 = CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
   constexpr auto none = CU_TENSOR_MAP_SWIZZLE_NONE;
-  encode(&p.tma_sa, f32, 4, a.scale_a, kb, a.m, p.sa_cs, c.block_m, 1, none);
-  int b_box = 0;
-  if (!block) {
-    encode(&p.tma_sb, f32, 4, a.scale_b, kb, a.n, p.sb_cs, c.block_n, 1, none);
-    b_box = c.block_n;
-  } else if (b_col) {
-    encode(&p.tma_sb, f32, 4, a.scale_b, kb, nb, p.sb_cs, 4, 1, none);
-    b_box = 4;
-  } else {
-    encode(&p.tma_sb, f32, 4, a.scale_b, nb, kb, kb, 4, 1, none);
-    b_box = 8;  // two boxes of 4
-    p.sb_kb_inner = 1;
-    p.sb_hi = 4;
-  }
+  // A map the driver declines leaves the cp.async path, which reads any layout.
+  if (try_encode(&p.tma_sa, f32, 4, a.scale_a, kb, a.m, p.sa_cs, c.block_m, 1, none) != CUDA_SUCCESS) return;
+  if (!block && try_encode(&p.tma_sb, f32, 4, a.scale_b, kb, a.n, p.sb_cs, c.block_n, 1, none) != CUDA_SUCCESS)
+    return;
+  p.scale_tx = 4 * (c.block_m + (block ? 0 : c.block_n));
   p.scale_tma = 1;
-  p.scale_tx = 4 * (c.block_m + b_box);
 }
 
 }  // namespace

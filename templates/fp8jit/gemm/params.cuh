@@ -20,11 +20,10 @@ struct GemmParams {
   TensorMap tma_a;  // A [M, K] FP8, K-major, box 128 x BLOCK_M, 128-byte swizzle
   TensorMap tma_b;  // B [N, K] FP8, K-major, box 128 x BLOCK_N
   TensorMap tma_d;  // D [M, N], box BLOCK_N x (BLOCK_M / consumer warpgroups); used when tma_store
-  // Block and group scaling, where the scale layouts allow it (scale_tma): the K block's scales
-  // come in by TMA with the stage. A: column-major scales, box BLOCK_M x 1. B, block: boxes of
-  // 4 x 1, row-major [N/128, K/128] scales at (kb, nb) and (kb, nb + 1), or column-major ones at
-  // (nb, kb); group: column-major, box BLOCK_N x 1. Otherwise the producer warp copies them with
-  // cp.async.
+  // Block and group scaling, where the scale layouts allow it (scale_tma): A's column-major
+  // scales come in by TMA with the stage (box BLOCK_M x 1), and so do group scaling's column-major
+  // scales of B (box BLOCK_N x 1); block scaling's two scales of B per stage, and every scale
+  // otherwise, the producer warp copies with cp.async.
   TensorMap tma_sa, tma_sb;
   void* d;          // D [M, N], row stride ldd elements
   long long ldd;
@@ -43,7 +42,6 @@ struct GemmParams {
   float* workspace;
   int scale_tma;    // 1: scales by TMA (tma_sa, tma_sb); 0: by cp.async
   int scale_tx;     // bytes the two scale boxes deliver per stage (scale_tma)
-  int sb_kb_inner;  // block scaling by TMA: B's scales are row-major (K blocks innermost)
   int sb_hi;        // block scaling: index of the tile's second 128-block scale among B's staged scales
 };
 

@@ -60,7 +60,7 @@ struct Sm90Fp8Gemm {
   static constexpr bool kTwoBlocksOfB = (128 % BLOCK_N) != 0;
   static constexpr int kStageA = BLOCK_M * BLOCK_K, kStageB = BLOCK_N * BLOCK_K;
   // Scales staged per stage: A's for the tile's rows; B's 128x128 blocks (the one or two the tile
-  // touches: two TMA boxes of 4 x 1) or 1x128 groups (one per column). Each stage's scales start on
+  // touches, padded to 8) or 1x128 groups (one per column). Each stage's scales start on
   // 128 bytes, as TMA tensor-copy destinations must (B's follow A's BLOCK_M x 4 bytes).
   static constexpr bool kStagedScales = SCALE == kBlockScale || SCALE == kGroupScale;
   static constexpr int kScalesA = kStagedScales ? BLOCK_M : 0;
@@ -109,10 +109,16 @@ struct Sm90Fp8Gemm {
   }
 
   // Lanes of the producer warp that run it: lane 0 issues the TMA loads (and the full barrier's
-  // expect_tx arrival); where scales go by cp.async, all 32 lanes copy a share and each arrives
-  // once its copies land.
-  static FP8JIT_DEVICE int producer_lanes(const GemmParams& p) { return kStagedScales && !p.scale_tma ? 32 : 1; }
-  static FP8JIT_DEVICE u32 full_arrivals(const GemmParams& p) { return producer_lanes(p) == 32 ? 33 : 1; }
+  // expect_tx arrival). Scales TMA cannot read go by cp.async, each lane arriving once its copies
+  // land: all of them from 32 lanes, or (block scaling with A's by TMA) B's two from lanes 0-1.
+  static FP8JIT_DEVICE int producer_lanes(const GemmParams& p) {
+    if constexpr (!kStagedScales) return 1;
+    return !p.scale_tma ? 32 : SCALE == kBlockScale ? 2 : 1;
+  }
+  static FP8JIT_DEVICE u32 full_arrivals(const GemmParams& p) {
+    const int lanes = producer_lanes(p);
+    return lanes > 1 ? 1 + lanes : 1;
+  }
 
   static FP8JIT_DEVICE void producer(const GemmParams& p, const Smem& s) {
     const int lane = threadIdx.x % 32;
@@ -134,10 +140,9 @@ struct Sm90Fp8Gemm {
             if (p.scale_tma) load_scales_tma(p, scales, &s.full[stage], tm, tn, kb);
         }
         if constexpr (kStagedScales) {
-          if (!p.scale_tma) {
-            stage_scales(p, scales, tm, tn, kb, lane);
-            async_copy::arrive_on(&s.full[stage]);
-          }
+          if (!p.scale_tma) stage_scales(p, scales, tm, tn, kb, lane);
+          else if constexpr (SCALE == kBlockScale) stage_block_scales_b(p, scales, tn, kb, lane);
+          if (!p.scale_tma || SCALE == kBlockScale) async_copy::arrive_on(&s.full[stage]);
         }
         if (++stage == kStages) {
           stage = 0;
@@ -147,19 +152,19 @@ struct Sm90Fp8Gemm {
     }
   }
 
-  // K block kb's scales of tile (tm, tn) by TMA (see GemmParams); past the edges TMA fills zeros.
+  // K block kb's scales of tile (tm, tn) by TMA (see GemmParams): A's, and group scaling's B;
+  // past the edges TMA fills zeros.
   static FP8JIT_DEVICE void load_scales_tma(const GemmParams& p, float* dst, u64* bar, int tm, int tn, int kb) {
     tma::load_2d(dst, &p.tma_sa, bar, tm * BLOCK_M, kb);
-    if constexpr (SCALE == kBlockScale) {
-      const int nb = (tn * BLOCK_N) / 128;
-      if (p.sb_kb_inner) {  // row-major: one 4 x 1 box per 128-block of B (past the last: zeros)
-        tma::load_2d(dst + BLOCK_M, &p.tma_sb, bar, kb, nb);
-        tma::load_2d(dst + BLOCK_M + 4, &p.tma_sb, bar, kb, nb + 1);
-      } else {
-        tma::load_2d(dst + BLOCK_M, &p.tma_sb, bar, nb, kb);
-      }
-    } else {
-      tma::load_2d(dst + BLOCK_M, &p.tma_sb, bar, tn * BLOCK_N, kb);
+    if constexpr (SCALE == kGroupScale) tma::load_2d(dst + BLOCK_M, &p.tma_sb, bar, tn * BLOCK_N, kb);
+  }
+
+  // Block scaling: the scales of the 128-wide blocks of B holding the tile's first and last
+  // column (lanes 0 and 1), at BLOCK_M and BLOCK_M + 1 (GemmParams::sb_hi).
+  static FP8JIT_DEVICE void stage_block_scales_b(const GemmParams& p, float* dst, int tn, int kb, int lane) {
+    if (lane < 2) {
+      const int nb = min((tn * BLOCK_N + lane * (BLOCK_N - 1)) / 128, (p.N - 1) / 128);
+      async_copy::word(dst + BLOCK_M + lane, p.scale_b + nb * p.sb_rs + kb * p.sb_cs, true);
     }
   }
 
@@ -172,10 +177,7 @@ struct Sm90Fp8Gemm {
       async_copy::word(dst + i, p.scale_a + (row < p.M ? row * p.sa_rs + kb * p.sa_cs : 0), row < p.M);
     }
     if constexpr (SCALE == kBlockScale) {
-      if (lane < 2) {  // the 128-wide blocks of B holding the tile's first and last column
-        const int nb = min((tn * BLOCK_N + lane * (BLOCK_N - 1)) / 128, (p.N - 1) / 128);
-        async_copy::word(dst + BLOCK_M + lane, p.scale_b + nb * p.sb_rs + kb * p.sb_cs, true);
-      }
+      stage_block_scales_b(p, dst, tn, kb, lane);
     } else {
 #pragma unroll
       for (int i = lane; i < BLOCK_N; i += 32) {
@@ -339,10 +341,8 @@ struct Sm90Fp8Gemm {
     if (threadIdx.x == 0) {
       tma::prefetch(&p.tma_a);
       tma::prefetch(&p.tma_b);
-      if (kStagedScales && p.scale_tma) {
-        tma::prefetch(&p.tma_sa);
-        tma::prefetch(&p.tma_sb);
-      }
+      if (kStagedScales && p.scale_tma) tma::prefetch(&p.tma_sa);
+      if (SCALE == kGroupScale && p.scale_tma) tma::prefetch(&p.tma_sb);
       for (int i = 0; i < kStages; ++i) {
         barrier::init(&s.full[i], full_arrivals(p));
         barrier::init(&s.empty[i], kMathWGs * 4);  // one arrival per consumer warp
