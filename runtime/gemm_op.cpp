@@ -157,16 +157,17 @@ int split_count(const LoadedKernel& k, const GemmArgs& a, int sm_count) {
 }
 
 namespace {
-// Split-K workspace: the counters first, at a fixed place, so that no launch's partials ever
-// overwrite them (they must read zero at every launch; each launch leaves them zero), then the
-// FP32 partials. Split-K runs only where tiles x 2 <= SMs, far below kCounterSlots.
-constexpr std::size_t kCounterSlots = 1024, kCounterBytes = kCounterSlots * sizeof(int);
+// Bytes of the FP32 partials: splits x M x N floats, rounded to 16 bytes; the counters follow.
+std::size_t partial_bytes(const GemmArgs& a, int splits) {
+  return (static_cast<std::size_t>(splits) * a.m * a.n * sizeof(float) + 15) / 16 * 16;
+}
 }  // namespace
 
 std::size_t workspace_bytes(const LoadedKernel& k, const GemmArgs& a, int splits) {
-  (void)k;
   if (splits <= 1) return 0;
-  return kCounterBytes + static_cast<std::size_t>(splits) * a.m * a.n * sizeof(float);
+  const GemmConfig c = gemm_config_of(k.spec);
+  const std::size_t tiles = static_cast<std::size_t>(ceil_div(a.m, c.block_m) * ceil_div(a.n, c.block_n));
+  return partial_bytes(a, splits) + tiles * 2 * sizeof(int);  // a counter per tile and warpgroup
 }
 
 void launch(const LoadedKernel& k, const GemmArgs& a, int sm_count, int splits, float* workspace, CUstream stream) {
@@ -201,11 +202,8 @@ void launch(const LoadedKernel& k, const GemmArgs& a, int sm_count, int splits, 
   p.pair_stores = (a.ldd % 2 == 0 && reinterpret_cast<std::uintptr_t>(a.d) % (2 * esize) == 0) ? 1 : 0;
   p.splits = splits;
   p.kb_per_split = static_cast<int>(ceil_div(kb, splits));
-  if (splits > 1 && static_cast<std::size_t>(p.tiles_m) * p.tiles_n * 2 > kCounterSlots)
-    throw Error(ErrorKind::internal, fmt::format("split-K over {} tiles exceeds the {} workspace counters",
-                                                 std::int64_t{p.tiles_m} * p.tiles_n, kCounterSlots));
-  p.counters = splits > 1 ? reinterpret_cast<int*>(workspace) : nullptr;
-  p.workspace = splits > 1 ? reinterpret_cast<float*>(reinterpret_cast<char*>(workspace) + kCounterBytes) : nullptr;
+  p.workspace = workspace;
+  p.counters = splits > 1 ? reinterpret_cast<int*>(reinterpret_cast<char*>(workspace) + partial_bytes(a, splits)) : nullptr;
   const std::int64_t units = std::int64_t{p.tiles_m} * p.tiles_n * splits;
   if (units > INT_MAX) throw_invalid("m*n", fmt::format("{}x{}", a.m, a.n), "too many output tiles for one launch");
   LaunchConfig lc;

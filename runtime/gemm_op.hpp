@@ -13,9 +13,9 @@ namespace fp8jit::ops {
 GemmArgs normalize(const GemmArgs& a);
 GemmProblem problem_of(const GemmArgs& a);
 void check_matches(const KernelSpec& spec, const GemmArgs& a);
-// Split-K ranges a launch will use, and the workspace bytes they need (0 when 1): a fixed block of
-// counters (a tile and consumer warpgroup each), which must be zero before the first launch
-// that uses the workspace (each launch leaves them zero), then the FP32 partials.
+// Split-K ranges a launch will use, and the workspace bytes they need (0 when 1): the FP32
+// partials, then a counter per output tile and consumer warpgroup, which must be zero before the
+// first launch that uses them (each launch leaves them zero).
 int split_count(const LoadedKernel& k, const GemmArgs& a, int sm_count);
 std::size_t workspace_bytes(const LoadedKernel& k, const GemmArgs& a, int splits);
 
