@@ -156,18 +156,8 @@ int split_count(const LoadedKernel& k, const GemmArgs& a, int sm_count) {
   return gemm_split_k(a.m, a.n, a.k, gemm_config_of(k.spec), sm_count);
 }
 
-namespace {
-// Bytes of the FP32 partials: splits x M x N floats, rounded to 16 bytes; the counters follow.
-std::size_t partial_bytes(const GemmArgs& a, int splits) {
-  return (static_cast<std::size_t>(splits) * a.m * a.n * sizeof(float) + 15) / 16 * 16;
-}
-}  // namespace
-
-std::size_t workspace_bytes(const LoadedKernel& k, const GemmArgs& a, int splits) {
-  if (splits <= 1) return 0;
-  const GemmConfig c = gemm_config_of(k.spec);
-  const std::size_t tiles = static_cast<std::size_t>(ceil_div(a.m, c.block_m) * ceil_div(a.n, c.block_n));
-  return partial_bytes(a, splits) + tiles * 2 * sizeof(int);  // a counter per tile and warpgroup
+std::size_t workspace_bytes(const GemmArgs& a, int splits) {
+  return splits > 1 ? static_cast<std::size_t>(splits) * a.m * a.n * sizeof(float) : 0;
 }
 
 void launch(const LoadedKernel& k, const GemmArgs& a, int sm_count, int splits, float* workspace, CUstream stream) {
@@ -203,7 +193,6 @@ void launch(const LoadedKernel& k, const GemmArgs& a, int sm_count, int splits, 
   p.splits = splits;
   p.kb_per_split = static_cast<int>(ceil_div(kb, splits));
   p.workspace = workspace;
-  p.counters = splits > 1 ? reinterpret_cast<int*>(reinterpret_cast<char*>(workspace) + partial_bytes(a, splits)) : nullptr;
   const std::int64_t units = std::int64_t{p.tiles_m} * p.tiles_n * splits;
   if (units > INT_MAX) throw_invalid("m*n", fmt::format("{}x{}", a.m, a.n), "too many output tiles for one launch");
   LaunchConfig lc;
@@ -213,6 +202,13 @@ void launch(const LoadedKernel& k, const GemmArgs& a, int sm_count, int splits, 
   lc.stream = stream;
   void* args[] = {&p};
   fp8jit::launch(k.functions[0], lc, args);
+  if (splits > 1) {
+    LaunchConfig rc;
+    rc.grid[0] = static_cast<unsigned>(std::min<std::int64_t>(ceil_div(a.m * a.n, 256), std::int64_t{sm_count} * 8));
+    rc.block[0] = 256;
+    rc.stream = stream;
+    fp8jit::launch(k.functions[1], rc, args);
+  }
 }
 
 }  // namespace fp8jit::ops

@@ -13,14 +13,12 @@ namespace fp8jit::ops {
 GemmArgs normalize(const GemmArgs& a);
 GemmProblem problem_of(const GemmArgs& a);
 void check_matches(const KernelSpec& spec, const GemmArgs& a);
-// Split-K ranges a launch will use, and the workspace bytes they need (0 when 1): the FP32
-// partials, then a counter per output tile and consumer warpgroup, which must be zero before the
-// first launch that uses them (each launch leaves them zero).
+// Split-K ranges a launch will use, and the FP32 workspace bytes they need (0 when 1).
 int split_count(const LoadedKernel& k, const GemmArgs& a, int sm_count);
-std::size_t workspace_bytes(const LoadedKernel& k, const GemmArgs& a, int splits);
+std::size_t workspace_bytes(const GemmArgs& a, int splits);
 
-// Encodes the tensor maps and launches the persistent grid on `sm_count` multiprocessors.
-// `workspace` must hold workspace_bytes(k, a, splits).
+// Encodes the tensor maps and launches the persistent grid on `sm_count` multiprocessors (and,
+// with splits > 1, the reduction). `workspace` must hold workspace_bytes(a, splits).
 void launch(const LoadedKernel& k, const GemmArgs& a, int sm_count, int splits, float* workspace, CUstream stream);
 
 }  // namespace fp8jit::ops

@@ -81,9 +81,6 @@ struct Runtime::Impl {
       if (w.ptr) retired.push_back({ctx, w.ptr});
       const std::size_t grown = std::max(bytes, 2 * w.bytes);
       driver::check(driver::api().cuMemAlloc(&w.ptr, grown), "cuMemAlloc(split-K workspace)");
-      // The split-K counters start at zero (launches leave them so); ordered before the kernel
-      // on the same stream.
-      driver::check(driver::api().cuMemsetD8Async(w.ptr, 0, grown, stream), "cuMemsetD8Async(split-K workspace)");
       w.bytes = grown;
     }
     return reinterpret_cast<float*>(w.ptr);
@@ -228,7 +225,7 @@ void Runtime::gemm(const GemmArgs& args, CUstream stream) {
     impl_->gemm_fast[key] = k;
   }
   const int sms = sm_count(), splits = ops::split_count(*k, a, sms);
-  ops::launch(*k, a, sms, splits, impl_->workspace(key.ctx, stream, ops::workspace_bytes(*k, a, splits)), stream);
+  ops::launch(*k, a, sms, splits, impl_->workspace(key.ctx, stream, ops::workspace_bytes(a, splits)), stream);
 }
 
 void Runtime::gemm(const GemmArgs& args, const KernelSpec& spec, CUstream stream) {
@@ -237,7 +234,7 @@ void Runtime::gemm(const GemmArgs& args, const KernelSpec& spec, CUstream stream
   impl_->check_device(driver::ensure_context());
   const LoadedKernel& k = impl_->kernels.get(spec);
   const int sms = sm_count(), splits = ops::split_count(k, a, sms);
-  ops::launch(k, a, sms, splits, impl_->workspace(driver::ensure_context(), stream, ops::workspace_bytes(k, a, splits)),
+  ops::launch(k, a, sms, splits, impl_->workspace(driver::ensure_context(), stream, ops::workspace_bytes(a, splits)),
               stream);
 }
 

@@ -102,13 +102,15 @@ std::string render_body(const KernelSpec& spec) {
       "/*GROUP_M=*/{}, /*kFastAccum=*/{}>;\n\n"
       "extern \"C\" __global__ void __launch_bounds__({}, 1) fp8jit_gemm(const __grid_constant__ GemmParams p) {{\n"
       "  extern __shared__ __align__(1024) u8 smem[];\n"
-      "  Kernel::run(p, smem);\n}}\n",
+      "  Kernel::run(p, smem);\n}}\n\n"
+      "extern \"C\" __global__ void fp8jit_gemm_reduce(const __grid_constant__ GemmParams p) {{\n"
+      "  Sm90GemmReduce<{}, {}>::run(p);\n}}\n",
       render_wgmma(c.block_n, p.a_format, p.b_format), c.block_m, c.block_n, c.stages, dev_scale(p.scale),
       dev_elem(p.out), dev_fp8(p.a_format), dev_fp8(p.b_format), p.bias ? "true" : "false", c.group_m,
-      p.fast_accum ? "true" : "false", threads);
+      p.fast_accum ? "true" : "false", threads, dev_elem(p.out), p.bias ? "true" : "false");
 }
 
-std::vector<std::string> entry_points(const KernelSpec&) { return {"fp8jit_gemm"}; }
+std::vector<std::string> entry_points(const KernelSpec&) { return {"fp8jit_gemm", "fp8jit_gemm_reduce"}; }
 int dynamic_smem(const KernelSpec& spec) { return gemm_smem_bytes(gemm_problem_of(spec), gemm_config_of(spec)); }
 int block_threads(const KernelSpec& spec) { return 128 * ((spec.i("block_m") >= 128 ? 2 : 1) + 1); }
 

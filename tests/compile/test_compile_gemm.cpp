@@ -129,7 +129,7 @@ struct Outcome {
   double seconds = 0;
   std::string error;
   std::string log;
-  KernelResources resources;
+  KernelResources resources, reduce;
   int threads = 0;
 };
 
@@ -149,6 +149,7 @@ void compile_all(const std::vector<KernelSpec>& specs, const char* what) {
       o.seconds = r.seconds;
       o.log = r.log;
       o.resources = cubin_resources(r.binary, "fp8jit_gemm");
+      o.reduce = cubin_resources(r.binary, "fp8jit_gemm_reduce");
       o.threads = spec_block_threads(specs[i]);
     } catch (const std::exception& e) {
       o.error = e.what();
@@ -169,6 +170,8 @@ void compile_all(const std::vector<KernelSpec>& specs, const char* what) {
     EXPECT_LE(o.resources.registers, consumer_regs) << o.name;
     EXPECT_EQ(o.resources.frame_bytes, 0) << o.name << ": registers spill to a stack frame";
     EXPECT_EQ(o.log.find("warning"), std::string::npos) << o.name << ":\n" << o.log;
+    EXPECT_GT(o.reduce.registers, 0) << o.name << ": no fp8jit_gemm_reduce in the cubin";
+    EXPECT_EQ(o.reduce.frame_bytes, 0) << o.name << ": fp8jit_gemm_reduce spills";
     sum += o.seconds;
     if (o.seconds > slowest) {
       slowest = o.seconds;
@@ -305,9 +308,7 @@ TEST(CompileGemmPtx, WgmmaTmaMbarrierAndSetmaxnreg) {
     for (const char* needle :
          {"cp.async.bulk.tensor.2d", "mbarrier.try_wait.parity", "setmaxnreg.inc", "setmaxnreg.dec",
           "wgmma.fence", "wgmma.commit_group", "wgmma.wait_group", ".target sm_90a",
-          ".entry fp8jit_gemm(",
-          // split-K: the last K range of a tile (atomic counter, warpgroup vote) sums the partials
-          "atom.global.add.u32", "bar.red.or.pred", "ld.global.cg.f32",
+          ".entry fp8jit_gemm(", ".entry fp8jit_gemm_reduce(",
           // TMA loads of A and B; the epilogue's TMA store of D and its waits
           "cp.async.bulk.tensor.2d.shared::cluster.global",
           "cp.async.bulk.tensor.2d.global.shared::cta", "cp.async.bulk.wait_group.read 0",

@@ -18,3 +18,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) fp8jit_gemm(const __grid_co
   extern __shared__ __align__(1024) u8 smem[];
   Kernel::run(p, smem);
 }
+
+extern "C" __global__ void fp8jit_gemm_reduce(const __grid_constant__ GemmParams p) {
+  Sm90GemmReduce<kBF16, false>::run(p);
+}

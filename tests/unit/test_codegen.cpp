@@ -138,7 +138,7 @@ TEST(CodegenEntryPoints, PerTensorHasThreePassesEachDefinedOnce) {
     SCOPED_TRACE(spec_name(s));
     std::vector<std::string> want;
     if (s.family == "dequantize") want = {"fp8jit_dequantize"};
-    else if (s.family == "gemm") want = {"fp8jit_gemm"};  // split-K sums in the same kernel
+    else if (s.family == "gemm") want = {"fp8jit_gemm", "fp8jit_gemm_reduce"};  // split-K reduction second
     else if (s.s("granularity") == "tensor") {
       want = {"fp8jit_amax", "fp8jit_quantize", "fp8jit_finalize"};
       ++per_tensor;
@@ -155,6 +155,11 @@ TEST(CodegenEntryPoints, PerTensorHasThreePassesEachDefinedOnce) {
       const int threads = s.i("block_m") == 64 ? 256 : 384;
       ASSERT_EQ(spec_block_threads(s), threads);
       ASSERT_NE(src.find(fmt::format("__launch_bounds__({}, 1) fp8jit_gemm(const __grid_constant__ GemmParams p)", threads)),
+                std::string::npos);
+      // The reduction sums FP32 partials into D's type, adding the bias once.
+      ASSERT_NE(src.find(" fp8jit_gemm_reduce(const __grid_constant__ GemmParams p)"), std::string::npos);
+      ASSERT_NE(src.find(fmt::format("Sm90GemmReduce<k{}, {}>::run(p);", s.s("out") == "bf16" ? "BF16" : s.s("out") == "fp16" ? "FP16" : "FP32",
+                                     s.i("bias") ? "true" : "false")),
                 std::string::npos);
       continue;
     }

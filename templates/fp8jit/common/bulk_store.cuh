@@ -31,16 +31,5 @@ FP8JIT_DEVICE void named_barrier_sync(int id, int threads) {
   asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
 
-// The same, returning whether `cond` held in any of the threads.
-FP8JIT_DEVICE bool named_barrier_or(int id, int threads, bool cond) {
-  u32 any;
-  asm volatile(
-      "{\n.reg .pred c, r;\nsetp.ne.u32 c, %1, 0;\nbar.red.or.pred r, %2, %3, c;\nselp.u32 %0, 1, 0, r;\n}\n"
-      : "=r"(any)
-      : "r"(cond ? 1u : 0u), "r"(id), "r"(threads)
-      : "memory");
-  return any != 0;
-}
-
 }  // namespace dev
 }  // namespace fp8jit

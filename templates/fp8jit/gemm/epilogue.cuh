@@ -1,9 +1,7 @@
 // The gemm epilogue: scales, bias, conversion, and the way out of a consumer warpgroup's slab
-// of D (kRowsPerWG x BLOCK_N): a TMA store from shared memory (async: the next tile's MMAs start
-// while it drains), or direct stores where D's rows are not 16-byte aligned. With split-K, each
-// K range's scaled FP32 partial goes to the workspace and the last of a slab's ranges to finish
-// sums them and writes D (no second kernel: its launch cost as much as the reduction on
-// decode-sized shapes).
+// of D (kRowsPerWG x BLOCK_N): FP32 partials to the split-K workspace, a TMA store from shared
+// memory (async: the next tile's MMAs start while it drains), or direct stores where D's rows
+// are not 16-byte aligned.
 #pragma once
 
 #include "fp8jit/common/bulk_store.cuh"
@@ -21,36 +19,26 @@ template <int BLOCK_N, int kMmaM, int kRowsPerWG, int SCALE, int OUT, bool kBias
   // v holds the thread's accumulators in wgmma layout: element 4j + 2h + c of slab mm is row
   // row0 + 64 mm + 8 h, column col0 + 8 j + c.
   // slab_y, slab_x: D coordinates of the slab's first row and column.
-  // tile: the output tile's index (split-K counters); split: this K range. Split-K overwrites v
-  // with the sums (the caller's accumulators are dead by then: no second register tile).
-  static FP8JIT_DEVICE void run(const GemmParams& p, u8* slab, float (&v)[kMmaM][kAccum], int wg, int row0,
-                                int col0, int slab_y, int slab_x, int tile, int split) {
+  static FP8JIT_DEVICE void run(const GemmParams& p, u8* slab, const float (&v)[kMmaM][kAccum], int wg, int row0,
+                                int col0, int slab_y, int slab_x, int split) {
+    const int t_in_wg = threadIdx.x % 128;
     if (p.splits > 1) {
-      split_k(p, v, wg, row0, col0, tile, split);
+      partials(p, v, row0, col0, split);
       return;
     }
-    store_tile<true>(p, slab, v, wg, row0, col0, slab_y, slab_x);
-  }
-
-  // Scales (unless kScaled is false: split-K sums arrive scaled), bias, conversion and stores.
-  template <bool kScaled>
-  static FP8JIT_DEVICE void store_tile(const GemmParams& p, u8* slab, const float (&v)[kMmaM][kAccum], int wg,
-                                       int row0, int col0, int slab_y, int slab_x) {
-    const int t_in_wg = threadIdx.x % 128;
     if (p.tma_store) {
       if (t_in_wg == 0) tma::store_wait_read();  // the previous tile's store has left the slab
       named_barrier_sync(1 + wg, 128);
     }
-    constexpr bool kTensor = kScaled && SCALE == kPerTensor, kRow = kScaled && SCALE == kPerRow;
     float s_tensor = 1.0f;
-    if constexpr (kTensor) s_tensor = __ldg(p.scale_a) * __ldg(p.scale_b);
+    if constexpr (SCALE == kPerTensor) s_tensor = __ldg(p.scale_a) * __ldg(p.scale_b);
 #pragma unroll
     for (int mm = 0; mm < kMmaM; ++mm) {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int row = row0 + mm * 64 + 8 * h;
         float s_row = s_tensor;
-        if constexpr (kRow) s_row = row < p.M ? __ldg(p.scale_a + row) : 0.0f;
+        if constexpr (SCALE == kPerRow) s_row = row < p.M ? __ldg(p.scale_a + row) : 0.0f;
 #pragma unroll
         for (int j = 0; j < BLOCK_N / 8; ++j) {
           const int col = col0 + 8 * j;
@@ -59,8 +47,8 @@ template <int BLOCK_N, int kMmaM, int kRowsPerWG, int SCALE, int OUT, bool kBias
           for (int c = 0; c < 2; ++c) {
             const bool in = col + c < p.N;
             float s = s_row;
-            if constexpr (kRow) s *= in ? __ldg(p.scale_b + col + c) : 0.0f;
-            if constexpr (kTensor || kRow) x[c] *= s;
+            if constexpr (SCALE == kPerRow) s *= in ? __ldg(p.scale_b + col + c) : 0.0f;
+            if constexpr (SCALE == kPerTensor || SCALE == kPerRow) x[c] *= s;
             if constexpr (kBias)
               if (in) x[c] += elem_to_f32<OUT>(load_bits<S>(p.bias, col + c));
           }
@@ -108,45 +96,7 @@ template <int BLOCK_N, int kMmaM, int kRowsPerWG, int SCALE, int OUT, bool kBias
     }
   }
 
-  // Split-K: write this K range's partial; the slab's last range to arrive (a counter per tile
-  // and warpgroup, reset by that last one for the next launch) sums every range's partial in a
-  // fixed order (deterministic) and stores D.
-  static FP8JIT_DEVICE void split_k(const GemmParams& p, float (&v)[kMmaM][kAccum], int wg, int row0, int col0,
-                                    int tile, int split) {
-    partials(p, v, row0, col0, split);
-    __threadfence();  // release: the partial is visible before the counter moves
-    int* counter = p.counters + tile * 2 + wg;
-    bool last = false;
-    if (threadIdx.x % 128 == 0) last = atomicAdd(counter, 1) == p.splits - 1;
-    if (!named_barrier_or(1 + wg, 128, last)) return;
-    __threadfence();  // acquire: the other ranges' partials
-    // One K range at a time over the whole slab (few live addresses; the accumulators are the
-    // only register tile).
-#pragma unroll
-    for (int mm = 0; mm < kMmaM; ++mm)
-#pragma unroll
-      for (int i = 0; i < kAccum; ++i) v[mm][i] = 0.0f;
-    for (int s = 0; s < p.splits; ++s) {
-      const float* w = p.workspace + static_cast<i64>(s) * p.M * p.N;
-#pragma unroll
-      for (int mm = 0; mm < kMmaM; ++mm)
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int row = row0 + mm * 64 + 8 * h;
-          if (row >= p.M) continue;
-          const float* wr = w + static_cast<i64>(row) * p.N;
-#pragma unroll
-          for (int j = 0; j < BLOCK_N / 8; ++j)
-#pragma unroll
-            for (int c = 0; c < 2; ++c)
-              if (col0 + 8 * j + c < p.N) v[mm][4 * j + 2 * h + c] += __ldcg(wr + col0 + 8 * j + c);
-        }
-    }
-    if (threadIdx.x % 128 == 0) *counter = 0;
-    store_tile<false>(p, nullptr, v, wg, row0, col0, 0, 0);
-  }
-
-  // Split-K: the scaled FP32 partial tile of this K range (bias comes with the sum).
+  // Split-K: the scaled FP32 partial tile of this K range (bias comes in the reduction).
   static FP8JIT_DEVICE void partials(const GemmParams& p, const float (&v)[kMmaM][kAccum], int row0, int col0,
                                      int split) {
     float* w = p.workspace + static_cast<i64>(split) * p.M * p.N;

@@ -37,12 +37,9 @@ struct GemmParams {
   int pair_stores;  // D rows allow aligned 2-element stores
   int tma_store;    // D goes out through shared memory and TMA stores (16-byte aligned rows)
   // Split-K: each tile's K blocks are cut into `splits` ranges of kb_per_split; each range's
-  // FP32 partial tile goes to workspace[split][M][N], and the last range of each (tile, consumer
-  // warpgroup) to finish, counted in counters[2 * tile + warpgroup] (zero between launches),
-  // writes D.
+  // FP32 partial tile goes to workspace[split][M][N], and a reduction kernel writes D.
   int splits, kb_per_split;
   float* workspace;
-  int* counters;
   int scale_tma;    // 1: scales by TMA (tma_sa, tma_sb); 0: by cp.async
   int scale_tx;     // bytes the two scale boxes deliver per stage (scale_tma)
   int sb_hi;        // block scaling: index of the tile's second 128-block scale among B's staged scales

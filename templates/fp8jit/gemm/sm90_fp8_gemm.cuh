@@ -265,8 +265,8 @@ struct Sm90Fp8Gemm {
       }
       const int split = u % p.splits, slab_y = tm * BLOCK_M + wg * kRowsPerWG, slab_x = tn * BLOCK_N;
       u8* slab = s.epi + wg * kEpiSlab;
-      if constexpr (kPromote) Epilogue::run(p, slab, out, wg, row0, col0, slab_y, slab_x, t, split);
-      else Epilogue::run(p, slab, acc, wg, row0, col0, slab_y, slab_x, t, split);
+      if constexpr (kPromote) Epilogue::run(p, slab, out, wg, row0, col0, slab_y, slab_x, split);
+      else Epilogue::run(p, slab, acc, wg, row0, col0, slab_y, slab_x, split);
     }
     if (t_in_wg == 0) tma::store_wait_all();  // shared memory must outlive the last store
   }
@@ -363,3 +363,4 @@ struct Sm90Fp8Gemm {
 }  // namespace dev
 }  // namespace fp8jit
 
+#include "fp8jit/gemm/reduce.cuh"
