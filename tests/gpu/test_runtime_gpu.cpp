@@ -100,10 +100,13 @@ TEST_F(RuntimeGpu, TunedRowsBeatTheHeuristicAndASecondProcessUsesThem) {
     ASSERT_TRUE(r.best.has_value()) << "nothing passed for " << s.m << "x" << s.n << "x" << s.k;
     const KernelSpec winner = r.candidates[*r.best].spec;
     const KernelSpec heuristic = default_gemm_spec(GemmProblem{}, s.m, s.n, s.k);
-    // Re-measured: the stored winner is at least as fast as the heuristic default (3 % noise).
-    const double t_win = median_us([&] { rt.gemm(g, winner, nullptr); });
-    const double t_heur = median_us([&] { rt.gemm(g, heuristic, nullptr); });
-    EXPECT_LE(t_win, t_heur * 1.03) << spec_name(winner) << " vs " << spec_name(heuristic);
+    // Re-measured: a stored winner other than the heuristic default is at least as fast as it
+    // (3 % noise; the same kernel timed twice differs by up to 4 % on ~15 µs shapes).
+    if (!(winner == heuristic)) {
+      const double t_win = median_us([&] { rt.gemm(g, winner, nullptr); });
+      const double t_heur = median_us([&] { rt.gemm(g, heuristic, nullptr); });
+      EXPECT_LE(t_win, t_heur * 1.03) << spec_name(winner) << " vs " << spec_name(heuristic);
+    }
     EXPECT_EQ(rt.select(g), winner);
     shapes << s.m << "," << s.n << "," << s.k << "," << spec_name(winner) << "\n";
   }
