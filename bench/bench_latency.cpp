@@ -1,6 +1,6 @@
 // JIT latency: cold NVRTC compile per family (no GPU needed), load from the disk cache, host time
-// per call of an in-memory kernel through the runtime against a bare cuLaunchKernelEx (quantize)
-// and against cublasLtMatmul (a small block-scaled GEMM).
+// per call of an in-memory kernel through the runtime against a bare cuLaunchKernelEx (quantize;
+// gemm with its parameters prepared once) and against cublasLtMatmul (a small block-scaled GEMM).
 //
 // Host time per call: std::chrono around the call only; every 256 calls a cudaDeviceSynchronize
 // outside the timed region keeps the launch queue from filling.
@@ -22,6 +22,7 @@
 #include "fp8jit/runtime.hpp"
 #include "generator/family.hpp"
 #include "runtime/driver.hpp"
+#include "runtime/gemm_op.hpp"
 #include "runtime/kernel_cache.hpp"
 #include "runtime/nvrtc.hpp"
 
@@ -152,6 +153,29 @@ void BM_GemmDispatchFp8jit(benchmark::State& state) {
   time_host_calls(state, [&] { gemm(s.g, nullptr); });
 }
 
+// The driver's share of the same call: the kernel fp8jit::gemm picks, its parameters prepared
+// (tensor maps encoded) once, then only cuLaunchKernelEx per call. BM_GemmDispatchFp8jit minus
+// this is what fp8jit's lookup, checks and encoding add.
+void BM_GemmDispatchPrepared(benchmark::State& state) {
+  if (!have_gpu()) return state.SkipWithError("no GPU");
+  SmallGemm s;
+  try {
+    static KernelCache cache{std::string()};
+    const GemmArgs a = ops::normalize(s.g);
+    const LoadedKernel& k = cache.get(default_runtime().select(a));
+    int sms = 0;
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
+    if (ops::split_count(k, a, sms) != 1) return state.SkipWithError("expected no split-K for the small GEMM");
+    ops::GemmLaunch l = ops::prepare(k, a, sms, 1, nullptr, nullptr);
+    ops::launch(k, l);
+    if (cudaDeviceSynchronize() != cudaSuccess) return state.SkipWithError("the prepared launch failed");
+    state.SetLabel(k.name);
+    time_host_calls(state, [&] { ops::launch(k, l); });
+  } catch (const std::exception& e) {
+    state.SkipWithError(e.what());
+  }
+}
+
 // The same shape and scale mode through cublasLtMatmul, planned once (best heuristic algorithm).
 void BM_GemmDispatchCublasLt(benchmark::State& state) {
   if (!have_gpu()) return state.SkipWithError("no GPU");
@@ -183,6 +207,8 @@ void register_latency_benchmarks() {
   RegisterBenchmark("BM_DispatchRawLaunch", [](benchmark::State& s) { dispatch_loop(s, true); })
       ->UseManualTime()->Iterations(20000)->Unit(benchmark::kMicrosecond);
   RegisterBenchmark("BM_GemmDispatchFp8jit", BM_GemmDispatchFp8jit)
+      ->UseManualTime()->Iterations(20000)->Unit(benchmark::kMicrosecond);
+  RegisterBenchmark("BM_GemmDispatchPrepared", BM_GemmDispatchPrepared)
       ->UseManualTime()->Iterations(20000)->Unit(benchmark::kMicrosecond);
   RegisterBenchmark("BM_GemmDispatchCublasLt", BM_GemmDispatchCublasLt)
       ->UseManualTime()->Iterations(20000)->Unit(benchmark::kMicrosecond);

@@ -160,18 +160,11 @@ std::size_t workspace_bytes(const GemmArgs& a, int splits) {
   return splits > 1 ? static_cast<std::size_t>(splits) * a.m * a.n * sizeof(float) : 0;
 }
 
-void launch(const LoadedKernel& k, const GemmArgs& a, int sm_count, int splits, float* workspace, CUstream stream) {
-  const GemmConfig c = gemm_config_of(k.spec);
+namespace {
+
+// The parameters that do not need the driver: pointers, strides, shape, tiling, split-K.
+void fill_params(dev::GemmParams& p, const GemmConfig& c, const GemmArgs& a, int splits, float* workspace) {
   const std::size_t esize = dtype_size(a.d_dtype);
-  dev::GemmParams p{};
-  encode(&p.tma_a, CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, a.a, a.m, a.k, a.lda, kBlockK, c.block_m, CU_TENSOR_MAP_SWIZZLE_128B);
-  encode(&p.tma_b, CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, a.b, a.n, a.k, a.ldb, kBlockK, c.block_n, CU_TENSOR_MAP_SWIZZLE_128B);
-  // NOTE: TMA stores need 16-byte aligned rows; other leading dimensions take direct stores.
-  p.tma_store = splits == 1 && (a.ldd * esize) % 16 == 0 && reinterpret_cast<std::uintptr_t>(a.d) % 16 == 0;
-  if (p.tma_store) {
-    const int rows_per_wg = c.block_m >= 128 ? c.block_m / 2 : c.block_m;
-    encode(&p.tma_d, tma_type(a.d_dtype), esize, a.d, a.m, a.n, a.ldd, c.block_n, rows_per_wg, CU_TENSOR_MAP_SWIZZLE_NONE);
-  }
   p.d = a.d;
   p.ldd = a.ldd;
   p.scale_a = a.scale_a;
@@ -181,7 +174,6 @@ void launch(const LoadedKernel& k, const GemmArgs& a, int sm_count, int splits, 
     strides(a.scale_a_layout, a.m, kb, p.sa_rs, p.sa_cs);
   if (a.scale_mode == ScaleMode::block) strides(a.scale_b_layout, ceil_div(a.n, 128), kb, p.sb_rs, p.sb_cs);
   if (a.scale_mode == ScaleMode::group) strides(a.scale_b_layout, a.n, kb, p.sb_rs, p.sb_cs);
-  encode_scale_maps(p, a, c, kb);
   p.bias = a.bias;
   p.M = static_cast<int>(a.m);
   p.N = static_cast<int>(a.n);
@@ -193,22 +185,47 @@ void launch(const LoadedKernel& k, const GemmArgs& a, int sm_count, int splits, 
   p.splits = splits;
   p.kb_per_split = static_cast<int>(ceil_div(kb, splits));
   p.workspace = workspace;
+}
+
+}  // namespace
+
+GemmLaunch prepare(const LoadedKernel& k, const GemmArgs& a, int sm_count, int splits, float* workspace,
+                   CUstream stream) {
+  const GemmConfig c = gemm_config_of(k.spec);
+  const std::size_t esize = dtype_size(a.d_dtype);
+  GemmLaunch l;
+  dev::GemmParams& p = l.params;
+  fill_params(p, c, a, splits, workspace);
+  encode(&p.tma_a, CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, a.a, a.m, a.k, a.lda, kBlockK, c.block_m, CU_TENSOR_MAP_SWIZZLE_128B);
+  encode(&p.tma_b, CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, a.b, a.n, a.k, a.ldb, kBlockK, c.block_n, CU_TENSOR_MAP_SWIZZLE_128B);
+  // NOTE: TMA stores need 16-byte aligned rows; other leading dimensions take direct stores.
+  p.tma_store = splits == 1 && (a.ldd * esize) % 16 == 0 && reinterpret_cast<std::uintptr_t>(a.d) % 16 == 0;
+  if (p.tma_store) {
+    const int rows_per_wg = c.block_m >= 128 ? c.block_m / 2 : c.block_m;
+    encode(&p.tma_d, tma_type(a.d_dtype), esize, a.d, a.m, a.n, a.ldd, c.block_n, rows_per_wg, CU_TENSOR_MAP_SWIZZLE_NONE);
+  }
+  encode_scale_maps(p, a, c, p.k_blocks);
   const std::int64_t units = std::int64_t{p.tiles_m} * p.tiles_n * splits;
   if (units > INT_MAX) throw_invalid("m*n", fmt::format("{}x{}", a.m, a.n), "too many output tiles for one launch");
-  LaunchConfig lc;
-  lc.grid[0] = static_cast<unsigned>(std::min<std::int64_t>(units, sm_count));
-  lc.block[0] = static_cast<unsigned>(k.threads);
-  lc.smem_bytes = static_cast<unsigned>(k.smem_bytes);
-  lc.stream = stream;
-  void* args[] = {&p};
-  fp8jit::launch(k.functions[0], lc, args);
-  if (splits > 1) {
-    LaunchConfig rc;
-    rc.grid[0] = static_cast<unsigned>(std::min<std::int64_t>(ceil_div(a.m * a.n, 256), std::int64_t{sm_count} * 8));
-    rc.block[0] = 256;
-    rc.stream = stream;
-    fp8jit::launch(k.functions[1], rc, args);
-  }
+  l.main.grid[0] = static_cast<unsigned>(std::min<std::int64_t>(units, sm_count));
+  l.main.block[0] = static_cast<unsigned>(k.threads);
+  l.main.smem_bytes = static_cast<unsigned>(k.smem_bytes);
+  l.main.stream = stream;
+  l.reduce.grid[0] = static_cast<unsigned>(std::min<std::int64_t>(ceil_div(a.m * a.n, 256), std::int64_t{sm_count} * 8));
+  l.reduce.block[0] = 256;
+  l.reduce.stream = stream;
+  return l;
+}
+
+void launch(const LoadedKernel& k, GemmLaunch& l) {
+  void* args[] = {&l.params};
+  fp8jit::launch(k.functions[0], l.main, args);
+  if (l.params.splits > 1) fp8jit::launch(k.functions[1], l.reduce, args);
+}
+
+void launch(const LoadedKernel& k, const GemmArgs& a, int sm_count, int splits, float* workspace, CUstream stream) {
+  GemmLaunch l = prepare(k, a, sm_count, splits, workspace, stream);
+  launch(k, l);
 }
 
 }  // namespace fp8jit::ops

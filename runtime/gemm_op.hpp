@@ -3,8 +3,10 @@
 
 #include <cuda.h>
 
+#include "fp8jit/gemm/params.cuh"
 #include "fp8jit/runtime.hpp"
 #include "runtime/kernel_cache.hpp"
+#include "runtime/module.hpp"
 
 namespace fp8jit::ops {
 
@@ -17,8 +19,20 @@ void check_matches(const KernelSpec& spec, const GemmArgs& a);
 int split_count(const LoadedKernel& k, const GemmArgs& a, int sm_count);
 std::size_t workspace_bytes(const GemmArgs& a, int splits);
 
-// Encodes the tensor maps and launches the persistent grid on `sm_count` multiprocessors (and,
-// with splits > 1, the reduction). `workspace` must hold workspace_bytes(a, splits).
+// One GEMM ready to launch: the kernel parameters (tensor maps encoded) and the grids of the
+// persistent kernel and, with splits > 1, of the reduction.
+struct GemmLaunch {
+  dev::GemmParams params{};
+  LaunchConfig main, reduce;
+};
+
+// Encodes the tensor maps and sizes the persistent grid on `sm_count` multiprocessors.
+// `workspace` must hold workspace_bytes(a, splits).
+GemmLaunch prepare(const LoadedKernel& k, const GemmArgs& a, int sm_count, int splits, float* workspace,
+                   CUstream stream);
+// Launches a prepared GEMM (the driver's part of a call: what remains with everything cached).
+void launch(const LoadedKernel& k, GemmLaunch& l);
+// prepare + launch.
 void launch(const LoadedKernel& k, const GemmArgs& a, int sm_count, int splits, float* workspace, CUstream stream);
 
 }  // namespace fp8jit::ops
