@@ -83,8 +83,9 @@ bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 
 // Tensor maps for the scales of block and group scaling where TMA can read them (see
 // GemmParams): A's when column-major, and group scaling's B when column-major too. Sets
 // p.scale_tma; otherwise the kernel copies every scale with cp.async.
-void encode_scale_maps(dev::GemmParams& p, const GemmArgs& a, const GemmConfig& c, std::int64_t kb) {
+void encode_scale_maps(dev::GemmParams& p, const GemmArgs& a, const GemmConfig& c) {
   p.sb_hi = 1;
+  const std::int64_t kb = p.k_blocks;
   const bool block = a.scale_mode == ScaleMode::block;
   if (!block && a.scale_mode != ScaleMode::group) return;
   if (a.scale_a_layout != ScaleLayout::col_major_tma || !aligned16(a.scale_a)) return;
@@ -204,7 +205,7 @@ GemmLaunch prepare(const LoadedKernel& k, const GemmArgs& a, int sm_count, int s
     const int rows_per_wg = c.block_m >= 128 ? c.block_m / 2 : c.block_m;
     encode(&p.tma_d, tma_type(a.d_dtype), esize, a.d, a.m, a.n, a.ldd, c.block_n, rows_per_wg, CU_TENSOR_MAP_SWIZZLE_NONE);
   }
-  encode_scale_maps(p, a, c, p.k_blocks);
+  encode_scale_maps(p, a, c);
   const std::int64_t units = std::int64_t{p.tiles_m} * p.tiles_n * splits;
   if (units > INT_MAX) throw_invalid("m*n", fmt::format("{}x{}", a.m, a.n), "too many output tiles for one launch");
   l.main.grid[0] = static_cast<unsigned>(std::min<std::int64_t>(units, sm_count));

@@ -157,8 +157,8 @@ const FamilyDef& gemm_family() {
 // BLOCK_M x BLOCK_N of D in all) and alignment slack.
 int gemm_smem_bytes(const GemmProblem& p, const GemmConfig& c) {
   const bool staged = p.scale == ScaleMode::block || p.scale == ScaleMode::group;
-  // A's rows, then B's (a TMA box of 4 x 2 block scales, or one 1x128 scale per column), each
-  // stage's rounded to 128 bytes (TMA destinations).
+  // A's rows, then B's (the tile's two block scales, padded to 8, or one 1x128 scale per
+  // column), each stage's rounded to 128 bytes (TMA destinations).
   const int scales = !staged ? 0 : (c.block_m + (p.scale == ScaleMode::block ? 8 : c.block_n) + 31) / 32 * 32;
   return c.stages * ((c.block_m + c.block_n) * 128 + 4 * scales) + 2 * c.stages * 8 + 128 +
          c.block_m * c.block_n * static_cast<int>(dtype_size(p.out)) + 1024;

@@ -111,7 +111,7 @@ const ParamDef& param(const std::string& name) {
 int out_bytes(const std::string& out) {
   return out == "fp32" ? 4 : 2;
 }
-// Floats of scales staged per stage: A's rows, then B's two 128x128 blocks (a 4 x 2 TMA box) or
+// Floats of scales staged per stage: A's rows, then B's two 128x128 blocks (padded to 8) or
 // its columns' 1x128 groups; none for tensor and rowwise scaling (applied in the epilogue).
 int staged_scales(const std::string& scale, int block_m, int block_n) {
   const int floats = scale == "block" ? block_m + 8 : scale == "group" ? block_m + block_n : 0;

@@ -41,7 +41,7 @@ struct GemmParams {
   int splits, kb_per_split;
   float* workspace;
   int scale_tma;    // 1: scales by TMA (tma_sa, tma_sb); 0: by cp.async
-  int scale_tx;     // bytes the two scale boxes deliver per stage (scale_tma)
+  int scale_tx;     // bytes the scale boxes (A's, and group scaling's B) deliver per stage (scale_tma)
   int sb_hi;        // block scaling: index of the tile's second 128-block scale among B's staged scales
 };
 
