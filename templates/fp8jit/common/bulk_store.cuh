@@ -31,5 +31,10 @@ FP8JIT_DEVICE void named_barrier_sync(int id, int threads) {
   asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
 
+// Arrives on hardware barrier `id` without waiting: the other `threads` - 128 wait on it.
+FP8JIT_DEVICE void named_barrier_arrive(int id, int threads) {
+  asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+
 }  // namespace dev
 }  // namespace fp8jit

@@ -15,6 +15,18 @@ namespace dev {
 template <int BLOCK_N, int kMmaM, int kRowsPerWG, int SCALE, int OUT, bool kBias> struct Sm90GemmEpilogue {
   static constexpr int kAccum = BLOCK_N / 2;
   static constexpr int S = ElemSize<OUT>::value;
+  // The slab in shared memory is kChunks column chunks, each [kRowsPerWG][kChunkBytes]. A
+  // row-major slab put the 8 rows a warp stores at once on the same banks whenever the row
+  // pitch was a multiple of 128 bytes (BLOCK_N 128 or 192 in bf16: 8-way conflicts, thousands
+  // of cycles per tile while the tensor cores idle). 32-byte chunk rows hold 4 rows per 128
+  // bytes and the 32-byte swizzle flips the 16-byte half with row bit 2, so rows r and r + 4
+  // land apart; 16-byte chunk rows are conflict-free as they are.
+  static constexpr int kChunkBytes = gemm_store_chunk_bytes(BLOCK_N, S);
+  static constexpr int kChunkCols = kChunkBytes / S;
+  static constexpr int kChunks = BLOCK_N / kChunkCols;
+  static constexpr int kChunkStride = kRowsPerWG * kChunkBytes;
+  static_assert(BLOCK_N % kChunkCols == 0, "the slab splits into whole chunks");
+  static_assert(kChunkStride % 256 == 0, "chunks start on the 32-byte swizzle's 256-byte period");
 
   // v holds the thread's accumulators in wgmma layout: element 4j + 2h + c of slab mm is row
   // row0 + 64 mm + 8 h, column col0 + 8 j + c.
@@ -64,14 +76,18 @@ template <int BLOCK_N, int kMmaM, int kRowsPerWG, int SCALE, int OUT, bool kBias
       tma::fence_smem_for_async();
       named_barrier_sync(1 + wg, 128);
       if (t_in_wg == 0) {
-        tma::store_2d(&p.tma_d, slab, slab_x, slab_y);
+#pragma unroll
+        for (int c = 0; c < kChunks; ++c)
+          if (slab_x + c * kChunkCols < p.N) tma::store_2d(&p.tma_d, slab + c * kChunkStride, slab_x + c * kChunkCols, slab_y);
         tma::store_commit();
       }
     }
   }
 
+  // Writes columns c and c + 1 (c even) of slab row r.
   static FP8JIT_DEVICE void stage_pair(u8* slab, int r, int c, const float (&x)[2]) {
-    u8* at = slab + (static_cast<i64>(r) * BLOCK_N + c) * S;
+    const int swizzle = kChunkBytes == 32 ? ((r >> 2) & 1) << 4 : 0;
+    u8* at = slab + (c / kChunkCols) * kChunkStride + r * kChunkBytes + (((c % kChunkCols) * S) ^ swizzle);
     if constexpr (S == 4) {
       reinterpret_cast<float*>(at)[0] = x[0];
       reinterpret_cast<float*>(at)[1] = x[1];

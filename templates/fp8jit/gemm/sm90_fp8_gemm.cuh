@@ -75,6 +75,7 @@ struct Sm90Fp8Gemm {
   static_assert(BLOCK_M == 64 || BLOCK_M == 128 || BLOCK_M == 256, "BLOCK_M must be 64, 128 or 256");
   static_assert(BLOCK_N % 8 == 0 && BLOCK_N >= 8 && BLOCK_N <= 256, "BLOCK_N: a multiple of 8 in [8, 256]");
   static_assert(kStageB % 1024 == 0, "stages must stay 1024-byte aligned for the 128-byte swizzle");
+  static_assert(kEpiSlab % 1024 == 0, "the scales after the slabs must stay 128-byte aligned");
 
   static constexpr int smem_bytes() {
     return kStages * (kStageA + kStageB + 4 * kStageScales) + 2 * kStages * 8 + 128 + kMathWGs * kEpiSlab + 1024;
@@ -86,7 +87,7 @@ struct Sm90Fp8Gemm {
     float* scales;  // kStages x kStageScales: A's, then B's
     u64* full;
     u64* empty;
-    u8* epi;  // kMathWGs slabs of kEpiSlab bytes, 128-byte aligned
+    u8* epi;  // kMathWGs slabs of kEpiSlab bytes, 1024-byte aligned
   };
 
   static FP8JIT_DEVICE Smem carve(u8* raw) {
@@ -94,10 +95,12 @@ struct Sm90Fp8Gemm {
     u8* base = reinterpret_cast<u8*>((reinterpret_cast<u64>(raw) + 1023) & ~u64(1023));
     s.a = base;
     s.b = base + kStages * kStageA;
-    s.scales = reinterpret_cast<float*>(s.b + kStages * kStageB);
+    // The epilogue slabs follow the 1024-byte multiples of the stages: their swizzled chunks need
+    // 256-byte alignment, and the scales after them keep the 128 bytes TMA destinations need.
+    s.epi = s.b + kStages * kStageB;
+    s.scales = reinterpret_cast<float*>(s.epi + kMathWGs * kEpiSlab);
     s.full = reinterpret_cast<u64*>(s.scales + kStages * kStageScales);
     s.empty = s.full + kStages;
-    s.epi = reinterpret_cast<u8*>((reinterpret_cast<u64>(s.empty + kStages) + 127) & ~u64(127));
     return s;
   }
 
@@ -211,6 +214,16 @@ struct Sm90Fp8Gemm {
     }
   }
 
+  // Two consumer warpgroups take turns issuing their wgmmas, one K block at a time (hardware
+  // barriers kTurnBarrier + wg; 1 and 2 are the epilogue's). Issued together, the two batches
+  // interleave on the tensor cores, finish together, and both warpgroups then promote while the
+  // tensor cores idle; in turns, one warpgroup's promotion (and epilogue) runs under the other's
+  // MMAs. Warpgroup 1 opens with an arrival so that warpgroup 0 goes first, and warpgroup 0
+  // closes with the matching wait, leaving both barriers balanced at exit.
+  static constexpr bool kTakeTurns = kMathWGs == 2;
+  static constexpr int kTurnBarrier = 3;
+  static constexpr int kTurnThreads = 2 * warpgroup::kThreads;
+
   static FP8JIT_DEVICE void consumer(const GemmParams& p, const Smem& s, int wg) {
     const int t_in_wg = threadIdx.x % warpgroup::kThreads;
     const int warp = t_in_wg / 32, lane = t_in_wg % 32;
@@ -219,6 +232,8 @@ struct Sm90Fp8Gemm {
     int stage = 0;
     u32 phase = 0;
     const int units = p.tiles_m * p.tiles_n * p.splits;
+    if constexpr (kTakeTurns)
+      if (wg == 1) named_barrier_arrive(kTurnBarrier, kTurnThreads);
     for (int u = blockIdx.x; u < units; u += gridDim.x) {
       int t, first, last, tm, tn;
       unit_range(p, u, t, first, last);
@@ -243,6 +258,7 @@ struct Sm90Fp8Gemm {
         read_scales(st, r0, p.sb_hi, bs);
         const u8* a_tile = s.a + stage * kStageA + wg * kRowsPerWG * BLOCK_K;
         const u64 desc_b = warpgroup::smem_desc_k128_swizzle(s.b + stage * kStageB);
+        if constexpr (kTakeTurns) named_barrier_sync(kTurnBarrier + wg, kTurnThreads);
         warpgroup::arrive();
 #pragma unroll
         for (int k = 0; k < BLOCK_K / 32; ++k) {
@@ -255,9 +271,15 @@ struct Sm90Fp8Gemm {
           }
         }
         warpgroup::commit();
+        if constexpr (kTakeTurns) named_barrier_arrive(kTurnBarrier + (wg ^ 1), kTurnThreads);
         warpgroup::wait<0>();
+        // This warp is done with the stage once its wgmmas are: the scales are in registers,
+        // except group scaling's B, which promotion reads from the stage.
+        if constexpr (SCALE != kGroupScale)
+          if (lane == 0) barrier::arrive(&s.empty[stage]);
         if constexpr (kPromote) promote(acc, out, bs, st + BLOCK_M + (col0 - tn * BLOCK_N), split_j);
-        if (lane == 0) barrier::arrive(&s.empty[stage]);  // this warp is done with the stage
+        if constexpr (SCALE == kGroupScale)
+          if (lane == 0) barrier::arrive(&s.empty[stage]);
         if (++stage == kStages) {
           stage = 0;
           phase ^= 1;
@@ -268,6 +290,8 @@ struct Sm90Fp8Gemm {
       if constexpr (kPromote) Epilogue::run(p, slab, out, wg, row0, col0, slab_y, slab_x, split);
       else Epilogue::run(p, slab, acc, wg, row0, col0, slab_y, slab_x, split);
     }
+    if constexpr (kTakeTurns)
+      if (wg == 0) named_barrier_sync(kTurnBarrier, kTurnThreads);
     if (t_in_wg == 0) tma::store_wait_all();  // shared memory must outlive the last store
   }
 
