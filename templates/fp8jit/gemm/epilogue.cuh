@@ -16,17 +16,18 @@ template <int BLOCK_N, int kMmaM, int kRowsPerWG, int SCALE, int OUT, bool kBias
   static constexpr int kAccum = BLOCK_N / 2;
   static constexpr int S = ElemSize<OUT>::value;
   // The slab in shared memory is kChunks column chunks, each [kRowsPerWG][kChunkBytes]. A
-  // row-major slab put the 8 rows a warp stores at once on the same banks whenever the row
-  // pitch was a multiple of 128 bytes (BLOCK_N 128 or 192 in bf16: 8-way conflicts, thousands
-  // of cycles per tile while the tensor cores idle). 32-byte chunk rows hold 4 rows per 128
-  // bytes and the 32-byte swizzle flips the 16-byte half with row bit 2, so rows r and r + 4
-  // land apart; 16-byte chunk rows are conflict-free as they are.
+  // row-major slab puts the 8 rows a warp stores at once on the same banks whenever the row
+  // pitch is a multiple of 128 bytes (BLOCK_N 128 or 192 in bf16: 8-way conflicts while the
+  // tensor cores idle). Exactly then the slab splits into 128-byte chunks with the 128-byte
+  // swizzle (16-byte unit ^= row % 8), which spreads the 8 rows over all banks. Other pitches
+  // keep one row-major chunk: their conflicts are 2- or 4-way.
   static constexpr int kChunkBytes = gemm_store_chunk_bytes(BLOCK_N, S);
   static constexpr int kChunkCols = kChunkBytes / S;
   static constexpr int kChunks = BLOCK_N / kChunkCols;
   static constexpr int kChunkStride = kRowsPerWG * kChunkBytes;
   static_assert(BLOCK_N % kChunkCols == 0, "the slab splits into whole chunks");
-  static_assert(kChunkStride % 256 == 0, "chunks start on the 32-byte swizzle's 256-byte period");
+  static constexpr bool kSwizzled = kChunkBytes == 128;
+  static_assert(!kSwizzled || kChunkStride % 1024 == 0, "chunks start on the 128-byte swizzle's 1024-byte period");
 
   // v holds the thread's accumulators in wgmma layout: element 4j + 2h + c of slab mm is row
   // row0 + 64 mm + 8 h, column col0 + 8 j + c.
@@ -86,7 +87,7 @@ template <int BLOCK_N, int kMmaM, int kRowsPerWG, int SCALE, int OUT, bool kBias
 
   // Writes columns c and c + 1 (c even) of slab row r.
   static FP8JIT_DEVICE void stage_pair(u8* slab, int r, int c, const float (&x)[2]) {
-    const int swizzle = kChunkBytes == 32 ? ((r >> 2) & 1) << 4 : 0;
+    const int swizzle = kSwizzled ? (r & 7) << 4 : 0;
     u8* at = slab + (c / kChunkCols) * kChunkStride + r * kChunkBytes + (((c % kChunkCols) * S) ^ swizzle);
     if constexpr (S == 4) {
       reinterpret_cast<float*>(at)[0] = x[0];

@@ -21,11 +21,12 @@ enum GemmScale {
 #endif
 
 // D leaves a consumer warpgroup through shared memory in column chunks of this many bytes per
-// row, one TMA store each: 32-byte chunks with TMA's 32-byte swizzle where the tile's row bytes
-// allow, else 16-byte chunks without swizzle. Both keep a warp's stores of 8 rows on distinct
-// banks (see Sm90GemmEpilogue); host and device derive tma_d's box from this.
+// row, one TMA store each: 128-byte chunks with TMA's 128-byte swizzle where the tile's row
+// bytes are a multiple of 128, else the whole row unswizzled (one chunk). Narrower swizzled
+// chunks (32 bytes: 6-13 stores per slab) kept the TMA unit busy on short rows and cost up to
+// 30 % on epilogue-heavy shapes (bench/NOTES.md, G12). Host and device derive tma_d's box from this.
 constexpr FP8JIT_HOST_DEVICE int gemm_store_chunk_bytes(int block_n, int elem_bytes) {
-  return (block_n * elem_bytes) % 32 == 0 ? 32 : 16;
+  return (block_n * elem_bytes) % 128 == 0 ? 128 : block_n * elem_bytes;
 }
 
 // Scale (i, j) of an operand sits at i * rs + j * cs: i indexes rows (or 128-row blocks of B in
