@@ -43,6 +43,7 @@ template <int BLOCK_N, int kMmaM, int kRowsPerWG, int SCALE, int OUT, bool kBias
       if (t_in_wg == 0) tma::store_wait_read();  // the previous tile's store has left the slab
       named_barrier_sync(1 + wg, 128);
     }
+    const SlabCursor at = slab_cursor(slab, t_in_wg);
     float s_tensor = 1.0f;
     if constexpr (SCALE == kPerTensor) s_tensor = __ldg(p.scale_a) * __ldg(p.scale_b);
 #pragma unroll
@@ -66,7 +67,7 @@ template <int BLOCK_N, int kMmaM, int kRowsPerWG, int SCALE, int OUT, bool kBias
               if (in) x[c] += elem_to_f32<OUT>(load_bits<S>(p.bias, col + c));
           }
           if (p.tma_store) {
-            stage_pair(slab, row - slab_y, col - slab_x, x);  // slab coordinates
+            stage_pair(at, mm, h, j, x);
           } else if (row < p.M && col < p.N) {
             store_pair(p, row, col, x);
           }
@@ -85,16 +86,30 @@ template <int BLOCK_N, int kMmaM, int kRowsPerWG, int SCALE, int OUT, bool kBias
     }
   }
 
-  // Writes columns c and c + 1 (c even) of slab row r.
-  static FP8JIT_DEVICE void stage_pair(u8* slab, int r, int c, const float (&x)[2]) {
-    const int swizzle = kSwizzled ? (r & 7) << 4 : 0;
-    u8* at = slab + (c / kChunkCols) * kChunkStride + r * kChunkBytes + (((c % kChunkCols) * S) ^ swizzle);
-    if constexpr (S == 4) {
-      reinterpret_cast<float*>(at)[0] = x[0];
-      reinterpret_cast<float*>(at)[1] = x[1];
-    } else {
-      *reinterpret_cast<u32*>(at) = f32_to_elem<OUT>(x[0]) | (f32_to_elem<OUT>(x[1]) << 16);
-    }
+  // Where this thread's pairs go in the slab: its rows are warp * 16 + lane / 4 (+ 64 mm + 8 h),
+  // its columns 2 * (lane % 4) (+ 8 j). Everything that depends on mm, h and j is then a
+  // compile-time offset: one STS with an immediate per pair (a chunk index computed per store,
+  // a division by the chunk width, cost ~20 % on K = 512 shapes: bench/NOTES.md, G12). The
+  // swizzle's row % 8 is lane / 4 for every row this thread stores.
+  struct SlabCursor {
+    u32 base;    // shared address of the thread's first row in chunk 0
+    int unit;    // 16-byte unit of its first column within 8 columns
+    int within;  // byte offset inside that unit
+    int swizzle;
+  };
+  static FP8JIT_DEVICE SlabCursor slab_cursor(u8* slab, int t_in_wg) {
+    const int lane = t_in_wg % 32, warp = t_in_wg / 32, bytes = 2 * (lane % 4) * S;
+    return {static_cast<u32>(__cvta_generic_to_shared(slab)) + (warp * 16 + lane / 4) * kChunkBytes, bytes / 16,
+            bytes % 16, kSwizzled ? lane / 4 : 0};
+  }
+
+  // Writes the thread's columns 8 j + {0, 1} of row 64 mm + 8 h (relative to its cursor).
+  static FP8JIT_DEVICE void stage_pair(const SlabCursor& at, int mm, int h, int j, const float (&x)[2]) {
+    const int chunk = 8 * j / kChunkCols, unit = (8 * j % kChunkCols) * S / 16;
+    const u32 dst = at.base + chunk * kChunkStride + (mm * 64 + 8 * h) * kChunkBytes +
+                    ((unit + at.unit) ^ at.swizzle) * 16 + at.within;
+    if constexpr (S == 4) store_shared_v2_f32(dst, x[0], x[1]);
+    else store_shared_u32(dst, f32_to_elem<OUT>(x[0]) | (f32_to_elem<OUT>(x[1]) << 16));
   }
 
   static FP8JIT_DEVICE void store_pair(const GemmParams& p, int row, int col, const float (&x)[2]) {
