@@ -203,9 +203,7 @@ GemmLaunch prepare(const LoadedKernel& k, const GemmArgs& a, int sm_count, int s
   p.tma_store = splits == 1 && (a.ldd * esize) % 16 == 0 && reinterpret_cast<std::uintptr_t>(a.d) % 16 == 0;
   if (p.tma_store) {
     const int rows_per_wg = c.block_m >= 128 ? c.block_m / 2 : c.block_m;
-    const int chunk = dev::gemm_store_chunk_bytes(c.block_n, static_cast<int>(esize));
-    encode(&p.tma_d, tma_type(a.d_dtype), esize, a.d, a.m, a.n, a.ldd, chunk / static_cast<int>(esize), rows_per_wg,
-           chunk == 128 ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_NONE);
+    encode(&p.tma_d, tma_type(a.d_dtype), esize, a.d, a.m, a.n, a.ldd, c.block_n, rows_per_wg, CU_TENSOR_MAP_SWIZZLE_NONE);
   }
   encode_scale_maps(p, a, c);
   const std::int64_t units = std::int64_t{p.tiles_m} * p.tiles_n * splits;

@@ -49,15 +49,6 @@ FP8JIT_DEVICE float load_shared_f32(const float* p) {
   return v;
 }
 
-// Stores to a shared-memory address (as __cvta_generic_to_shared gives): STS with the offset
-// folded into its immediate, where a generic pointer into a carved buffer becomes ST.E.
-FP8JIT_DEVICE void store_shared_u32(u32 addr, u32 v) {
-  asm volatile("st.shared.u32 [%0], %1;" ::"r"(addr), "r"(v) : "memory");
-}
-FP8JIT_DEVICE void store_shared_v2_f32(u32 addr, float x, float y) {
-  asm volatile("st.shared.v2.f32 [%0], {%1, %2};" ::"r"(addr), "f"(x), "f"(y) : "memory");
-}
-
 // Raw bits of element `i` of a tensor of element size S (1, 2 or 4 bytes).
 template <int S> FP8JIT_DEVICE u32 load_bits(const void* base, i64 i) {
   if constexpr (S == 1) return static_cast<const u8*>(base)[i];

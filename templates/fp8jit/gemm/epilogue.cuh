@@ -15,19 +15,6 @@ namespace dev {
 template <int BLOCK_N, int kMmaM, int kRowsPerWG, int SCALE, int OUT, bool kBias> struct Sm90GemmEpilogue {
   static constexpr int kAccum = BLOCK_N / 2;
   static constexpr int S = ElemSize<OUT>::value;
-  // The slab in shared memory is kChunks column chunks, each [kRowsPerWG][kChunkBytes]. A
-  // row-major slab puts the 8 rows a warp stores at once on the same banks whenever the row
-  // pitch is a multiple of 128 bytes (BLOCK_N 128 or 192 in bf16: 8-way conflicts while the
-  // tensor cores idle). Exactly then the slab splits into 128-byte chunks with the 128-byte
-  // swizzle (16-byte unit ^= row % 8), which spreads the 8 rows over all banks. Other pitches
-  // keep one row-major chunk: their conflicts are 2- or 4-way.
-  static constexpr int kChunkBytes = gemm_store_chunk_bytes(BLOCK_N, S);
-  static constexpr int kChunkCols = kChunkBytes / S;
-  static constexpr int kChunks = BLOCK_N / kChunkCols;
-  static constexpr int kChunkStride = kRowsPerWG * kChunkBytes;
-  static_assert(BLOCK_N % kChunkCols == 0, "the slab splits into whole chunks");
-  static constexpr bool kSwizzled = kChunkBytes == 128;
-  static_assert(!kSwizzled || kChunkStride % 1024 == 0, "chunks start on the 128-byte swizzle's 1024-byte period");
 
   // v holds the thread's accumulators in wgmma layout: element 4j + 2h + c of slab mm is row
   // row0 + 64 mm + 8 h, column col0 + 8 j + c.
@@ -43,7 +30,6 @@ template <int BLOCK_N, int kMmaM, int kRowsPerWG, int SCALE, int OUT, bool kBias
       if (t_in_wg == 0) tma::store_wait_read();  // the previous tile's store has left the slab
       named_barrier_sync(1 + wg, 128);
     }
-    const SlabCursor at = slab_cursor(slab, t_in_wg);
     float s_tensor = 1.0f;
     if constexpr (SCALE == kPerTensor) s_tensor = __ldg(p.scale_a) * __ldg(p.scale_b);
 #pragma unroll
@@ -67,7 +53,7 @@ template <int BLOCK_N, int kMmaM, int kRowsPerWG, int SCALE, int OUT, bool kBias
               if (in) x[c] += elem_to_f32<OUT>(load_bits<S>(p.bias, col + c));
           }
           if (p.tma_store) {
-            stage_pair(at, mm, h, j, x);
+            stage_pair(slab, row - slab_y, col - slab_x, x);  // slab coordinates
           } else if (row < p.M && col < p.N) {
             store_pair(p, row, col, x);
           }
@@ -78,38 +64,20 @@ template <int BLOCK_N, int kMmaM, int kRowsPerWG, int SCALE, int OUT, bool kBias
       tma::fence_smem_for_async();
       named_barrier_sync(1 + wg, 128);
       if (t_in_wg == 0) {
-#pragma unroll
-        for (int c = 0; c < kChunks; ++c)
-          if (slab_x + c * kChunkCols < p.N) tma::store_2d(&p.tma_d, slab + c * kChunkStride, slab_x + c * kChunkCols, slab_y);
+        tma::store_2d(&p.tma_d, slab, slab_x, slab_y);
         tma::store_commit();
       }
     }
   }
 
-  // Where this thread's pairs go in the slab: its rows are warp * 16 + lane / 4 (+ 64 mm + 8 h),
-  // its columns 2 * (lane % 4) (+ 8 j). Everything that depends on mm, h and j is then a
-  // compile-time offset: one STS with an immediate per pair (a chunk index computed per store,
-  // a division by the chunk width, cost ~20 % on K = 512 shapes: bench/NOTES.md, G12). The
-  // swizzle's row % 8 is lane / 4 for every row this thread stores.
-  struct SlabCursor {
-    u32 base;    // shared address of the thread's first row in chunk 0
-    int unit;    // 16-byte unit of its first column within 8 columns
-    int within;  // byte offset inside that unit
-    int swizzle;
-  };
-  static FP8JIT_DEVICE SlabCursor slab_cursor(u8* slab, int t_in_wg) {
-    const int lane = t_in_wg % 32, warp = t_in_wg / 32, bytes = 2 * (lane % 4) * S;
-    return {static_cast<u32>(__cvta_generic_to_shared(slab)) + (warp * 16 + lane / 4) * kChunkBytes, bytes / 16,
-            bytes % 16, kSwizzled ? lane / 4 : 0};
-  }
-
-  // Writes the thread's columns 8 j + {0, 1} of row 64 mm + 8 h (relative to its cursor).
-  static FP8JIT_DEVICE void stage_pair(const SlabCursor& at, int mm, int h, int j, const float (&x)[2]) {
-    const int chunk = 8 * j / kChunkCols, unit = (8 * j % kChunkCols) * S / 16;
-    const u32 dst = at.base + chunk * kChunkStride + (mm * 64 + 8 * h) * kChunkBytes +
-                    ((unit + at.unit) ^ at.swizzle) * 16 + at.within;
-    if constexpr (S == 4) store_shared_v2_f32(dst, x[0], x[1]);
-    else store_shared_u32(dst, f32_to_elem<OUT>(x[0]) | (f32_to_elem<OUT>(x[1]) << 16));
+  static FP8JIT_DEVICE void stage_pair(u8* slab, int r, int c, const float (&x)[2]) {
+    u8* at = slab + (static_cast<i64>(r) * BLOCK_N + c) * S;
+    if constexpr (S == 4) {
+      reinterpret_cast<float*>(at)[0] = x[0];
+      reinterpret_cast<float*>(at)[1] = x[1];
+    } else {
+      *reinterpret_cast<u32*>(at) = f32_to_elem<OUT>(x[0]) | (f32_to_elem<OUT>(x[1]) << 16);
+    }
   }
 
   static FP8JIT_DEVICE void store_pair(const GemmParams& p, int row, int col, const float (&x)[2]) {

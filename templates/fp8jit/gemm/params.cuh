@@ -14,27 +14,12 @@ enum GemmScale {
   kGroupScale = 3,    // A 1x128 x B 1x128 (weight gradients)
 };
 
-#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
-#define FP8JIT_HOST_DEVICE __host__ __device__
-#else
-#define FP8JIT_HOST_DEVICE
-#endif
-
-// D leaves a consumer warpgroup through shared memory in column chunks of this many bytes per
-// row, one TMA store each: 128-byte chunks with TMA's 128-byte swizzle where the tile's row
-// bytes are a multiple of 128, else the whole row unswizzled (one chunk). Narrower swizzled
-// chunks (32 bytes: 6-13 stores per slab) kept the TMA unit busy on short rows and cost up to
-// 30 % on epilogue-heavy shapes (bench/NOTES.md, G12). Host and device derive tma_d's box from this.
-constexpr FP8JIT_HOST_DEVICE int gemm_store_chunk_bytes(int block_n, int elem_bytes) {
-  return (block_n * elem_bytes) % 128 == 0 ? 128 : block_n * elem_bytes;
-}
-
 // Scale (i, j) of an operand sits at i * rs + j * cs: i indexes rows (or 128-row blocks of B in
 // block mode), j indexes 128-wide K blocks. The host derives rs/cs from the scale layout.
 struct GemmParams {
   TensorMap tma_a;  // A [M, K] FP8, K-major, box 128 x BLOCK_M, 128-byte swizzle
   TensorMap tma_b;  // B [N, K] FP8, K-major, box 128 x BLOCK_N
-  TensorMap tma_d;  // D [M, N], box (chunk columns) x (BLOCK_M / consumer warpgroups); used when tma_store
+  TensorMap tma_d;  // D [M, N], box BLOCK_N x (BLOCK_M / consumer warpgroups); used when tma_store
   // Block and group scaling, where the scale layouts allow it (scale_tma): A's column-major
   // scales come in by TMA with the stage (box BLOCK_M x 1), and so do group scaling's column-major
   // scales of B (box BLOCK_N x 1); block scaling's two scales of B per stage, and every scale
