@@ -91,9 +91,10 @@ double predicted_cost(const GemmConfig& c, std::int64_t m, std::int64_t n, std::
   const int splits = gemm_split_k(m, n, k, c, sm_count);
   const double waves = std::ceil(tiles * splits / sm_count);
   const double k_blocks = std::ceil(std::ceil(double(k) / 128) / splits);
-  // Tensor-core work per tile, plus the bytes it loads relative to its MACs (operand intensity).
+  // Tensor-core work per tile, plus the bytes it loads relative to its MACs (operand intensity);
+  // a 2-CTA cluster fetches half of the shared operand's tile from L2 per CTA (multicast).
   const double macs = double(c.block_m) * c.block_n * 128;
-  const double bytes = double(c.block_m + c.block_n) * 128;
+  const double bytes = (double(c.block_m) / c.cluster_n + double(c.block_n) / c.cluster_m) * 128;
   const double per_block = macs / 2048.0 + bytes / 24.0;
   const double pipeline = c.stages >= 4 ? 1.0 : 1.0 + 0.15 * (4 - c.stages);
   const double epilogue = double(c.block_m) * c.block_n / 256.0;

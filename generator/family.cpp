@@ -70,7 +70,17 @@ std::vector<KernelSpec> spread_sample(const FamilyDef& family, std::size_t n) {
   std::vector<bool> take(all.size(), false);
   for (std::size_t i = 0; i < n; ++i) take[i * all.size() / n] = true;
   for (const ParamDef& def : family.params) {
-    if (!def.is_config) continue;
+    if (!def.is_config) {
+      // Every problem value (scale mode, output type, ...), by the middle spec that has it: the
+      // even spacing alone can miss a value once the config space grows.
+      for (const ParamValue& value : def.allowed) {
+        std::vector<std::size_t> with;
+        for (std::size_t i = 0; i < all.size(); ++i)
+          if (all[i].params.at(def.name) == value) with.push_back(i);
+        if (!with.empty()) take[with[with.size() / 2]] = true;
+      }
+      continue;
+    }
     // First spec at the smallest and at the largest value that occurs among valid specs.
     std::size_t lo = 0, hi = 0;
     for (std::size_t i = 0; i < all.size(); ++i) {

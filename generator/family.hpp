@@ -27,6 +27,7 @@ struct FamilyDef {
   std::vector<std::string> (*entry_points)(const KernelSpec&);
   int (*dynamic_smem)(const KernelSpec&);
   int (*block_threads)(const KernelSpec&);
+  int (*cluster_size)(const KernelSpec&) = nullptr;  // CTAs per cluster of the main kernel; null: 1
 };
 
 const std::vector<const FamilyDef*>& all_families();
@@ -38,7 +39,8 @@ std::vector<KernelSpec> enumerate_specs(const FamilyDef& family);
 std::vector<KernelSpec> enumerate_configs(const FamilyDef& family, const KernelSpec& problem_spec);
 
 // A fixed, spread subset of at most about `n` valid specs: evenly spaced over enumerate_specs(),
-// plus, for every config parameter, a spec at its smallest and at its largest valid value.
+// plus, for every config parameter, a spec at its smallest and at its largest valid value, and
+// for every problem parameter a spec with each of its values.
 std::vector<KernelSpec> spread_sample(const FamilyDef& family, std::size_t n);
 
 std::string param_to_string(const ParamValue& v);

@@ -52,14 +52,17 @@ namespace fp8jit {
 // issue and drain, promotion) worth about kFixedCols columns; ties go to the wider tile, which
 // reuses A more. On an H100 (bench/NOTES.md, G6) 128x64 tiles ran block scaling at half the
 // TFLOP/s of 128x192 ones: narrow tiles only pay where they fill a wave that wide ones cannot.
-// As many stages as shared memory holds, up to 6.
+// From the H100 tuning sweeps (bench/NOTES.md, G11 and G15): with 4 or fewer K blocks per tile
+// the epilogue dominates and tiles up to 160 columns won (1.10x at 4096x32768x512); raster
+// groups of 16 tile-rows won on every shape with 16 or more of them. As many stages as shared
+// memory holds, up to 6.
 KernelSpec default_gemm_spec(const GemmProblem& problem, std::int64_t m, std::int64_t n, std::int64_t k,
                              int sm_count, int smem_bytes) {
-  (void)k;
   constexpr double kFixedCols = 48;
   const int block_m = m <= 64 ? 64 : 128;
   // Widest tile the register budget allows (see max_accumulators in families/gemm.cpp).
-  const int max_n = problem.fast_accum ? 256 : problem.scale == ScaleMode::group ? 184 : 208;
+  int max_n = problem.fast_accum ? 240 : problem.scale == ScaleMode::group ? 160 : 208;
+  if ((k + 127) / 128 <= 4) max_n = std::min(max_n, 160);
   int best_n = 128;
   double best_cost = 0;
   for (int bn = 64; bn <= max_n; bn += 16) {
@@ -73,7 +76,8 @@ KernelSpec default_gemm_spec(const GemmProblem& problem, std::int64_t m, std::in
       best_n = bn;
     }
   }
-  GemmConfig c{block_m, best_n, 2, 8};
+  const int group_m = (m + block_m - 1) / block_m >= 16 ? 16 : 8;
+  GemmConfig c{block_m, best_n, 2, group_m};
   // The deepest pipeline that fits, up to 6 stages; on a GPU with less shared memory, narrower
   // (then shorter) tiles until 2 stages fit.
   for (;;) {

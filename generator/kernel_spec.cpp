@@ -171,5 +171,10 @@ int spec_block_threads(const KernelSpec& spec) {
   validate_spec(spec);
   return find_family(spec.family).block_threads(spec);
 }
+int spec_cluster_size(const KernelSpec& spec) {
+  validate_spec(spec);
+  const FamilyDef& f = find_family(spec.family);
+  return f.cluster_size ? f.cluster_size(spec) : 1;
+}
 
 }  // namespace fp8jit

@@ -69,7 +69,8 @@ namespace fp8jit::driver {
   X(cuGetErrorString, PFN_cuGetErrorString_v6000)                                    \
   X(cuGetErrorName, PFN_cuGetErrorName_v6000)                                        \
   X(cuOccupancyMaxActiveBlocksPerMultiprocessor,                                     \
-    PFN_cuOccupancyMaxActiveBlocksPerMultiprocessor_v6050)
+    PFN_cuOccupancyMaxActiveBlocksPerMultiprocessor_v6050)                           \
+  X(cuOccupancyMaxActiveClusters, PFN_cuOccupancyMaxActiveClusters_v11070)
 
 // Members are named after the driver functions so call sites read like plain driver code.
 // cuda.h #defines some of these names to versioned ones (cuMemAlloc -> cuMemAlloc_v2); the

@@ -197,8 +197,10 @@ GemmLaunch prepare(const LoadedKernel& k, const GemmArgs& a, int sm_count, int s
   GemmLaunch l;
   dev::GemmParams& p = l.params;
   fill_params(p, c, a, splits, workspace);
-  encode(&p.tma_a, CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, a.a, a.m, a.k, a.lda, kBlockK, c.block_m, CU_TENSOR_MAP_SWIZZLE_128B);
-  encode(&p.tma_b, CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, a.b, a.n, a.k, a.ldb, kBlockK, c.block_n, CU_TENSOR_MAP_SWIZZLE_128B);
+  // A 2-CTA cluster loads half of the shared operand's tile per CTA (multicast to both).
+  const int box_a = c.cluster_n == 2 ? c.block_m / 2 : c.block_m, box_b = c.cluster_m == 2 ? c.block_n / 2 : c.block_n;
+  encode(&p.tma_a, CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, a.a, a.m, a.k, a.lda, kBlockK, box_a, CU_TENSOR_MAP_SWIZZLE_128B);
+  encode(&p.tma_b, CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, a.b, a.n, a.k, a.ldb, kBlockK, box_b, CU_TENSOR_MAP_SWIZZLE_128B);
   // NOTE: TMA stores need 16-byte aligned rows; other leading dimensions take direct stores.
   p.tma_store = splits == 1 && (a.ldd * esize) % 16 == 0 && reinterpret_cast<std::uintptr_t>(a.d) % 16 == 0;
   if (p.tma_store) {
@@ -206,9 +208,15 @@ GemmLaunch prepare(const LoadedKernel& k, const GemmArgs& a, int sm_count, int s
     encode(&p.tma_d, tma_type(a.d_dtype), esize, a.d, a.m, a.n, a.ldd, c.block_n, rows_per_wg, CU_TENSOR_MAP_SWIZZLE_NONE);
   }
   encode_scale_maps(p, a, c);
-  const std::int64_t units = std::int64_t{p.tiles_m} * p.tiles_n * splits;
+  // Work units are cluster tiles (Sm90Fp8Gemm::unit_count); a persistent grid of at most as many
+  // clusters as can be resident at once.
+  const std::int64_t units =
+      ceil_div(p.tiles_m, c.cluster_m) * ceil_div(p.tiles_n, c.cluster_n) * std::int64_t{splits};
   if (units > INT_MAX) throw_invalid("m*n", fmt::format("{}x{}", a.m, a.n), "too many output tiles for one launch");
-  l.main.grid[0] = static_cast<unsigned>(std::min<std::int64_t>(units, sm_count));
+  const int cluster = c.cluster_m * c.cluster_n;
+  const std::int64_t resident = cluster > 1 ? k.max_active_clusters : sm_count;
+  l.main.grid[0] = static_cast<unsigned>(std::min<std::int64_t>(units, resident) * cluster);
+  l.main.cluster[0] = static_cast<unsigned>(cluster);
   l.main.block[0] = static_cast<unsigned>(k.threads);
   l.main.smem_bytes = static_cast<unsigned>(k.smem_bytes);
   l.main.stream = stream;

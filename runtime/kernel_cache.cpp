@@ -74,6 +74,27 @@ const LoadedKernel& KernelCache::get(const KernelSpec& spec) {
     k->threads = spec_block_threads(spec);
     k->smem_bytes = spec_dynamic_smem(spec);
     for (CUfunction f : k->functions) set_max_dynamic_smem(f, k->smem_bytes);
+    k->cluster = spec_cluster_size(spec);
+    if (k->cluster > 1) {
+      // Probed with a grid of one cluster per pair of SMs, as a persistent launch would be.
+      CUdevice dev = 0;
+      int sms = 0;
+      driver::check(driver::api().cuCtxGetDevice(&dev), "cuCtxGetDevice");
+      driver::check(driver::api().cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev),
+                    "cuDeviceGetAttribute(MULTIPROCESSOR_COUNT)");
+      LaunchConfig probe;
+      probe.grid[0] = static_cast<unsigned>(std::max(1, sms / k->cluster) * k->cluster);
+      probe.block[0] = static_cast<unsigned>(k->threads);
+      probe.smem_bytes = static_cast<unsigned>(k->smem_bytes);
+      probe.cluster[0] = static_cast<unsigned>(k->cluster);
+      k->max_active_clusters = max_active_clusters(k->functions[0], probe);
+      if (k->max_active_clusters < 1)
+        throw Error(ErrorKind::unsupported,
+                    fmt::format("{}: no cluster of {} CTAs with {} bytes of shared memory each fits on this GPU; "
+                                "pick a config with cluster_m = cluster_n = 1",
+                                k->name, k->cluster, k->smem_bytes));
+      log::at(log::info, "{}: {} clusters of {} CTAs can be resident", k->name, k->max_active_clusters, k->cluster);
+    }
     promise.set_value(k);
   } catch (...) {
     promise.set_exception(std::current_exception());

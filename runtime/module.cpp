@@ -102,6 +102,30 @@ void set_max_dynamic_smem(CUfunction f, int bytes) {
   }
 }
 
+int max_active_clusters(CUfunction f, const LaunchConfig& cfg) {
+  CUlaunchAttribute attr = {};
+  attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+  attr.value.clusterDim.x = cfg.cluster[0];
+  attr.value.clusterDim.y = cfg.cluster[1];
+  attr.value.clusterDim.z = cfg.cluster[2];
+  CUlaunchConfig config = {};
+  config.gridDimX = cfg.grid[0];
+  config.gridDimY = cfg.grid[1];
+  config.gridDimZ = cfg.grid[2];
+  config.blockDimX = cfg.block[0];
+  config.blockDimY = cfg.block[1];
+  config.blockDimZ = cfg.block[2];
+  config.sharedMemBytes = cfg.smem_bytes;
+  config.attrs = &attr;
+  config.numAttrs = 1;
+  int clusters = 0;
+  const CUresult r = driver::api().cuOccupancyMaxActiveClusters(&clusters, f, &config);
+  if (r != CUDA_SUCCESS)
+    driver::throw_error(r, fmt::format("cuOccupancyMaxActiveClusters(cluster {}x{}x{}, block {}, {} bytes dynamic smem)",
+                                       cfg.cluster[0], cfg.cluster[1], cfg.cluster[2], cfg.block[0], cfg.smem_bytes));
+  return clusters;
+}
+
 void launch(CUfunction f, const LaunchConfig& cfg, void** args) {
   // Checked here because the driver reports all of these as a bare CUDA_ERROR_INVALID_VALUE.
   bool clustered = false;

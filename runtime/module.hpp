@@ -47,6 +47,11 @@ struct LaunchConfig {
 // where no opt-in is needed. Call once per function before the first launch that needs it.
 void set_max_dynamic_smem(CUfunction f, int bytes);
 
+// How many clusters of cfg.cluster CTAs (with cfg's block size and dynamic shared memory) can
+// be resident at once: a persistent grid larger than this would run its last clusters only
+// after others finish. Needs set_max_dynamic_smem first.
+int max_active_clusters(CUfunction f, const LaunchConfig& cfg);
+
 // Launches f with cuLaunchKernelEx. args: one pointer per kernel parameter, as for
 // cuLaunchKernel. Allocation-free; throws Error(invalid_argument) for a zero or
 // cluster-incompatible dimension and Error(driver) for a failed launch.

@@ -17,11 +17,20 @@ constexpr int kSmemLimit = 232448;  // opt-in shared memory per block on H100/H2
 // Accumulator registers a consumer thread may hold: the largest tiles ptxas fits without
 // spilling (sm_90a, CUDA 13.0, bias and fp32 out included) of 232 registers, the rest going to
 // addresses, loop state and scale products. With the scales in shared memory: 128x208 and
-// 256x104 (tensor, rowwise, block); 128x184 and 256x88 (group, which also holds B's per-column
-// scales); fast accumulation over two m64 slabs spills past 256x144 (per-tensor, from 160).
+// 256x104 (tensor, rowwise, block); 128x160 and 256x64 (group, which also holds B's per-column
+// scales); fast accumulation spills past 256x144 and, with one m64 slab, at 128x256 (bf16 out
+// with bias: the 128-operand wgmma), so it stops at 240 columns.
 int max_accumulators(const GemmProblem& p, const GemmConfig& c) {
-  if (p.fast_accum && c.block_m == 256) return 144;
-  return p.scale == ScaleMode::group ? 184 : 208;
+  if (p.fast_accum) return c.block_m == 256 ? 144 : 120;
+  if (p.scale == ScaleMode::group) return c.block_m == 256 ? 128 : 160;
+  return 208;
+}
+
+// The registers a cluster's rank and multicast addressing take spill group scaling (any tile)
+// and block scaling with two m64 slabs per warpgroup (ptxas, 12-64 bytes).
+bool cluster_fits(const GemmProblem& p, const GemmConfig& c) {
+  if (c.cluster_m * c.cluster_n == 1) return true;
+  return p.scale != ScaleMode::group && !(p.scale == ScaleMode::block && c.block_m == 256);
 }
 
 const char* dev_scale(ScaleMode m) {
@@ -57,6 +66,15 @@ std::string check(const KernelSpec& spec) {
     return fmt::format("{}x{} tiles need {} accumulator registers per thread ({} scaling{}); at most {} fit",
                        c.block_m, c.block_n, accumulator_regs(p, c), to_string(p.scale),
                        p.fast_accum ? ", fast accumulation" : "", max_accumulators(p, c));
+  if (c.cluster_m * c.cluster_n > 2)
+    return fmt::format("cluster_m = {} and cluster_n = {}: clusters have at most 2 CTAs, along M or N", c.cluster_m,
+                       c.cluster_n);
+  if (!cluster_fits(p, c))
+    return fmt::format("2-CTA clusters with {} scaling and {}-row tiles spill registers; use cluster_m = cluster_n = 1",
+                       to_string(p.scale), c.block_m);
+  if (c.cluster_m == 2 && c.block_n % 16 != 0)
+    return fmt::format("cluster_m = 2 multicasts halves of B's tile: block_n = {} must be a multiple of 16",
+                       c.block_n);
   // Block scaling reads the scales of at most two 128-wide blocks of B per tile.
   if (p.scale == ScaleMode::block && 128 - std::gcd(c.block_n, 128) > 256 - c.block_n)
     return fmt::format("block_n = {} lets a tile straddle three 128x128 scale blocks of B", c.block_n);
@@ -66,10 +84,10 @@ std::string check(const KernelSpec& spec) {
 std::string name_of(const KernelSpec& spec) {
   const GemmProblem p = gemm_problem_of(spec);
   const GemmConfig c = gemm_config_of(spec);
-  return fmt::format("gemm_sm90_{}{}_{}_{}{}{}_{}x{}x128_s{}_g{}", to_string(p.a_format), to_string(p.b_format),
+  const std::string cluster = c.cluster_m == 2 ? "_c2m" : c.cluster_n == 2 ? "_c2n" : "";
+  return fmt::format("gemm_sm90_{}{}_{}_{}{}{}_{}x{}x128_s{}_g{}{}", to_string(p.a_format), to_string(p.b_format),
                      to_string(p.out), to_string(p.scale), p.fast_accum ? "_fast" : "", p.bias ? "_bias" : "",
-                     c.block_m, c.block_n,
-                     c.stages, c.group_m);
+                     c.block_m, c.block_n, c.stages, c.group_m, cluster);
 }
 
 // The m64nNk32 FP8 wgmma with its N/2 accumulator operands spelt out.
@@ -99,7 +117,7 @@ std::string render_body(const KernelSpec& spec) {
   return fmt::format(
       "{}\n"
       "using Kernel = Sm90Fp8Gemm</*BLOCK_M=*/{}, /*BLOCK_N=*/{}, /*kStages=*/{}, {}, {}, {}, {}, /*kBias=*/{}, "
-      "/*GROUP_M=*/{}, /*kFastAccum=*/{}>;\n\n"
+      "/*GROUP_M=*/{}, /*kFastAccum=*/{}, /*CLUSTER_M=*/{}, /*CLUSTER_N=*/{}>;\n\n"
       "extern \"C\" __global__ void __launch_bounds__({}, 1) fp8jit_gemm(const __grid_constant__ GemmParams p) {{\n"
       "  extern __shared__ __align__(1024) u8 smem[];\n"
       "  Kernel::run(p, smem);\n}}\n\n"
@@ -107,12 +125,13 @@ std::string render_body(const KernelSpec& spec) {
       "  Sm90GemmReduce<{}, {}>::run(p);\n}}\n",
       render_wgmma(c.block_n, p.a_format, p.b_format), c.block_m, c.block_n, c.stages, dev_scale(p.scale),
       dev_elem(p.out), dev_fp8(p.a_format), dev_fp8(p.b_format), p.bias ? "true" : "false", c.group_m,
-      p.fast_accum ? "true" : "false", threads, dev_elem(p.out), p.bias ? "true" : "false");
+      p.fast_accum ? "true" : "false", c.cluster_m, c.cluster_n, threads, dev_elem(p.out), p.bias ? "true" : "false");
 }
 
 std::vector<std::string> entry_points(const KernelSpec&) { return {"fp8jit_gemm", "fp8jit_gemm_reduce"}; }
 int dynamic_smem(const KernelSpec& spec) { return gemm_smem_bytes(gemm_problem_of(spec), gemm_config_of(spec)); }
 int block_threads(const KernelSpec& spec) { return 128 * ((spec.i("block_m") >= 128 ? 2 : 1) + 1); }
+int cluster_size(const KernelSpec& spec) { return static_cast<int>(spec.i("cluster_m") * spec.i("cluster_n")); }
 
 std::vector<ParamValue> range(int from, int to, int step) {
   std::vector<ParamValue> v;
@@ -135,6 +154,8 @@ FamilyDef make_family() {
       {"block_n", true, range(16, 256, 8), "columns of D per tile"},
       {"stages", true, range(2, 8, 1), "shared-memory pipeline depth"},
       {"group_m", true, {1, 4, 8, 16}, "tile-rows per raster group"},
+      {"cluster_m", true, {1, 2}, "2: CTA pairs on neighbouring tile-rows share B's tile (TMA multicast)"},
+      {"cluster_n", true, {1, 2}, "2: CTA pairs on neighbouring tile-columns share A's tile (TMA multicast)"},
   };
   f.check = check;
   f.name_of = name_of;
@@ -142,6 +163,7 @@ FamilyDef make_family() {
   f.entry_points = entry_points;
   f.dynamic_smem = dynamic_smem;
   f.block_threads = block_threads;
+  f.cluster_size = cluster_size;
   return f;
 }
 
@@ -175,7 +197,9 @@ KernelSpec make_gemm_spec(const GemmProblem& p, const GemmConfig& c) {
                    {"block_m", std::int64_t{c.block_m}},
                    {"block_n", std::int64_t{c.block_n}},
                    {"stages", std::int64_t{c.stages}},
-                   {"group_m", std::int64_t{c.group_m}}}};
+                   {"group_m", std::int64_t{c.group_m}},
+                   {"cluster_m", std::int64_t{c.cluster_m}},
+                   {"cluster_n", std::int64_t{c.cluster_n}}}};
   validate_spec(spec);
   return spec;
 }
@@ -190,7 +214,8 @@ GemmProblem gemm_problem_of(const KernelSpec& spec) {
 
 GemmConfig gemm_config_of(const KernelSpec& spec) {
   return {static_cast<int>(spec.i("block_m")), static_cast<int>(spec.i("block_n")),
-          static_cast<int>(spec.i("stages")), static_cast<int>(spec.i("group_m"))};
+          static_cast<int>(spec.i("stages")), static_cast<int>(spec.i("group_m")),
+          static_cast<int>(spec.i("cluster_m")), static_cast<int>(spec.i("cluster_n"))};
 }
 
 }  // namespace fp8jit

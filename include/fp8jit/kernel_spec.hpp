@@ -50,6 +50,8 @@ std::vector<std::string> spec_entry_points(const KernelSpec& spec);
 int spec_dynamic_smem(const KernelSpec& spec);
 // Threads per block of the variant's kernels.
 int spec_block_threads(const KernelSpec& spec);
+// CTAs per thread-block cluster of the variant's main kernel (1: launched without a cluster).
+int spec_cluster_size(const KernelSpec& spec);
 
 // ---- typed front doors for the quantize and dequantize families ----------------------------
 
@@ -104,6 +106,10 @@ struct GemmConfig {
   int block_n = 128;
   int stages = 4;
   int group_m = 8;  // tile-rows per raster group
+  // 2-CTA clusters computing neighbouring tiles along M (cluster_m = 2: B's tile multicast) or
+  // N (cluster_n = 2: A's tile multicast); at most one of them is 2.
+  int cluster_m = 1;
+  int cluster_n = 1;
 };
 
 // How a launch cuts K (run-time: the same kernel serves any split count).

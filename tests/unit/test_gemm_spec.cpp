@@ -80,7 +80,7 @@ KernelSpec with(KernelSpec spec, const std::string& key, ParamValue v) {
 // A gemm spec built without validation, so invalid combinations can be expressed.
 KernelSpec raw(const std::string& a, const std::string& b, const std::string& out,
                const std::string& scale, int bias, int block_m, int block_n, int stages,
-               int group_m, const std::string& accum = "precise") {
+               int group_m, const std::string& accum = "precise", int cluster_m = 1, int cluster_n = 1) {
   return KernelSpec{"gemm",
                     {{"a_format", a},
                      {"b_format", b},
@@ -91,7 +91,9 @@ KernelSpec raw(const std::string& a, const std::string& b, const std::string& ou
                      {"block_m", std::int64_t{block_m}},
                      {"block_n", std::int64_t{block_n}},
                      {"stages", std::int64_t{stages}},
-                     {"group_m", std::int64_t{group_m}}}};
+                     {"group_m", std::int64_t{group_m}},
+                     {"cluster_m", std::int64_t{cluster_m}},
+                     {"cluster_n", std::int64_t{cluster_n}}}};
 }
 KernelSpec tile(const std::string& scale, int block_m, int block_n, int stages = 2,
                 const std::string& accum = "precise") {
@@ -125,10 +127,19 @@ int smem_model(int block_m, int block_n, int stages, int out_bytes, int scales) 
 }
 // Accumulator registers that fit a consumer thread (232 after setmaxnreg, less addresses, loop
 // state and scale products), as measured with ptxas: group scaling keeps B's per-column scales
-// too; fast accumulation over two m64 slabs spills earlier.
+// too; fast accumulation spills earlier (the 128-operand wgmma of 256 columns, two m64 slabs).
 int max_accumulators(const std::string& scale, const std::string& accum, int block_m) {
-  if (accum == "fast" && block_m == 256) return 144;
-  return scale == "group" ? 184 : 208;
+  if (accum == "fast") return block_m == 256 ? 144 : 120;
+  if (scale == "group") return block_m == 256 ? 128 : 160;
+  return 208;
+}
+// 2-CTA clusters: at most one axis; not with group scaling or 256-row block-scaled tiles (spills);
+// along M B's tile is halved into whole 8-row swizzle atoms.
+bool cluster_ok(const std::string& scale, int block_m, int block_n, int cluster_m, int cluster_n) {
+  if (cluster_m * cluster_n > 2) return false;
+  if (cluster_m * cluster_n == 1) return true;
+  if (scale == "group" || (scale == "block" && block_m == 256)) return false;
+  return cluster_m == 1 || block_n % 16 == 0;
 }
 int accumulators(const std::string& accum, int block_m, int block_n) {
   // A consumer warpgroup owns 64 (block_m 64, 128) or 128 (block_m 256) rows: N/2 fp32 registers
@@ -146,8 +157,9 @@ bool straddles_three(int block_n) {
 }
 bool valid_by_rules(const std::string& a, const std::string& b, const std::string& out,
                     const std::string& scale, const std::string& accum, int block_m, int block_n,
-                    int stages) {
+                    int stages, int cluster_m = 1, int cluster_n = 1) {
   if (a == "e5m2" && b == "e5m2") return false;
+  if (!cluster_ok(scale, block_m, block_n, cluster_m, cluster_n)) return false;
   if (accum == "fast" && (scale == "block" || scale == "group")) return false;
   if (smem_model(block_m, block_n, stages, out_bytes(out), staged_scales(scale, block_m, block_n)) > kSmemLimit)
     return false;
@@ -427,9 +439,11 @@ TEST(GemmSpecEnumeration, ExactlyTheSpecsTheRulesAllow) {
             for (const ParamValue& bm : param("block_m").allowed)
               for (const ParamValue& bn : param("block_n").allowed)
                 for (const ParamValue& st : param("stages").allowed)
-                  if (valid_by_rules(str(a), str(b), str(out), str(scale), str(accum), num(bm),
-                                     num(bn), num(st)))
-                    ++expected;
+                  for (const ParamValue& cm : param("cluster_m").allowed)
+                    for (const ParamValue& cn : param("cluster_n").allowed)
+                      if (valid_by_rules(str(a), str(b), str(out), str(scale), str(accum), num(bm),
+                                         num(bn), num(st), num(cm), num(cn)))
+                        ++expected;
   // bias and group_m never make a spec invalid.
   expected *= param("bias").allowed.size() * param("group_m").allowed.size();
   const std::vector<KernelSpec> all = enumerate_specs(gemm_family());
@@ -438,15 +452,17 @@ TEST(GemmSpecEnumeration, ExactlyTheSpecsTheRulesAllow) {
   for (const KernelSpec& s : all)
     ASSERT_TRUE(valid_by_rules(s.s("a_format"), s.s("b_format"), s.s("out"), s.s("scale"),
                                s.s("accum"), static_cast<int>(s.i("block_m")),
-                               static_cast<int>(s.i("block_n")), static_cast<int>(s.i("stages"))))
+                               static_cast<int>(s.i("block_n")), static_cast<int>(s.i("stages")),
+                               static_cast<int>(s.i("cluster_m")), static_cast<int>(s.i("cluster_n"))))
         << spec_name(s);
 }
 
 TEST(GemmSpecSample, SpreadSampleCoversTheExtremes) {
   const std::vector<KernelSpec> sample = spread_sample(gemm_family(), 60);
   EXPECT_GE(sample.size(), 60u);
-  EXPECT_LE(sample.size(),
-            60u + 2 * 4);  // evenly spaced picks plus two extremes per config parameter
+  std::size_t extras = 0;  // two extremes per config parameter, each value of a problem parameter
+  for (const ParamDef& def : gemm_family().params) extras += def.is_config ? 2 : def.allowed.size();
+  EXPECT_LE(sample.size(), 60u + extras);
   EXPECT_EQ(sample, spread_sample(gemm_family(), 60));  // fixed
   std::set<std::string> names;
   std::set<std::int64_t> block_m, block_n, stages, group_m;
@@ -464,7 +480,8 @@ TEST(GemmSpecSample, SpreadSampleCoversTheExtremes) {
   }
   EXPECT_EQ(names.size(), sample.size()) << "duplicates in the sample";
   for (std::int64_t v : {64, 256}) EXPECT_TRUE(block_m.count(v)) << "block_m " << v;
-  for (std::int64_t v : {16, 256}) EXPECT_TRUE(block_n.count(v)) << "block_n " << v;
+  // 256 columns spill registers in every mode (fast accumulation stops at 240).
+  for (std::int64_t v : {16, 240}) EXPECT_TRUE(block_n.count(v)) << "block_n " << v;
   for (std::int64_t v : {2, 8}) EXPECT_TRUE(stages.count(v)) << "stages " << v;
   for (std::int64_t v : {1, 16}) EXPECT_TRUE(group_m.count(v)) << "group_m " << v;
   EXPECT_EQ(scales.size(), 4u);

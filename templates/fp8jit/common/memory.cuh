@@ -49,6 +49,10 @@ FP8JIT_DEVICE float load_shared_f32(const float* p) {
   return v;
 }
 
+FP8JIT_DEVICE void store_shared_f32(float* p, float v) {
+  asm volatile("st.shared.f32 [%0], %1;" ::"r"(static_cast<u32>(__cvta_generic_to_shared(p))), "f"(v) : "memory");
+}
+
 // Raw bits of element `i` of a tensor of element size S (1, 2 or 4 bytes).
 template <int S> FP8JIT_DEVICE u32 load_bits(const void* base, i64 i) {
   if constexpr (S == 1) return static_cast<const u8*>(base)[i];

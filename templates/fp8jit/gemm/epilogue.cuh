@@ -64,7 +64,8 @@ template <int BLOCK_N, int kMmaM, int kRowsPerWG, int SCALE, int OUT, bool kBias
       tma::fence_smem_for_async();
       named_barrier_sync(1 + wg, 128);
       if (t_in_wg == 0) {
-        tma::store_2d(&p.tma_d, slab, slab_x, slab_y);
+        // A cluster partner's tile may lie wholly past the edge of D: nothing to store.
+        if (slab_y < p.M && slab_x < p.N) tma::store_2d(&p.tma_d, slab, slab_x, slab_y);
         tma::store_commit();
       }
     }

@@ -13,6 +13,7 @@
 #include "fp8jit/common/async_copy.cuh"
 #include "fp8jit/common/barrier.cuh"
 #include "fp8jit/common/bulk_store.cuh"
+#include "fp8jit/common/cluster.cuh"
 #include "fp8jit/common/convert.cuh"
 #include "fp8jit/common/memory.cuh"
 #include "fp8jit/common/tma.cuh"
@@ -27,22 +28,20 @@ namespace dev {
 // formats (the instruction spells out N/2 accumulator registers).
 template <int N, int FA, int FB> struct Wgmma;
 
-// Work unit u of a launch: tile u / splits, K range u % splits (the splits of one tile run on
-// neighbouring CTAs, so their A and B blocks meet in L2).
-// Grouped raster: GROUP_M tile-rows are walked column by column, so concurrently running CTAs
-// share A rows and B columns in L2.
-template <int GROUP_M> FP8JIT_DEVICE void tile_coords(const GemmParams& p, int t, int& tm, int& tn) {
-  const int per_group = GROUP_M * p.tiles_n;
+// Grouped raster over a tiles_m x tiles_n grid: GROUP_M tile-rows are walked column by column,
+// so concurrently running CTAs share A rows and B columns in L2.
+template <int GROUP_M> FP8JIT_DEVICE void tile_coords(int tiles_m, int tiles_n, int t, int& tm, int& tn) {
+  const int per_group = GROUP_M * tiles_n;
   const int group = t / per_group;
   const int first_m = group * GROUP_M;
-  const int rows = min(p.tiles_m - first_m, GROUP_M);
+  const int rows = min(tiles_m - first_m, GROUP_M);
   const int in_group = t - group * per_group;
   tm = first_m + in_group % rows;
   tn = in_group / rows;
 }
 
 template <int BLOCK_M, int BLOCK_N, int kStages, int SCALE, int OUT, int FA, int FB, bool kBias, int GROUP_M,
-          bool kFastAccum>
+          bool kFastAccum, int CLUSTER_M = 1, int CLUSTER_N = 1>
 struct Sm90Fp8Gemm {
   static constexpr int BLOCK_K = 128;  // bytes of K per stage: one 128-byte swizzle atom
   static constexpr int kMathWGs = BLOCK_M >= 128 ? 2 : 1;
@@ -75,6 +74,16 @@ struct Sm90Fp8Gemm {
   static_assert(BLOCK_M == 64 || BLOCK_M == 128 || BLOCK_M == 256, "BLOCK_M must be 64, 128 or 256");
   static_assert(BLOCK_N % 8 == 0 && BLOCK_N >= 8 && BLOCK_N <= 256, "BLOCK_N: a multiple of 8 in [8, 256]");
   static_assert(kStageB % 1024 == 0, "stages must stay 1024-byte aligned for the 128-byte swizzle");
+  // 2-CTA clusters: the pair computes neighbouring tiles along N (CLUSTER_N = 2: same rows of
+  // A) or along M (CLUSTER_M = 2: same columns of B). Each CTA loads half of the shared
+  // operand's tile and multicasts it to both, halving that operand's L2 traffic; a stage is
+  // refilled only when the consumers of both CTAs have released it.
+  static constexpr int kCluster = CLUSTER_M * CLUSTER_N;
+  static constexpr bool kShareA = CLUSTER_N == 2, kShareB = CLUSTER_M == 2;
+  static constexpr int kBoxRowsA = kShareA ? BLOCK_M / 2 : BLOCK_M;
+  static constexpr int kBoxRowsB = kShareB ? BLOCK_N / 2 : BLOCK_N;
+  static_assert(kCluster == 1 || kCluster == 2, "clusters of 1 or 2 CTAs, along M or N");
+  static_assert(kBoxRowsB % 8 == 0, "half of B's tile must keep whole 8-row swizzle atoms");
   static_assert(kEpiSlab % 1024 == 0, "the scales after the slabs must stay 128-byte aligned");
 
   static constexpr int smem_bytes() {
@@ -104,54 +113,120 @@ struct Sm90Fp8Gemm {
     return s;
   }
 
-  // The K-block range [first, last) of work unit u.
-  static FP8JIT_DEVICE void unit_range(const GemmParams& p, int u, int& tile, int& first, int& last) {
-    tile = u / p.splits;
-    first = (u % p.splits) * p.kb_per_split;
-    last = min(first + p.kb_per_split, p.k_blocks);
+  // Work unit u of a launch: cluster tile u / splits (a cluster's CTAs take neighbouring tiles),
+  // K range u % splits (the splits of one tile run on neighbouring CTAs, so their A and B
+  // blocks meet in L2). Every CTA of a cluster walks the same units.
+  struct Unit {
+    int tm, tn;         // this CTA's tile
+    int first, last;    // its K-block range [first, last)
+    int split;
+  };
+  static FP8JIT_DEVICE int cluster_tiles_m(const GemmParams& p) { return (p.tiles_m + CLUSTER_M - 1) / CLUSTER_M; }
+  static FP8JIT_DEVICE int cluster_tiles_n(const GemmParams& p) { return (p.tiles_n + CLUSTER_N - 1) / CLUSTER_N; }
+  static FP8JIT_DEVICE int unit_count(const GemmParams& p) { return cluster_tiles_m(p) * cluster_tiles_n(p) * p.splits; }
+  static FP8JIT_DEVICE int first_unit() { return blockIdx.x / kCluster; }
+  static FP8JIT_DEVICE int unit_stride() { return gridDim.x / kCluster; }
+  static FP8JIT_DEVICE int cta_rank() { return kCluster == 1 ? 0 : static_cast<int>(cluster::rank()); }
+  // A partner's tile past the edge of D still runs (zero-filled loads, nothing stored): its CTA
+  // delivers half of the shared operand to the other.
+  static FP8JIT_DEVICE Unit unit_of(const GemmParams& p, int u, int rank) {
+    Unit w;
+    w.split = u % p.splits;
+    w.first = w.split * p.kb_per_split;
+    w.last = min(w.first + p.kb_per_split, p.k_blocks);
+    tile_coords<GROUP_M>(cluster_tiles_m(p), cluster_tiles_n(p), u / p.splits, w.tm, w.tn);
+    w.tm = w.tm * CLUSTER_M + (kShareB ? rank : 0);
+    w.tn = w.tn * CLUSTER_N + (kShareA ? rank : 0);
+    return w;
   }
+
+  // Block scaling with A's scales by TMA: lane 0 loads B's two block scales of a K block before
+  // it waits for the stage to be free (the load's latency hides behind that wait) and stores them
+  // into the stage before its expect_tx arrival, whose release publishes them to the consumers.
+  // No cp.async and one full-barrier arrival per stage (bench/NOTES.md, G14). Not in clusters:
+  // the producer's 40 registers then spill.
+  static constexpr bool kScalesBByLane0 = SCALE == kBlockScale && kCluster == 1;
 
   // Lanes of the producer warp that run it: lane 0 issues the TMA loads (and the full barrier's
   // expect_tx arrival). Scales TMA cannot read go by cp.async, each lane arriving once its copies
-  // land: all of them from 32 lanes, or (block scaling with A's by TMA) B's two from lanes 0-1.
+  // land: all of them from 32 lanes, or (block scaling with A's by TMA, unless kScalesBByLane0)
+  // B's two from lanes 0-1.
   static FP8JIT_DEVICE int producer_lanes(const GemmParams& p) {
     if constexpr (!kStagedScales) return 1;
-    return !p.scale_tma ? 32 : SCALE == kBlockScale ? 2 : 1;
+    return !p.scale_tma ? 32 : (SCALE == kBlockScale && !kScalesBByLane0) ? 2 : 1;
+  }
+  static FP8JIT_DEVICE bool b_scales_by_cp_async(const GemmParams& p) {
+    return p.scale_tma && SCALE == kBlockScale && !kScalesBByLane0;
   }
   static FP8JIT_DEVICE u32 full_arrivals(const GemmParams& p) {
     const int lanes = producer_lanes(p);
     return lanes > 1 ? 1 + lanes : 1;
   }
 
-  static FP8JIT_DEVICE void producer(const GemmParams& p, const Smem& s) {
+  static FP8JIT_DEVICE void producer(const GemmParams& p, const Smem& s, int rank) {
     const int lane = threadIdx.x % 32;
     int stage = 0;
     u32 phase = 0;
-    const int units = p.tiles_m * p.tiles_n * p.splits;
-    for (int u = blockIdx.x; u < units; u += gridDim.x) {
-      int t, first, last, tm, tn;
-      unit_range(p, u, t, first, last);
-      tile_coords<GROUP_M>(p, t, tm, tn);
-      for (int kb = first; kb < last; ++kb) {
+    const int units = unit_count(p);
+    for (int u = first_unit(); u < units; u += unit_stride()) {
+      const Unit w = unit_of(p, u, rank);
+      const int tm = w.tm, tn = w.tn;
+      for (int kb = w.first; kb < w.last; ++kb) {
+        float sb[2];
+        if constexpr (kScalesBByLane0)
+          if (p.scale_tma) load_block_scales_b(p, tn, kb, sb);
         barrier::wait(&s.empty[stage], phase ^ 1);
         float* scales = s.scales + stage * kStageScales;
         if (lane == 0) {
+          if constexpr (kScalesBByLane0)
+            if (p.scale_tma) {
+              store_shared_f32(scales + BLOCK_M, sb[0]);
+              store_shared_f32(scales + BLOCK_M + 1, sb[1]);
+            }
           barrier::arrive_expect_tx(&s.full[stage], kStageA + kStageB + p.scale_tx);
-          tma::load_2d(s.a + stage * kStageA, &p.tma_a, &s.full[stage], kb * BLOCK_K, tm * BLOCK_M);
-          tma::load_2d(s.b + stage * kStageB, &p.tma_b, &s.full[stage], kb * BLOCK_K, tn * BLOCK_N);
+          load_operands(p, s, stage, tm, tn, kb, rank);
           if constexpr (kStagedScales)
             if (p.scale_tma) load_scales_tma(p, scales, &s.full[stage], tm, tn, kb);
         }
         if constexpr (kStagedScales) {
           if (!p.scale_tma) stage_scales(p, scales, tm, tn, kb, lane);
-          else if constexpr (SCALE == kBlockScale) stage_block_scales_b(p, scales, tn, kb, lane);
-          if (!p.scale_tma || SCALE == kBlockScale) async_copy::arrive_on(&s.full[stage]);
+          else if (b_scales_by_cp_async(p)) stage_block_scales_b(p, scales, tn, kb, lane);
+          if (!p.scale_tma || b_scales_by_cp_async(p)) async_copy::arrive_on(&s.full[stage]);
         }
         if (++stage == kStages) {
           stage = 0;
           phase ^= 1;
         }
       }
+    }
+  }
+
+  // K block kb's tiles of A and B into `stage`; in a cluster, this CTA's half of the shared
+  // operand goes to both CTAs (the stage's bytes are the same either way).
+  static FP8JIT_DEVICE void load_operands(const GemmParams& p, const Smem& s, int stage, int tm, int tn, int kb,
+                                          int rank) {
+    u8* a = s.a + stage * kStageA;
+    u8* b = s.b + stage * kStageB;
+    if constexpr (kShareA)
+      tma::load_2d_multicast(a + rank * kBoxRowsA * BLOCK_K, &p.tma_a, &s.full[stage], kb * BLOCK_K,
+                             tm * BLOCK_M + rank * kBoxRowsA, 0x3);
+    else
+      tma::load_2d(a, &p.tma_a, &s.full[stage], kb * BLOCK_K, tm * BLOCK_M);
+    if constexpr (kShareB)
+      tma::load_2d_multicast(b + rank * kBoxRowsB * BLOCK_K, &p.tma_b, &s.full[stage], kb * BLOCK_K,
+                             tn * BLOCK_N + rank * kBoxRowsB, 0x3);
+    else
+      tma::load_2d(b, &p.tma_b, &s.full[stage], kb * BLOCK_K, tn * BLOCK_N);
+  }
+
+  // Tells the producers that may refill `stage` (this CTA's, and in a cluster the peer's, whose
+  // multicasts write here too) that this warp is done with it.
+  static FP8JIT_DEVICE void release(const Smem& s, int stage) {
+    if constexpr (kCluster == 1) {
+      barrier::arrive(&s.empty[stage]);
+    } else {
+#pragma unroll
+      for (int r = 0; r < kCluster; ++r) barrier::arrive_cluster(&s.empty[stage], r);
     }
   }
 
@@ -163,7 +238,14 @@ struct Sm90Fp8Gemm {
   }
 
   // Block scaling: the scales of the 128-wide blocks of B holding the tile's first and last
-  // column (lanes 0 and 1), at BLOCK_M and BLOCK_M + 1 (GemmParams::sb_hi).
+  // column (past the edge of B: its last block), for the stage's BLOCK_M and BLOCK_M + 1.
+  static FP8JIT_DEVICE void load_block_scales_b(const GemmParams& p, int tn, int kb, float (&sb)[2]) {
+    const int last = (p.N - 1) / 128;
+    const int lo = min(tn * BLOCK_N / 128, last), hi = min((tn * BLOCK_N + BLOCK_N - 1) / 128, last);
+    sb[0] = __ldg(p.scale_b + lo * p.sb_rs + kb * p.sb_cs);
+    sb[1] = __ldg(p.scale_b + hi * p.sb_rs + kb * p.sb_cs);
+  }
+  // The same by cp.async from lanes 0 and 1 (GemmParams::sb_hi).
   static FP8JIT_DEVICE void stage_block_scales_b(const GemmParams& p, float* dst, int tn, int kb, int lane) {
     if (lane < 2) {
       const int nb = min((tn * BLOCK_N + lane * (BLOCK_N - 1)) / 128, (p.N - 1) / 128);
@@ -224,20 +306,19 @@ struct Sm90Fp8Gemm {
   static constexpr int kTurnBarrier = 3;
   static constexpr int kTurnThreads = 2 * warpgroup::kThreads;
 
-  static FP8JIT_DEVICE void consumer(const GemmParams& p, const Smem& s, int wg) {
+  static FP8JIT_DEVICE void consumer(const GemmParams& p, const Smem& s, int wg, int rank) {
     const int t_in_wg = threadIdx.x % warpgroup::kThreads;
     const int warp = t_in_wg / 32, lane = t_in_wg % 32;
     float acc[kMmaM][kAccum];
     float out[kMmaM][kPromote ? kAccum : 1];
     int stage = 0;
     u32 phase = 0;
-    const int units = p.tiles_m * p.tiles_n * p.splits;
+    const int units = unit_count(p);
     if constexpr (kTakeTurns)
       if (wg == 1) named_barrier_arrive(kTurnBarrier, kTurnThreads);
-    for (int u = blockIdx.x; u < units; u += gridDim.x) {
-      int t, first, last, tm, tn;
-      unit_range(p, u, t, first, last);
-      tile_coords<GROUP_M>(p, t, tm, tn);
+    for (int u = first_unit(); u < units; u += unit_stride()) {
+      const Unit w = unit_of(p, u, rank);
+      const int tm = w.tm, tn = w.tn, first = w.first, last = w.last;
       const int r0 = wg * kRowsPerWG + warp * 16 + lane / 4;  // row within the tile; + mm*64, + 8
       const int row0 = tm * BLOCK_M + r0;
       const int col0 = tn * BLOCK_N + 2 * (lane % 4);                          // + 8*j, + 1
@@ -276,16 +357,16 @@ struct Sm90Fp8Gemm {
         // This warp is done with the stage once its wgmmas are: the scales are in registers,
         // except group scaling's B, which promotion reads from the stage.
         if constexpr (SCALE != kGroupScale)
-          if (lane == 0) barrier::arrive(&s.empty[stage]);
+          if (lane == 0) release(s, stage);
         if constexpr (kPromote) promote(acc, out, bs, st + BLOCK_M + (col0 - tn * BLOCK_N), split_j);
         if constexpr (SCALE == kGroupScale)
-          if (lane == 0) barrier::arrive(&s.empty[stage]);
+          if (lane == 0) release(s, stage);
         if (++stage == kStages) {
           stage = 0;
           phase ^= 1;
         }
       }
-      const int split = u % p.splits, slab_y = tm * BLOCK_M + wg * kRowsPerWG, slab_x = tn * BLOCK_N;
+      const int split = w.split, slab_y = tm * BLOCK_M + wg * kRowsPerWG, slab_x = tn * BLOCK_N;
       u8* slab = s.epi + wg * kEpiSlab;
       if constexpr (kPromote) Epilogue::run(p, slab, out, wg, row0, col0, slab_y, slab_x, split);
       else Epilogue::run(p, slab, acc, wg, row0, col0, slab_y, slab_x, split);
@@ -369,18 +450,23 @@ struct Sm90Fp8Gemm {
       if (SCALE == kGroupScale && p.scale_tma) tma::prefetch(&p.tma_sb);
       for (int i = 0; i < kStages; ++i) {
         barrier::init(&s.full[i], full_arrivals(p));
-        barrier::init(&s.empty[i], kMathWGs * 4);  // one arrival per consumer warp
+        barrier::init(&s.empty[i], kCluster * kMathWGs * 4);  // one arrival per consumer warp of the cluster
       }
       barrier::fence_init();
     }
-    __syncthreads();
+    // In a cluster, no peer may multicast into this CTA or arrive on its barriers before they
+    // are initialised, nor after it has exited: cluster-wide barriers at both ends.
+    if constexpr (kCluster > 1) cluster::sync();
+    else __syncthreads();
+    const int rank = cta_rank();
     if (wg == kMathWGs) {  // the last warpgroup produces
       warpgroup::decrease_registers<kProducerRegs>();
-      if (threadIdx.x % warpgroup::kThreads < producer_lanes(p)) producer(p, s);
+      if (threadIdx.x % warpgroup::kThreads < producer_lanes(p)) producer(p, s, rank);
     } else {
       warpgroup::increase_registers<kConsumerRegs>();
-      consumer(p, s, wg);
+      consumer(p, s, wg, rank);
     }
+    if constexpr (kCluster > 1) cluster::sync();
   }
 };
 
