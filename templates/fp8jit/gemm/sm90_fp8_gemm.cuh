@@ -2,7 +2,8 @@
 //
 // Warp-specialised and persistent: one producer warp issues TMA loads of A and B tiles into a
 // ring of kStages shared-memory stages guarded by mbarriers; one or two consumer warpgroups issue
-// FP8 wgmma.mma_async on them. Each CTA walks output tiles in grouped (L2-friendly) order.
+// FP8 wgmma.mma_async on them, taking turns. Each CTA (or 2-CTA cluster, which multicasts the
+// operand its pair shares) walks output tiles in grouped (L2-friendly) order.
 // Block scaling promotes: every 128 of K, the wgmma accumulators are scaled and added into FP32
 // registers, which applies the per-block scales and sidesteps the tensor cores' limited FP8
 // accumulation precision. The producer warp stages each K block's scales into shared memory with
