@@ -213,16 +213,23 @@ std::vector<Shape> deepseek_shapes() {
 
 TEST(CompileGemm, SpreadSampleOfTheConfigSpace) {
   const std::vector<KernelSpec> specs = spread_sample(gemm_family(), 60);
-  // 60 evenly spaced picks plus the smallest and largest value of each config parameter.
+  // 60 evenly spaced picks plus the smallest and largest value of each config parameter and each
+  // value of each problem parameter.
+  std::size_t extras = 0;
+  for (const ParamDef& def : gemm_family().params) extras += def.is_config ? 2 : def.allowed.size();
   ASSERT_GE(specs.size(), 60u);
-  ASSERT_LE(specs.size(), 68u);
-  std::set<std::int64_t> block_n, block_m;
+  ASSERT_LE(specs.size(), 60u + extras);
+  std::set<std::int64_t> block_n, block_m, cluster_m, cluster_n;
   for (const KernelSpec& s : specs) {
     block_n.insert(s.i("block_n"));
     block_m.insert(s.i("block_m"));
+    cluster_m.insert(s.i("cluster_m"));
+    cluster_n.insert(s.i("cluster_n"));
   }
-  EXPECT_TRUE(block_n.count(16) && block_n.count(256));
+  // 240: the widest tile that fits (fast accumulation; 256 spills).
+  EXPECT_TRUE(block_n.count(16) && block_n.count(240));
   EXPECT_TRUE(block_m.count(64) && block_m.count(256));
+  EXPECT_TRUE(cluster_m.count(2) && cluster_n.count(2));
   compile_all(specs, "gemm spread sample");
 }
 
@@ -273,7 +280,12 @@ TEST(CompileGemmPtx, WgmmaTmaMbarrierAndSetmaxnreg) {
                      {128, 128, 5, 8}),
       make_gemm_spec(
           {Fp8Format::e4m3, Fp8Format::e5m2, DType::fp16, ScaleMode::tensor, false, true},
-          {128, 256, 3, 16}),
+          {128, 240, 3, 16}),
+      // 2-CTA clusters along N (A multicast) and M (B multicast).
+      make_gemm_spec({Fp8Format::e4m3, Fp8Format::e4m3, DType::bf16, ScaleMode::block, false},
+                     {128, 160, 4, 16, 1, 2}),
+      make_gemm_spec({Fp8Format::e4m3, Fp8Format::e4m3, DType::fp32, ScaleMode::tensor, true},
+                     {64, 96, 4, 8, 2, 1}),
   };
   std::vector<std::string> ptx(specs.size());
   parallel_for(specs.size(), static_cast<int>(std::max(1u, std::thread::hardware_concurrency())),
@@ -314,6 +326,11 @@ TEST(CompileGemmPtx, WgmmaTmaMbarrierAndSetmaxnreg) {
           "cp.async.bulk.tensor.2d.global.shared::cta", "cp.async.bulk.wait_group.read 0",
           "fence.proxy.async.shared::cta"})
       EXPECT_NE(p.find(needle), std::string::npos) << needle;
+    // Clusters: multicast loads, peers' barriers and cluster-wide barriers; none otherwise.
+    const bool clustered = s.i("cluster_m") * s.i("cluster_n") > 1;
+    for (const char* needle : {".multicast::cluster", "barrier.cluster.arrive", "barrier.cluster.wait",
+                               "mapa.shared::cluster", "%cluster_ctarank"})
+      EXPECT_EQ(p.find(needle) != std::string::npos, clustered) << needle;
     // The producer gives registers up; the consumers (one or two warpgroups) take them.
     EXPECT_NE(p.find("setmaxnreg.dec.sync.aligned.u32 40;"), std::string::npos);
     EXPECT_NE(p.find(fmt::format("setmaxnreg.inc.sync.aligned.u32 {};",

@@ -106,8 +106,10 @@ TEST(CodegenShape, EverySourceIsShortWithOneHeaderAndItsSpec) {
       ASSERT_NE(src.find(fmt::format("/*BLOCK_M=*/{}, /*BLOCK_N=*/{}, /*kStages=*/{}, ", s.i("block_m"),
                                      s.i("block_n"), s.i("stages"))),
                 std::string::npos);
-      ASSERT_NE(src.find(fmt::format("/*kBias=*/{}, /*GROUP_M=*/{}, /*kFastAccum=*/{}>;", s.i("bias") ? "true" : "false",
-                                     s.i("group_m"), s.s("accum") == "fast" ? "true" : "false")),
+      ASSERT_NE(src.find(fmt::format("/*kBias=*/{}, /*GROUP_M=*/{}, /*kFastAccum=*/{}, /*CLUSTER_M=*/{}, "
+                                     "/*CLUSTER_N=*/{}>;",
+                                     s.i("bias") ? "true" : "false", s.i("group_m"),
+                                     s.s("accum") == "fast" ? "true" : "false", s.i("cluster_m"), s.i("cluster_n"))),
                 std::string::npos);
       ASSERT_NE(src.find(fmt::format("template <> struct Wgmma<{}, ", s.i("block_n"))), std::string::npos);
       ASSERT_NE(src.find(fmt::format("wgmma.mma_async.sync.aligned.m64n{}k32.f32.{}.{} {{%0, ", s.i("block_n"),
