@@ -7,6 +7,7 @@
 #include "fp8jit/error.hpp"
 #include "fp8jit/gemm/params.cuh"
 #include "runtime/driver.hpp"
+#include "runtime/tensor_map_cache.hpp"
 
 namespace fp8jit::ops {
 namespace {
@@ -54,18 +55,24 @@ void strides(ScaleLayout layout, std::int64_t rows, std::int64_t k_blocks, long 
   else { rs = 1; cs = (rows + 3) / 4 * 4; }
 }
 
-// A 2-D tensor map: `cols` x `rows` elements of `esize` bytes, rows `ld` elements apart.
+CUresult encode_with_driver(dev::TensorMap* out, const TensorMapKey& k) {
+  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(k.cols), static_cast<cuuint64_t>(k.rows)};
+  const cuuint64_t strides_bytes[1] = {static_cast<cuuint64_t>(k.ld) * k.esize};
+  const cuuint32_t box[2] = {static_cast<cuuint32_t>(k.box_cols), static_cast<cuuint32_t>(k.box_rows)};
+  const cuuint32_t elem_strides[2] = {1, 1};
+  return driver::api().cuTensorMapEncodeTiled(reinterpret_cast<CUtensorMap*>(out), k.type, 2,
+                                              const_cast<void*>(k.base), dims, strides_bytes, box, elem_strides,
+                                              CU_TENSOR_MAP_INTERLEAVE_NONE, k.swizzle,
+                                              CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+}
+
+// A 2-D tensor map: `cols` x `rows` elements of `esize` bytes, rows `ld` elements apart; from the
+// calling thread's cache when these arguments were encoded before (TensorMapCache).
 CUresult try_encode(dev::TensorMap* out, CUtensorMapDataType type, std::size_t esize, const void* base,
                     std::int64_t rows, std::int64_t cols, std::int64_t ld, int box_cols, int box_rows,
                     CUtensorMapSwizzle swizzle) {
-  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows)};
-  const cuuint64_t strides_bytes[1] = {static_cast<cuuint64_t>(ld) * esize};
-  const cuuint32_t box[2] = {static_cast<cuuint32_t>(box_cols), static_cast<cuuint32_t>(box_rows)};
-  const cuuint32_t elem_strides[2] = {1, 1};
-  return driver::api().cuTensorMapEncodeTiled(reinterpret_cast<CUtensorMap*>(out), type, 2, const_cast<void*>(base),
-                                              dims, strides_bytes, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                                              swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                                              CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  const TensorMapKey key{base, rows, cols, ld, box_cols, box_rows, type, swizzle, static_cast<std::uint32_t>(esize)};
+  return TensorMapCache::local().get(key, out, encode_with_driver);
 }
 void encode(dev::TensorMap* out, CUtensorMapDataType type, std::size_t esize, const void* base, std::int64_t rows,
             std::int64_t cols, std::int64_t ld, int box_cols, int box_rows, CUtensorMapSwizzle swizzle) {
@@ -154,7 +161,7 @@ void check_matches(const KernelSpec& spec, const GemmArgs& a) {
 }
 
 int split_count(const LoadedKernel& k, const GemmArgs& a, int sm_count) {
-  return gemm_split_k(a.m, a.n, a.k, gemm_config_of(k.spec), sm_count);
+  return gemm_split_k(a.m, a.n, a.k, k.gemm_config, sm_count);
 }
 
 std::size_t workspace_bytes(const GemmArgs& a, int splits) {
@@ -192,7 +199,7 @@ void fill_params(dev::GemmParams& p, const GemmConfig& c, const GemmArgs& a, int
 
 GemmLaunch prepare(const LoadedKernel& k, const GemmArgs& a, int sm_count, int splits, float* workspace,
                    CUstream stream) {
-  const GemmConfig c = gemm_config_of(k.spec);
+  const GemmConfig& c = k.gemm_config;
   const std::size_t esize = dtype_size(a.d_dtype);
   GemmLaunch l;
   dev::GemmParams& p = l.params;

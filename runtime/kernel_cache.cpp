@@ -74,6 +74,7 @@ const LoadedKernel& KernelCache::get(const KernelSpec& spec) {
     k->threads = spec_block_threads(spec);
     k->smem_bytes = spec_dynamic_smem(spec);
     for (CUfunction f : k->functions) set_max_dynamic_smem(f, k->smem_bytes);
+    if (spec.family == "gemm") k->gemm_config = gemm_config_of(spec);
     k->cluster = spec_cluster_size(spec);
     if (k->cluster > 1) {
       // Probed with a grid of one cluster per pair of SMs, as a persistent launch would be.

@@ -25,6 +25,7 @@ struct LoadedKernel {
   std::vector<CUfunction> functions;  // parallel to spec_entry_points(spec)
   int threads = 0;
   int smem_bytes = 0;
+  GemmConfig gemm_config;       // gemm family: the spec's config, parsed once (the launch path reads it)
   int cluster = 1;              // CTAs per cluster of functions[0]
   int max_active_clusters = 0;  // of `cluster` CTAs, resident at once (cluster > 1 only)
 };

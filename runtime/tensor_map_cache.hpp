@@ -1,0 +1,59 @@
+// Encoded TMA tensor maps, remembered per host thread.
+//
+// A serving process calls gemm on the same weight and activation buffers again and again, and
+// cuTensorMapEncodeTiled (several per GEMM: A, B, D and the scales) was most of fp8jit's own host
+// time per call. A map depends only on the arguments below, never on the memory's contents, so a
+// map encoded for an address stays right for whatever is allocated there later. The cache is
+// thread_local and direct-mapped: no lock on the launch path, a bounded size, and a slot is
+// simply overwritten by the next key that hashes to it.
+#pragma once
+
+#include <cuda.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "fp8jit/gemm/params.cuh"
+
+namespace fp8jit {
+
+struct TensorMapKey {
+  const void* base = nullptr;
+  std::int64_t rows = 0, cols = 0, ld = 0;  // elements; ld between rows
+  int box_cols = 0, box_rows = 0;
+  CUtensorMapDataType type = CU_TENSOR_MAP_DATA_TYPE_UINT8;
+  CUtensorMapSwizzle swizzle = CU_TENSOR_MAP_SWIZZLE_NONE;
+  std::uint32_t esize = 1;  // bytes per element
+  bool operator==(const TensorMapKey&) const = default;
+};
+
+struct TensorMapCacheStats {
+  std::uint64_t hits = 0, misses = 0;
+};
+
+// `encode` is called on a miss (the driver's cuTensorMapEncodeTiled); its result code is cached
+// with the map, so a map the driver declines is declined again without asking it.
+class TensorMapCache {
+ public:
+  static constexpr std::size_t kSlots = 256;
+  using Encoder = CUresult (*)(dev::TensorMap* out, const TensorMapKey& key);
+
+  CUresult get(const TensorMapKey& key, dev::TensorMap* out, Encoder encode);
+  TensorMapCacheStats stats() const { return stats_; }
+
+  // The calling thread's cache.
+  static TensorMapCache& local();
+
+ private:
+  struct Slot {
+    TensorMapKey key;
+    dev::TensorMap map;
+    CUresult result = CUDA_SUCCESS;
+    bool used = false;
+  };
+  static std::size_t slot_of(const TensorMapKey& key);
+  Slot slots_[kSlots];
+  TensorMapCacheStats stats_;
+};
+
+}  // namespace fp8jit
