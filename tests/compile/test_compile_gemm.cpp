@@ -1,7 +1,8 @@
-// NVRTC compiles the gemm family for sm_90a (no GPU needed). The space has about 10^5 variants of
-// up to a few seconds each, so this compiles a fixed spread sample (with every config parameter's
-// extremes) and the heuristic default of every DeepSeek-V3 shape, and checks that the PTX of
-// three tile widths carries the instructions the kernel is built around.
+// NVRTC compiles the gemm family for sm_90a (no GPU needed). The space has about 3 x 10^5 variants
+// of up to a few seconds each, so this compiles a fixed spread sample (with every config
+// parameter's extremes, 2-CTA clusters along M and N among them, and every problem value) and the
+// heuristic default of every DeepSeek-V3 shape, and checks that the PTX of three tile widths and
+// of a cluster along each axis carries the instructions the kernel is built around.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -219,17 +220,31 @@ TEST(CompileGemm, SpreadSampleOfTheConfigSpace) {
   for (const ParamDef& def : gemm_family().params) extras += def.is_config ? 2 : def.allowed.size();
   ASSERT_GE(specs.size(), 60u);
   ASSERT_LE(specs.size(), 60u + extras);
+  // The CI budget: each variant takes NVRTC and ptxas up to about a second on 2 cores.
+  ASSERT_LE(specs.size(), 80u) << "the spread sample outgrew the compile test's time budget";
   std::set<std::int64_t> block_n, block_m, cluster_m, cluster_n;
+  std::set<std::string> scales;
+  int c2m = 0, c2n = 0;
   for (const KernelSpec& s : specs) {
     block_n.insert(s.i("block_n"));
     block_m.insert(s.i("block_m"));
     cluster_m.insert(s.i("cluster_m"));
     cluster_n.insert(s.i("cluster_n"));
+    scales.insert(s.s("scale"));
+    c2m += s.i("cluster_m") == 2;
+    c2n += s.i("cluster_n") == 2;
   }
   // 240: the widest tile that fits (fast accumulation; 256 spills).
   EXPECT_TRUE(block_n.count(16) && block_n.count(240));
+  EXPECT_FALSE(block_n.count(256));
   EXPECT_TRUE(block_m.count(64) && block_m.count(256));
-  EXPECT_TRUE(cluster_m.count(2) && cluster_n.count(2));
+  // Single CTAs and 2-CTA clusters along M (B multicast) and along N (A multicast) all compile
+  // without spilling.
+  EXPECT_TRUE(cluster_m.count(1) && cluster_m.count(2));
+  EXPECT_TRUE(cluster_n.count(1) && cluster_n.count(2));
+  EXPECT_GT(c2m, 0);
+  EXPECT_GT(c2n, 0);
+  EXPECT_EQ(scales.size(), 4u);
   compile_all(specs, "gemm spread sample");
 }
 
@@ -252,7 +267,7 @@ TEST(CompileGemm, DeepSeekV3Defaults) {
 }
 
 // Group scaling's promotion also reads a scale per column of B: the family's register rule keeps
-// its tiles narrower (128 columns) than the others'. Its defaults, with the largest output type
+// its tiles narrower (160 columns, 64 with 256 rows) than the others'. Its defaults, with the largest output type
 // and bias, must not spill either.
 TEST(CompileGemm, GroupScalingDefaultsDoNotSpill) {
   const std::vector<Shape> shapes = deepseek_shapes();
@@ -269,9 +284,10 @@ TEST(CompileGemm, GroupScalingDefaultsDoNotSpill) {
   compile_all(specs, "gemm DeepSeek-V3 defaults (group scaling, bf16 and fp32 + bias out)");
 }
 
-// Narrowest, DeepSeek's and widest (fast accumulation only) tiles, with different format pairs,
-// scale modes and warpgroup counts: the PTX holds the variant's wgmma, TMA loads, mbarrier waits
-// and register moves.
+// Narrowest, DeepSeek's and widest (fast accumulation only, 240 columns) tiles, and 2-CTA clusters
+// along N and M, with different format pairs, scale modes and warpgroup counts: the PTX holds the
+// variant's wgmma, TMA loads, mbarrier waits and register moves, and for a cluster the multicast
+// TMA loads, the arrivals on the peer's barriers and the cluster-wide barrier.
 TEST(CompileGemmPtx, WgmmaTmaMbarrierAndSetmaxnreg) {
   const std::vector<KernelSpec> specs = {
       make_gemm_spec({Fp8Format::e5m2, Fp8Format::e4m3, DType::fp32, ScaleMode::rowwise, true},
@@ -281,7 +297,7 @@ TEST(CompileGemmPtx, WgmmaTmaMbarrierAndSetmaxnreg) {
       make_gemm_spec(
           {Fp8Format::e4m3, Fp8Format::e5m2, DType::fp16, ScaleMode::tensor, false, true},
           {128, 240, 3, 16}),
-      // 2-CTA clusters along N (A multicast) and M (B multicast).
+      // 2-CTA clusters along N (A multicast; block scaling) and M (B multicast; 64-row tiles).
       make_gemm_spec({Fp8Format::e4m3, Fp8Format::e4m3, DType::bf16, ScaleMode::block, false},
                      {128, 160, 4, 16, 1, 2}),
       make_gemm_spec({Fp8Format::e4m3, Fp8Format::e4m3, DType::fp32, ScaleMode::tensor, true},
@@ -328,8 +344,10 @@ TEST(CompileGemmPtx, WgmmaTmaMbarrierAndSetmaxnreg) {
       EXPECT_NE(p.find(needle), std::string::npos) << needle;
     // Clusters: multicast loads, peers' barriers and cluster-wide barriers; none otherwise.
     const bool clustered = s.i("cluster_m") * s.i("cluster_n") > 1;
-    for (const char* needle : {".multicast::cluster", "barrier.cluster.arrive", "barrier.cluster.wait",
-                               "mapa.shared::cluster", "%cluster_ctarank"})
+    for (const char* needle :
+         {"cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster",
+          ".multicast::cluster", "barrier.cluster.arrive", "barrier.cluster.wait", "mapa.shared::cluster",
+          "mbarrier.arrive.shared::cluster", "%cluster_ctarank"})
       EXPECT_EQ(p.find(needle) != std::string::npos, clustered) << needle;
     // The producer gives registers up; the consumers (one or two warpgroups) take them.
     EXPECT_NE(p.find("setmaxnreg.dec.sync.aligned.u32 40;"), std::string::npos);

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "fp8jit/error.hpp"
@@ -36,8 +37,8 @@ std::size_t count(const std::string& text, const std::string& needle) {
   return n;
 }
 
-// Every quantize and dequantize spec, and a spread sample of the gemm family (about 10^5 variants:
-// rendering them all would take most of this binary's time budget). Computed once.
+// Every quantize and dequantize spec, and a spread sample of the gemm family (about 3 x 10^5
+// variants: rendering them all would take most of this binary's time budget). Computed once.
 const std::vector<KernelSpec>& all_specs() {
   static const std::vector<KernelSpec> specs = [] {
     std::vector<KernelSpec> out;
@@ -89,8 +90,31 @@ TEST(CodegenGolden, GemmBlockScaled128x128) {
   EXPECT_EQ(render_source(spec), golden("gemm_sm90_e4m3e4m3_bf16_block_128x128x128_s5_g8.cu"));
 }
 
+// The same kernel in a 2-CTA cluster (along M, then N): the source differs from the golden one in
+// its name, its spec and the two cluster arguments only; the launch bounds stay (one CTA per SM).
+TEST(CodegenGolden, GemmClusterVariantsDifferOnlyInTheClusterArguments) {
+  const std::string base = golden("gemm_sm90_e4m3e4m3_bf16_block_128x128x128_s5_g8.cu");
+  const std::string base_name = "gemm_sm90_e4m3e4m3_bf16_block_128x128x128_s5_g8";
+  const std::string base_config = R"("cluster_m":1,"cluster_n":1)";
+  const std::string base_args = "/*CLUSTER_M=*/1, /*CLUSTER_N=*/1>;";
+  ASSERT_EQ(count(base, base_name), 1u);
+  ASSERT_EQ(count(base, base_config), 1u);
+  ASSERT_EQ(count(base, base_args), 1u);
+  for (const auto& [cm, cn, suffix] : {std::tuple{2, 1, "_c2m"}, std::tuple{1, 2, "_c2n"}}) {
+    SCOPED_TRACE(suffix);
+    const KernelSpec spec = make_gemm_spec(
+        {Fp8Format::e4m3, Fp8Format::e4m3, DType::bf16, ScaleMode::block, false}, {128, 128, 5, 8, cm, cn});
+    std::string want = base;
+    want.replace(want.find(base_name), base_name.size(), base_name + suffix);
+    want.replace(want.find(base_config), base_config.size(), fmt::format(R"("cluster_m":{},"cluster_n":{})", cm, cn));
+    want.replace(want.find(base_args), base_args.size(), fmt::format("/*CLUSTER_M=*/{}, /*CLUSTER_N=*/{}>;", cm, cn));
+    EXPECT_EQ(render_source(spec), want);
+  }
+}
+
 TEST(CodegenShape, EverySourceIsShortWithOneHeaderAndItsSpec) {
   ASSERT_GE(family_count("gemm"), 400u);
+  int c2m = 0, c2n = 0;
   for (const KernelSpec& s : all_specs()) {
     const std::string src = render_source(s);
     const FamilyDef& f = find_family(s.family);
@@ -120,11 +144,23 @@ TEST(CodegenShape, EverySourceIsShortWithOneHeaderAndItsSpec) {
       ASSERT_NE(src.find(fmt::format("%{}}}, %{}, %{}, p, 1, 1;", regs - 1, regs, regs + 1)), std::string::npos);
       ASSERT_NE(src.find(fmt::format("setp.ne.b32 p, %{}, 0;", regs + 2)), std::string::npos);
       ASSERT_EQ(count(src, "\"+f\"(d["), static_cast<std::size_t>(regs));
+      // A cluster shows in the name (and only then) and in the instantiation, never both axes.
+      const std::int64_t cm = s.i("cluster_m"), cn = s.i("cluster_n");
+      ASSERT_LE(cm * cn, 2);
+      ASSERT_EQ(spec_name(s).ends_with("_c2m"), cm == 2);
+      ASSERT_EQ(spec_name(s).ends_with("_c2n"), cn == 2);
+      ASSERT_EQ(spec_cluster_size(s), cm * cn);
+      c2m += cm == 2;
+      c2n += cn == 2;
     } else {
       ASSERT_NE(src.find(fmt::format("/*THREADS=*/{}", s.i("threads"))), std::string::npos);
       ASSERT_NE(src.find(fmt::format("/*VEC=*/{}", s.i("vec"))), std::string::npos);
+      ASSERT_EQ(spec_cluster_size(s), 1);
     }
   }
+  // The sample renders 2-CTA clusters along both axes.
+  EXPECT_GT(c2m, 0);
+  EXPECT_GT(c2n, 0);
 }
 
 TEST(CodegenShape, FamilyHeadersAreEmbedded) {

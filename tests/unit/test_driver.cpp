@@ -58,6 +58,7 @@ TEST(DriverSymbols, ResolvedByBaseName) {
   EXPECT_TRUE(has("cuLaunchKernelEx"));
   EXPECT_TRUE(has("cuTensorMapEncodeTiled"));
   EXPECT_TRUE(has("cuOccupancyMaxActiveBlocksPerMultiprocessor"));
+  EXPECT_TRUE(has("cuOccupancyMaxActiveClusters"));  // sizes the persistent grid of 2-CTA clusters
 }
 
 TEST(DriverUnavailable, AvailableIsFalseWithAReason) {

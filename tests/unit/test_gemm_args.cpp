@@ -293,6 +293,9 @@ TEST(GemmArgsSpec, MismatchedSpecRejected) {
   const GemmArgs a = ops::normalize(valid_args());
   const KernelSpec ok = make_gemm_spec(ops::problem_of(a), {128, 128, 4, 8});
   EXPECT_NO_THROW(ops::check_matches(ok, a));
+  // Clusters are configs, not problems: a 2-CTA kernel along either axis serves the same arguments.
+  EXPECT_NO_THROW(ops::check_matches(make_gemm_spec(ops::problem_of(a), {128, 128, 4, 8, 2, 1}), a));
+  EXPECT_NO_THROW(ops::check_matches(make_gemm_spec(ops::problem_of(a), {128, 128, 4, 8, 1, 2}), a));
   const std::vector<GemmProblem> wrong = {
       {Fp8Format::e5m2, Fp8Format::e4m3, DType::bf16, ScaleMode::block, false},
       {Fp8Format::e4m3, Fp8Format::e5m2, DType::bf16, ScaleMode::block, false},
@@ -309,6 +312,7 @@ TEST(GemmArgsSpec, MismatchedSpecRejected) {
     const std::string msg =
         error_message(ErrorKind::invalid_argument, [&] { ops::check_matches(precise, t); });
     EXPECT_NE(msg.find("invalid spec = " + spec_name(precise)), std::string::npos) << msg;
+    // The widest fast-accumulation tile (240 columns: 256 spills).
     EXPECT_NO_THROW(ops::check_matches(make_gemm_spec(ops::problem_of(t), {128, 240, 3, 8}), t));
   }
   for (const GemmProblem& p : wrong) {
