@@ -106,6 +106,7 @@ double predicted_cost(const GemmConfig& c, std::int64_t m, std::int64_t n, std::
 std::vector<KernelSpec> gemm_candidates(const GemmProblem& problem, std::int64_t m, std::int64_t n, std::int64_t k,
                                         int sm_count, int smem_bytes, std::size_t top_k) {
   const KernelSpec fallback = default_gemm_spec(problem, m, n, k, sm_count, smem_bytes);
+  const GemmConfig base = gemm_config_of(fallback);
   std::vector<std::pair<double, KernelSpec>> ranked;
   for (const KernelSpec& s : enumerate_configs(gemm_family(), fallback)) {
     const GemmConfig c = gemm_config_of(s);
@@ -115,10 +116,30 @@ std::vector<KernelSpec> gemm_candidates(const GemmProblem& problem, std::int64_t
   }
   std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<KernelSpec> out = {fallback};
+  auto take = [&](const KernelSpec& s) {
+    if (top_k && out.size() >= top_k) return;
+    if (std::find(out.begin(), out.end(), s) == out.end()) out.push_back(s);
+  };
+  // Two thirds of the budget for distinct tiles (block_m x block_n x stages), each with the
+  // default's raster group and no cluster: the model cannot tell group sizes or clusters apart
+  // well, and ranking them all would spend the sweep on variants of two or three tiles. The rest
+  // for those variants of the best-ranked tiles.
+  const std::size_t tiles_budget = top_k ? std::max<std::size_t>(1, top_k * 2 / 3) : 0;
   for (const auto& [cost, s] : ranked) {
-    if (top_k && out.size() >= top_k) break;
-    if (!(s == fallback)) out.push_back(s);
+    if (top_k && out.size() >= tiles_budget) break;
+    const GemmConfig c = gemm_config_of(s);
+    if (c.group_m == base.group_m && c.cluster_m == 1 && c.cluster_n == 1) take(s);
   }
+  const std::vector<KernelSpec> tiles = out;
+  for (const KernelSpec& t : tiles) {
+    const GemmConfig tc = gemm_config_of(t);
+    for (const auto& [cost, s] : ranked) {
+      const GemmConfig c = gemm_config_of(s);
+      if (c.block_m == tc.block_m && c.block_n == tc.block_n && c.stages == tc.stages) take(s);
+    }
+    if (top_k && out.size() >= top_k) break;
+  }
+  for (const auto& [cost, s] : ranked) take(s);  // top_k larger than the above: the rest by rank
   return out;
 }
 
