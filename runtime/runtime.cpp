@@ -1,5 +1,6 @@
 // Runtime: the facade host apps call. The launch path after the first call per variant is a
-// shared-lock lookup of a small integer key, the parameter block and cuLaunchKernelEx.
+// shared-lock lookup of a small integer key (gemm: GemmRouteTable), the parameter block (gemm:
+// tensor maps from TensorMapCache) and cuLaunchKernelEx.
 #include "fp8jit/runtime.hpp"
 
 #include <fmt/format.h>
@@ -16,6 +17,7 @@
 #include "autotune/lookup.hpp"
 #include "runtime/driver.hpp"
 #include "runtime/gemm_op.hpp"
+#include "runtime/gemm_routes.hpp"
 #include "runtime/kernel_cache.hpp"
 #include "runtime/ops.hpp"
 #include "runtime/parallel.hpp"
@@ -37,22 +39,10 @@ struct Runtime::Impl {
   // (context, packed problem + vector width) -> loaded heuristic kernel.
   std::shared_mutex fast_mutex;
   std::unordered_map<CUcontext, std::unordered_map<std::uint64_t, const LoadedKernel*>> fast;
-  std::unordered_map<CUcontext, bool> checked;  // contexts whose device was checked (under fast_mutex)
+  // Contexts whose device was checked, with its SM count (under fast_mutex).
+  std::unordered_map<CUcontext, int> checked;
   // gemm: the heuristic depends on the shape, so the key holds it: (context, problem, m, n, k).
-  struct GemmKey {
-    CUcontext ctx;
-    std::uint64_t problem;
-    std::int64_t m, n, k;
-    bool operator==(const GemmKey&) const = default;
-  };
-  struct GemmKeyHash {
-    std::size_t operator()(const GemmKey& g) const {
-      std::size_t h = std::hash<const void*>()(g.ctx) ^ (g.problem * 0x9E3779B97F4A7C15ull);
-      for (std::int64_t v : {g.m, g.n, g.k}) h = (h ^ static_cast<std::size_t>(v)) * 0x100000001B3ull;
-      return h;
-    }
-  };
-  std::unordered_map<GemmKey, const LoadedKernel*, GemmKeyHash> gemm_fast;
+  GemmRouteTable gemm_routes;
 
   // Split-K workspaces, one per (context, stream) so that concurrent streams never share one.
   // NOTE: grow-only and freed with the runtime: freeing a buffer that queued kernels may still
@@ -61,7 +51,7 @@ struct Runtime::Impl {
     CUdeviceptr ptr = 0;
     std::size_t bytes = 0;
   };
-  std::mutex workspace_mutex;
+  std::shared_mutex workspace_mutex;
   std::map<std::pair<CUcontext, CUstream>, Workspace> workspaces;
   std::vector<std::pair<CUcontext, CUdeviceptr>> retired;
 
@@ -75,7 +65,13 @@ struct Runtime::Impl {
 
   float* workspace(CUcontext ctx, CUstream stream, std::size_t bytes) {
     if (bytes == 0) return nullptr;
-    std::lock_guard<std::mutex> lock(workspace_mutex);
+    {
+      // Split-K calls on many threads and streams: readers share the lock once buffers are sized.
+      std::shared_lock lock(workspace_mutex);
+      const auto it = workspaces.find({ctx, stream});
+      if (it != workspaces.end() && it->second.bytes >= bytes) return reinterpret_cast<float*>(it->second.ptr);
+    }
+    std::unique_lock lock(workspace_mutex);
     Workspace& w = workspaces[{ctx, stream}];
     if (w.bytes < bytes) {
       if (w.ptr) retired.push_back({ctx, w.ptr});
@@ -102,15 +98,27 @@ struct Runtime::Impl {
     return jt == it->second.end() ? nullptr : jt->second;
   }
 
-  // First use of a context: the device must be a Hopper GPU.
-  void check_device(CUcontext ctx) {
+  // First use of a context: the device must be a Hopper GPU. Returns its SM count, remembered
+  // so that launches do not query the device (a mutex and a copy of its name) every call.
+  int check_device(CUcontext ctx) {
     {
       std::shared_lock lock(fast_mutex);
-      if (checked.count(ctx)) return;
+      if (const auto it = checked.find(ctx); it != checked.end()) return it->second;
     }
-    driver::require_sm90(driver::device_info());
+    const driver::DeviceInfo info = driver::device_info();
+    driver::require_sm90(info);
     std::unique_lock lock(fast_mutex);
-    checked[ctx] = true;
+    checked[ctx] = info.sm_count;
+    return info.sm_count;
+  }
+
+  // Remembers `k` for the shape of normalized arguments `a`, with the SM count and split-K the
+  // launch uses (both fixed for a kernel, shape and device).
+  GemmRoute remember_gemm(const GemmRouteKey& key, const LoadedKernel& k, const GemmArgs& a) {
+    const int sms = check_device(key.ctx);
+    const GemmRoute route{&k, sms, ops::split_count(k, a, sms)};
+    gemm_routes.put(key, route);
+    return route;
   }
 
   template <class Args>
@@ -189,16 +197,6 @@ void Runtime::dequantize(const DequantizeArgs& args, const KernelSpec& spec, CUs
   ops::launch(impl_->kernels.get(spec), a, stream);
 }
 
-namespace {
-
-std::uint64_t gemm_problem_bits(const GemmProblem& p) {
-  return pack_key(3, int(p.a_format), int(p.b_format), int(p.out), int(p.scale), p.bias ? 1 : 0);
-}
-
-int sm_count() { return driver::device_info().sm_count; }
-
-}  // namespace
-
 KernelSpec Runtime::select(const GemmArgs& args) const {
   const GemmArgs a = ops::normalize(args);
   return impl_->select_gemm(ops::problem_of(a), a.m, a.n, a.k).spec;
@@ -206,36 +204,29 @@ KernelSpec Runtime::select(const GemmArgs& args) const {
 
 void Runtime::gemm(const GemmArgs& args, CUstream stream) {
   const GemmArgs a = ops::normalize(args);
-  const Impl::GemmKey key{driver::ensure_context(), gemm_problem_bits(ops::problem_of(a)), a.m, a.n, a.k};
-  const LoadedKernel* k = nullptr;
-  {
-    std::shared_lock lock(impl_->fast_mutex);
-    auto it = impl_->gemm_fast.find(key);
-    if (it != impl_->gemm_fast.end()) k = it->second;
-  }
-  if (!k) {
+  const GemmRouteKey key = gemm_route_key(driver::ensure_context(), a);
+  GemmRoute route;
+  if (!impl_->gemm_routes.find(key, route)) [[unlikely]] {
     impl_->check_device(key.ctx);
     GemmLookup found = impl_->select_gemm(ops::problem_of(a), a.m, a.n, a.k);
     if (found.source != LookupSource::exact && impl_->options.tune == TunePolicy::on_miss) {
       const TuneResult r = tune(a);  // stores the row and the fast-path entry
       if (r.best) found.spec = r.candidates[*r.best].spec;
     }
-    k = &impl_->kernels.get(found.spec);
-    std::unique_lock lock(impl_->fast_mutex);
-    impl_->gemm_fast[key] = k;
+    route = impl_->remember_gemm(key, impl_->kernels.get(found.spec), a);
   }
-  const int sms = sm_count(), splits = ops::split_count(*k, a, sms);
-  ops::launch(*k, a, sms, splits, impl_->workspace(key.ctx, stream, ops::workspace_bytes(a, splits)), stream);
+  ops::launch(*route.kernel, a, route.sm_count, route.splits,
+              impl_->workspace(key.ctx, stream, ops::workspace_bytes(a, route.splits)), stream);
 }
 
 void Runtime::gemm(const GemmArgs& args, const KernelSpec& spec, CUstream stream) {
   const GemmArgs a = ops::normalize(args);
   ops::check_matches(spec, a);
-  impl_->check_device(driver::ensure_context());
+  CUcontext ctx = driver::ensure_context();
+  const int sms = impl_->check_device(ctx);
   const LoadedKernel& k = impl_->kernels.get(spec);
-  const int sms = sm_count(), splits = ops::split_count(k, a, sms);
-  ops::launch(k, a, sms, splits, impl_->workspace(driver::ensure_context(), stream, ops::workspace_bytes(a, splits)),
-              stream);
+  const int splits = ops::split_count(k, a, sms);
+  ops::launch(k, a, sms, splits, impl_->workspace(ctx, stream, ops::workspace_bytes(a, splits)), stream);
 }
 
 TuneResult Runtime::tune(const GemmArgs& args, const TuneOptions& options) {
@@ -244,10 +235,9 @@ TuneResult Runtime::tune(const GemmArgs& args, const TuneOptions& options) {
   TuneResult r = tune_gemm(*this, a, options);
   if (r.best) {
     store_gemm_result(impl_->options.db_path, current_gpu_key(), {a.m, a.n, a.k}, r);
-    const Impl::GemmKey key{driver::ensure_context(), gemm_problem_bits(ops::problem_of(a)), a.m, a.n, a.k};
+    // Later calls of this shape take the winner without asking the database again.
     const LoadedKernel& k = impl_->kernels.get(r.candidates[*r.best].spec);
-    std::unique_lock lock(impl_->fast_mutex);
-    impl_->gemm_fast[key] = &k;
+    impl_->remember_gemm(gemm_route_key(driver::ensure_context(), a), k, a);
   }
   return r;
 }

@@ -4,8 +4,9 @@
 // cuTensorMapEncodeTiled (several per GEMM: A, B, D and the scales) was most of fp8jit's own host
 // time per call. A map depends only on the arguments below, never on the memory's contents, so a
 // map encoded for an address stays right for whatever is allocated there later. The cache is
-// thread_local and direct-mapped: no lock on the launch path, a bounded size, and a slot is
-// simply overwritten by the next key that hashes to it.
+// per thread (no lock on the launch path) and bounded: kSets sets of kWays entries, the least
+// recently used entry of a set giving way. Two ways rather than one so that the maps of a single
+// call (A, B, D, scales) hashing to one set do not evict each other on every call.
 #pragma once
 
 #include <cuda.h>
@@ -35,24 +36,31 @@ struct TensorMapCacheStats {
 // with the map, so a map the driver declines is declined again without asking it.
 class TensorMapCache {
  public:
-  static constexpr std::size_t kSlots = 256;
+  static constexpr std::size_t kSets = 128, kWays = 2;
+  static constexpr std::size_t kSlots = kSets * kWays;  // entries held at most
   using Encoder = CUresult (*)(dev::TensorMap* out, const TensorMapKey& key);
 
   CUresult get(const TensorMapKey& key, dev::TensorMap* out, Encoder encode);
   TensorMapCacheStats stats() const { return stats_; }
 
-  // The calling thread's cache.
+  // The calling thread's cache, allocated on the thread's first GEMM (a thread that never calls
+  // gemm pays 8 bytes of thread-local storage, not the cache's ~64 KiB).
   static TensorMapCache& local();
+  // Which set a key lives in (tests build colliding keys with it).
+  static std::size_t set_of(const TensorMapKey& key);
 
  private:
   struct Slot {
-    TensorMapKey key;
     dev::TensorMap map;
+    TensorMapKey key;
     CUresult result = CUDA_SUCCESS;
     bool used = false;
   };
-  static std::size_t slot_of(const TensorMapKey& key);
-  Slot slots_[kSlots];
+  struct Set {
+    Slot ways[kWays];
+    std::uint8_t recent = 0;  // the way hit or filled last
+  };
+  Set sets_[kSets];
   TensorMapCacheStats stats_;
 };
 

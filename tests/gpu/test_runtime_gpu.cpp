@@ -1,15 +1,18 @@
 // The runtime on the GPU: tuning into the database, a second process using the stored rows
-// without compiling, and CUDA-graph capture of gemm.
+// without compiling, CUDA-graph capture of gemm, concurrent callers, routes per problem, and no
+// host allocation on a repeated call.
 #include <gtest/gtest.h>
 #include <spawn.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <random>
 #include <sstream>
+#include <thread>
 
 #include "autotune/lookup.hpp"
 #include "autotune/timer.hpp"
@@ -17,6 +20,7 @@
 #include "fp8jit/reference.hpp"
 #include "fp8jit/runtime.hpp"
 #include "tests/common/gpu_env.hpp"
+#include "tests/gpu/host_allocations.hpp"
 
 extern char** environ;
 
@@ -184,6 +188,105 @@ TEST_F(RuntimeGpu, CudaGraphCapturingGemmReplaysCorrectly) {
     cudaGraphExecDestroy(exec);
     cudaGraphDestroy(graph);
     cudaStreamDestroy(stream);
+  }
+}
+
+// Host threads calling one runtime at once, each on its own stream and buffers, over shapes with
+// and without split-K: the route table and the per-thread tensor-map caches must never hand one
+// caller another's kernel, maps or workspace. Every result equals the same call made alone.
+TEST_F(RuntimeGpu, ConcurrentCallersGetTheirOwnResults) {
+  FP8JIT_REQUIRE_GPU();
+  Runtime rt(options());
+  constexpr int kThreads = 4, kRounds = 20;
+  const std::vector<GemmShape> shapes = {{64, 2112, 7168}, {256, 512, 1024}};  // split-K and plain
+  struct Caller {
+    std::vector<GemmArgs> args;
+    std::vector<Operands> ops;
+    std::vector<std::vector<unsigned char>> want;
+    cudaStream_t stream = nullptr;
+  };
+  std::vector<Caller> callers(kThreads);
+  for (int t = 0; t < kThreads; ++t) {
+    Caller& c = callers[t];
+    ASSERT_EQ(cudaSuccess, cudaStreamCreate(&c.stream));
+    for (const GemmShape& s : shapes) {
+      GemmArgs g;
+      g.m = s.m;
+      g.n = s.n;
+      g.k = s.k;
+      c.ops.push_back(make(g, 100 + t));
+      c.args.push_back(g);
+      rt.gemm(g, c.stream);  // alone: the expected bytes (and the kernels compiled up front)
+      ASSERT_EQ(cudaSuccess, cudaStreamSynchronize(c.stream));
+      c.want.push_back(c.ops.back().d->download());
+      c.ops.back().d->poison(0xFF);
+    }
+  }
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      Caller& c = callers[t];
+      try {
+        for (int r = 0; r < kRounds; ++r)
+          for (const GemmArgs& g : c.args) rt.gemm(g, c.stream);
+      } catch (const std::exception& e) {
+        ADD_FAILURE() << "thread " << t << ": " << e.what();
+        ++failures;
+      }
+      if (cudaStreamSynchronize(c.stream) != cudaSuccess) ++failures;
+    });
+  for (auto& th : threads) th.join();
+  ASSERT_EQ(failures, 0);
+  for (int t = 0; t < kThreads; ++t) {
+    for (std::size_t i = 0; i < shapes.size(); ++i)
+      EXPECT_EQ(callers[t].ops[i].d->download(), callers[t].want[i]) << "thread " << t << ", shape " << i;
+    cudaStreamDestroy(callers[t].stream);
+  }
+}
+
+// Fast and promoted accumulation of one shape are different kernels: the second call must not
+// reuse the route the first one left.
+TEST_F(RuntimeGpu, FastAccumulationIsItsOwnRoute) {
+  FP8JIT_REQUIRE_GPU();
+  Runtime rt(options());
+  GemmArgs g;
+  g.m = 128;
+  g.n = 256;
+  g.k = 512;
+  Operands keep = make(g, 5);
+  g.scale_mode = ScaleMode::tensor;
+  GemmArgs fast = g;
+  fast.fast_accum = true;
+  ASSERT_FALSE(rt.select(g) == rt.select(fast));
+  rt.gemm(g, nullptr);
+  rt.gemm(fast, nullptr);
+  rt.gemm(g, nullptr);
+  rt.gemm(fast, nullptr);
+  ASSERT_EQ(cudaSuccess, cudaDeviceSynchronize());
+  const CacheStats st = rt.cache_stats();
+  EXPECT_EQ(st.memory_misses, 2u) << "each accumulation mode loads its own kernel once";
+}
+
+// A shape seen before costs no host allocation: the route, the SM count and the tensor maps
+// are all remembered (the first call on a thread allocates its tensor-map cache).
+TEST_F(RuntimeGpu, RepeatedGemmAllocatesNothingOnTheHost) {
+  FP8JIT_REQUIRE_GPU();
+  Runtime rt(options());
+  for (const GemmShape& s : {GemmShape{64, 2112, 7168}, GemmShape{256, 512, 1024}}) {  // split-K and plain
+    GemmArgs g;
+    g.m = s.m;
+    g.n = s.n;
+    g.k = s.k;
+    Operands keep = make(g, 9);
+    rt.gemm(g, nullptr);
+    rt.gemm(g, nullptr);
+    ASSERT_EQ(cudaSuccess, cudaDeviceSynchronize());
+    const std::uint64_t before = host_allocations();
+    for (int i = 0; i < 100; ++i) rt.gemm(g, nullptr);
+    const std::uint64_t allocated = host_allocations() - before;
+    ASSERT_EQ(cudaSuccess, cudaDeviceSynchronize());
+    EXPECT_EQ(allocated, 0u) << s.m << "x" << s.n << "x" << s.k;
   }
 }
 
