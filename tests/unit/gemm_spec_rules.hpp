@@ -1,0 +1,177 @@
+// Shared by the gemm spec tests: an independent restatement of the family's rules (shared
+// memory, registers, clusters, block-scale straddling) and spec builders that skip validation,
+// so invalid combinations can be expressed.
+#pragma once
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "fp8jit/error.hpp"
+#include "fp8jit/kernel_spec.hpp"
+#include "generator/family.hpp"
+
+
+namespace fp8jit {
+namespace gemm_spec_test {
+
+constexpr int kSmemLimit = 232448;  // opt-in shared memory per block on H100/H200
+
+// Runs fn, which must throw fp8jit::Error(invalid_argument); returns the message.
+template <class F>
+inline std::string invalid_message(F&& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::invalid_argument) << e.what();
+    return e.what();
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "threw a non-fp8jit exception: " << e.what();
+    return {};
+  }
+  ADD_FAILURE() << "did not throw";
+  return {};
+}
+
+// The spec as the JSON a file could hold, written without validating it.
+inline std::string raw_json(const KernelSpec& s) {
+  nlohmann::json problem = nlohmann::json::object(), config = nlohmann::json::object();
+  for (const auto& [key, value] : s.params) {
+    bool is_config = false;
+    for (const ParamDef& d : gemm_family().params)
+      if (d.name == key) is_config = d.is_config;
+    nlohmann::json& section = is_config ? config : problem;
+    if (const auto* i = std::get_if<std::int64_t>(&value))
+      section[key] = *i;
+    else
+      section[key] = std::get<std::string>(value);
+  }
+  return nlohmann::json{{"family", s.family}, {"problem", problem}, {"config", config}}.dump();
+}
+
+// `spec` must fail validation, naming, hashing, JSON conversion (both ways) and rendering alike,
+// with a message that contains each of `needles`.
+inline void expect_rejected(const KernelSpec& spec, const std::vector<std::string>& needles) {
+  const std::string msg = invalid_message([&] { validate_spec(spec); });
+  for (const auto& n : needles)
+    EXPECT_NE(msg.find(n), std::string::npos) << "'" << n << "' not in: " << msg;
+  invalid_message([&] { (void)spec_name(spec); });
+  invalid_message([&] { (void)spec_hash(spec); });
+  invalid_message([&] { (void)spec_to_json(spec); });
+  invalid_message([&] { (void)render_source(spec); });
+  invalid_message([&] { (void)spec_from_json(raw_json(spec)); });
+}
+
+inline void expect_valid(const KernelSpec& spec) {
+  EXPECT_NO_THROW(validate_spec(spec)) << raw_json(spec);
+  EXPECT_EQ(spec_from_json(raw_json(spec)), spec);
+}
+
+inline KernelSpec with(KernelSpec spec, const std::string& key, ParamValue v) {
+  spec.params[key] = std::move(v);
+  return spec;
+}
+
+// A gemm spec built without validation, so invalid combinations can be expressed.
+inline KernelSpec raw(const std::string& a, const std::string& b, const std::string& out,
+               const std::string& scale, int bias, int block_m, int block_n, int stages,
+               int group_m, const std::string& accum = "precise", int cluster_m = 1, int cluster_n = 1) {
+  return KernelSpec{"gemm",
+                    {{"a_format", a},
+                     {"b_format", b},
+                     {"out", out},
+                     {"scale", scale},
+                     {"bias", std::int64_t{bias}},
+                     {"accum", accum},
+                     {"block_m", std::int64_t{block_m}},
+                     {"block_n", std::int64_t{block_n}},
+                     {"stages", std::int64_t{stages}},
+                     {"group_m", std::int64_t{group_m}},
+                     {"cluster_m", std::int64_t{cluster_m}},
+                     {"cluster_n", std::int64_t{cluster_n}}}};
+}
+inline KernelSpec tile(const std::string& scale, int block_m, int block_n, int stages = 2,
+                const std::string& accum = "precise") {
+  return raw("e4m3", "e4m3", "bf16", scale, 0, block_m, block_n, stages, 8, accum);
+}
+inline KernelSpec fast(const std::string& scale, int block_m, int block_n, int stages = 2) {
+  return tile(scale, block_m, block_n, stages, "fast");
+}
+
+inline const ParamDef& param(const std::string& name) {
+  for (const ParamDef& d : gemm_family().params)
+    if (d.name == name) return d;
+  throw Error(ErrorKind::internal, "no gemm parameter " + name);
+}
+
+// The rules, restated independently of generator/families/gemm.cpp.
+inline int out_bytes(const std::string& out) {
+  return out == "fp32" ? 4 : 2;
+}
+// Floats of scales staged per stage: A's rows, then B's two 128x128 blocks (padded to 8) or
+// its columns' 1x128 groups; none for tensor and rowwise scaling (applied in the epilogue).
+inline int staged_scales(const std::string& scale, int block_m, int block_n) {
+  const int floats = scale == "block" ? block_m + 8 : scale == "group" ? block_m + block_n : 0;
+  return (floats + 31) / 32 * 32;  // each stage's scales start on 128 bytes (TMA destinations)
+}
+inline int smem_model(int block_m, int block_n, int stages, int out_bytes, int scales) {
+  // Per stage a BLOCK_M x 128 byte tile of A and a BLOCK_N x 128 tile of B, the staged scales, a
+  // full and an empty mbarrier (8 bytes each); the BLOCK_M x BLOCK_N tile of D staged for the TMA
+  // store, 128-byte aligned; 1 KiB to align the ring to the 128-byte swizzle's 1024-byte period.
+  return stages * (block_m * 128 + block_n * 128 + 4 * scales + 16) + 128 + block_m * block_n * out_bytes + 1024;
+}
+// Accumulator registers that fit a consumer thread (232 after setmaxnreg, less addresses, loop
+// state and scale products), as measured with ptxas: group scaling keeps B's per-column scales
+// too; fast accumulation spills earlier (the 128-operand wgmma of 256 columns, two m64 slabs).
+inline int max_accumulators(const std::string& scale, const std::string& accum, int block_m) {
+  if (accum == "fast") return block_m == 256 ? 144 : 120;
+  if (scale == "group") return block_m == 256 ? 128 : 160;
+  return 208;
+}
+// 2-CTA clusters: at most one axis; not with group scaling or 256-row block-scaled tiles (spills);
+// along M B's tile is halved into whole 8-row swizzle atoms.
+inline bool cluster_ok(const std::string& scale, int block_m, int block_n, int cluster_m, int cluster_n) {
+  if (cluster_m * cluster_n > 2) return false;
+  if (cluster_m * cluster_n == 1) return true;
+  if (scale == "group" || (scale == "block" && block_m == 256)) return false;
+  return cluster_m == 1 || block_n % 16 == 0;
+}
+inline int accumulators(const std::string& accum, int block_m, int block_n) {
+  // A consumer warpgroup owns 64 (block_m 64, 128) or 128 (block_m 256) rows: N/2 fp32 registers
+  // per m64 slab, doubled where precise accumulation promotes into a second register tile.
+  const int slabs = block_m == 256 ? 2 : 1;
+  return slabs * block_n / 2 * (accum == "precise" ? 2 : 1);
+}
+// Whether some tile of width block_n (at column tn * block_n) touches three 128-wide blocks.
+inline bool straddles_three(int block_n) {
+  for (int tn = 0; tn < 1024; ++tn) {
+    const int first = tn * block_n / 128, last = (tn * block_n + block_n - 1) / 128;
+    if (last - first + 1 > 2) return true;
+  }
+  return false;
+}
+inline bool valid_by_rules(const std::string& a, const std::string& b, const std::string& out,
+                    const std::string& scale, const std::string& accum, int block_m, int block_n,
+                    int stages, int cluster_m = 1, int cluster_n = 1) {
+  if (a == "e5m2" && b == "e5m2") return false;
+  if (!cluster_ok(scale, block_m, block_n, cluster_m, cluster_n)) return false;
+  if (accum == "fast" && (scale == "block" || scale == "group")) return false;
+  if (smem_model(block_m, block_n, stages, out_bytes(out), staged_scales(scale, block_m, block_n)) > kSmemLimit)
+    return false;
+  if (accumulators(accum, block_m, block_n) > max_accumulators(scale, accum, block_m)) return false;
+  if (scale == "block" && straddles_three(block_n)) return false;
+  return true;
+}
+
+}  // namespace gemm_spec_test
+}  // namespace fp8jit

@@ -1,0 +1,395 @@
+// The gemm family's resources, names and hashes, its whole config space and spread sample, and
+// the heuristic default for real and awkward shapes (split-K included).
+#include "tests/unit/gemm_spec_rules.hpp"
+
+namespace fp8jit {
+namespace {
+
+using namespace gemm_spec_test;
+
+// ---- resources, names ----------------------------------------------------------------------
+
+TEST(GemmSpecSmem, FormulaPinned) {
+  const GemmProblem block{Fp8Format::e4m3, Fp8Format::e4m3, DType::bf16, ScaleMode::block};
+  const GemmProblem rowwise{Fp8Format::e5m2, Fp8Format::e4m3, DType::fp32, ScaleMode::rowwise,
+                            true};
+  // 4 x ((128 + 128) x 128 bytes of A and B + (128 + 8 -> 160) x 4 bytes of staged scales + 16 bytes
+  // of barriers) + 128 + 128 x 128 x 2 bytes of D + 1024 bytes of alignment.
+  EXPECT_EQ(gemm_smem_bytes(block, {128, 128, 4, 8}), 167616);
+  EXPECT_EQ(gemm_smem_bytes(rowwise, {64, 16, 2, 1}), 25760);
+  EXPECT_EQ(gemm_smem_bytes(block, {256, 256, 8, 8}), 665856);
+  EXPECT_EQ(spec_dynamic_smem(tile("block", 128, 128, 4)), 167616);
+  EXPECT_EQ(spec_dynamic_smem(raw("e5m2", "e4m3", "fp32", "rowwise", 1, 64, 16, 2, 1)), 25760);
+  // Only the output type and the scale mode enter from the problem; group_m does not enter.
+  EXPECT_EQ(gemm_smem_bytes(block, {128, 128, 4, 1}), gemm_smem_bytes(block, {128, 128, 4, 16}));
+  const GemmProblem tensor{Fp8Format::e4m3, Fp8Format::e4m3, DType::bf16, ScaleMode::tensor};
+  EXPECT_EQ(gemm_smem_bytes(tensor, {128, 128, 4, 8}),
+            gemm_smem_bytes(
+                {Fp8Format::e5m2, Fp8Format::e4m3, DType::fp16, ScaleMode::rowwise, true, true},
+                {128, 128, 4, 8}));
+  EXPECT_EQ(gemm_smem_bytes(block, {128, 128, 4, 8}) - gemm_smem_bytes(tensor, {128, 128, 4, 8}), 4 * 160 * 4);
+  EXPECT_EQ(gemm_smem_bytes({Fp8Format::e4m3, Fp8Format::e4m3, DType::fp32, ScaleMode::block}, {128, 128, 4, 8}) -
+                gemm_smem_bytes(block, {128, 128, 4, 8}),
+            128 * 128 * 2);
+  for (const char* scale : {"tensor", "rowwise", "block", "group"})
+    for (DType out : {DType::bf16, DType::fp16, DType::fp32})
+      for (int bm : {64, 128, 256})
+        for (int bn : {16, 136, 256})
+          for (int st = 2; st <= 8; ++st)
+            ASSERT_EQ(
+                gemm_smem_bytes({Fp8Format::e4m3, Fp8Format::e4m3, out, *parse_scale_mode(scale)},
+                                {bm, bn, st, 8}),
+                smem_model(bm, bn, st, static_cast<int>(dtype_size(out)), staged_scales(scale, bm, bn)))
+                << scale << " " << bm << "x" << bn << " s" << st;
+}
+
+TEST(GemmSpecName, PinnedNameJsonAndHash) {
+  // Pinned: a change invalidates every cache entry and tuning record keyed by this spec.
+  const KernelSpec s = make_gemm_spec(
+      {Fp8Format::e4m3, Fp8Format::e4m3, DType::bf16, ScaleMode::block, false}, {128, 128, 5, 8});
+  EXPECT_EQ(spec_name(s), "gemm_sm90_e4m3e4m3_bf16_block_128x128x128_s5_g8");
+  EXPECT_EQ(
+      spec_to_json(s),
+      R"({"config":{"block_m":128,"block_n":128,"cluster_m":1,"cluster_n":1,"group_m":8,"stages":5},"family":"gemm",)"
+      R"("problem":{"a_format":"e4m3","accum":"precise","b_format":"e4m3","bias":0,"out":"bf16","scale":"block"}})");
+  EXPECT_EQ(spec_hash(s), 0xe9277cddf1874ab5ull);
+  const KernelSpec t = make_gemm_spec(
+      {Fp8Format::e5m2, Fp8Format::e4m3, DType::fp32, ScaleMode::rowwise, true}, {64, 24, 3, 16});
+  EXPECT_EQ(spec_name(t), "gemm_sm90_e5m2e4m3_fp32_rowwise_bias_64x24x128_s3_g16");
+  EXPECT_NE(spec_hash(t), spec_hash(s));
+  // Fast accumulation shows in the name.
+  const KernelSpec f =
+      make_gemm_spec({Fp8Format::e4m3, Fp8Format::e4m3, DType::bf16, ScaleMode::tensor, true, true},
+                     {128, 240, 3, 8});
+  EXPECT_EQ(spec_name(f), "gemm_sm90_e4m3e4m3_bf16_tensor_fast_bias_128x240x128_s3_g8");
+  // Clusters show in the name (only when there is one) and the hash.
+  const KernelSpec cm = make_gemm_spec({Fp8Format::e4m3, Fp8Format::e4m3, DType::bf16, ScaleMode::block, false},
+                                       {128, 128, 5, 8, 2, 1});
+  const KernelSpec cn = make_gemm_spec({Fp8Format::e4m3, Fp8Format::e4m3, DType::bf16, ScaleMode::block, false},
+                                       {128, 128, 5, 8, 1, 2});
+  EXPECT_EQ(spec_name(cm), "gemm_sm90_e4m3e4m3_bf16_block_128x128x128_s5_g8_c2m");
+  EXPECT_EQ(spec_name(cn), "gemm_sm90_e4m3e4m3_bf16_block_128x128x128_s5_g8_c2n");
+  EXPECT_EQ(
+      spec_to_json(cm),
+      R"({"config":{"block_m":128,"block_n":128,"cluster_m":2,"cluster_n":1,"group_m":8,"stages":5},"family":"gemm",)"
+      R"("problem":{"a_format":"e4m3","accum":"precise","b_format":"e4m3","bias":0,"out":"bf16","scale":"block"}})");
+  EXPECT_EQ(spec_hash(cm), 0xdeaf4a6306101fc2ull);
+  EXPECT_EQ(spec_hash(cn), 0x803341f730afda5aull);
+  EXPECT_EQ(spec_from_json(spec_to_json(cm)), cm);
+  EXPECT_EQ(spec_from_json(spec_to_json(cn)), cn);
+  // Unclustered names carry no suffix, whatever the tile.
+  EXPECT_EQ(spec_name(t).find("_c2"), std::string::npos);
+  EXPECT_EQ(spec_name(f).find("_c2"), std::string::npos);
+  EXPECT_NE(spec_hash(f), spec_hash(make_gemm_spec({Fp8Format::e4m3, Fp8Format::e4m3, DType::bf16,
+                                                    ScaleMode::tensor, true, true},
+                                                   {128, 128, 4, 8})));
+}
+
+TEST(GemmSpecTyped, MakeAndOfRoundTripAndStructDefaults) {
+  std::set<std::pair<int, int>> clusters;
+  for (const KernelSpec& s : spread_sample(gemm_family(), 200)) {
+    const GemmProblem p = gemm_problem_of(s);
+    const GemmConfig c = gemm_config_of(s);
+    ASSERT_EQ(make_gemm_spec(p, c), s) << spec_name(s);
+    EXPECT_EQ(to_string(p.a_format), s.s("a_format"));
+    EXPECT_EQ(to_string(p.b_format), s.s("b_format"));
+    EXPECT_EQ(to_string(p.out), s.s("out"));
+    EXPECT_EQ(to_string(p.scale), s.s("scale"));
+    EXPECT_EQ(p.bias, s.i("bias") == 1);
+    EXPECT_EQ(p.fast_accum, s.s("accum") == "fast");
+    EXPECT_EQ(c.block_m, s.i("block_m"));
+    EXPECT_EQ(c.block_n, s.i("block_n"));
+    EXPECT_EQ(c.stages, s.i("stages"));
+    EXPECT_EQ(c.group_m, s.i("group_m"));
+    EXPECT_EQ(c.cluster_m, s.i("cluster_m"));
+    EXPECT_EQ(c.cluster_n, s.i("cluster_n"));
+    EXPECT_EQ(spec_cluster_size(s), c.cluster_m * c.cluster_n);
+    clusters.insert({c.cluster_m, c.cluster_n});
+  }
+  EXPECT_EQ(clusters, (std::set<std::pair<int, int>>{{1, 1}, {1, 2}, {2, 1}}));
+  // The struct defaults: DeepSeek-V3's problem on 128x128 tiles, 4 stages, no cluster.
+  EXPECT_EQ(make_gemm_spec({}, {}), tile("block", 128, 128, 4));
+  EXPECT_EQ(GemmConfig{}.cluster_m, 1);
+  EXPECT_EQ(GemmConfig{}.cluster_n, 1);
+  EXPECT_EQ(make_gemm_spec({}, {128, 128, 4, 8, 1, 2}), raw("e4m3", "e4m3", "bf16", "block", 0, 128, 128, 4, 8, "precise", 1, 2));
+}
+
+// ---- the config space ----------------------------------------------------------------------
+
+TEST(GemmSpecEnumeration, ExactlyTheSpecsTheRulesAllow) {
+  std::size_t expected = 0;
+  std::map<std::pair<int, int>, std::size_t> expected_by_cluster;
+  auto str = [](const ParamValue& v) { return std::get<std::string>(v); };
+  auto num = [](const ParamValue& v) { return static_cast<int>(std::get<std::int64_t>(v)); };
+  for (const ParamValue& a : param("a_format").allowed)
+    for (const ParamValue& b : param("b_format").allowed)
+      for (const ParamValue& out : param("out").allowed)
+        for (const ParamValue& scale : param("scale").allowed)
+          for (const ParamValue& accum : param("accum").allowed)
+            for (const ParamValue& bm : param("block_m").allowed)
+              for (const ParamValue& bn : param("block_n").allowed)
+                for (const ParamValue& st : param("stages").allowed)
+                  for (const ParamValue& cm : param("cluster_m").allowed)
+                    for (const ParamValue& cn : param("cluster_n").allowed)
+                      if (valid_by_rules(str(a), str(b), str(out), str(scale), str(accum), num(bm),
+                                         num(bn), num(st), num(cm), num(cn))) {
+                        ++expected;
+                        ++expected_by_cluster[{num(cm), num(cn)}];
+                      }
+  // bias and group_m never make a spec invalid.
+  const std::size_t free = param("bias").allowed.size() * param("group_m").allowed.size();
+  expected *= free;
+  for (auto& [cluster, n] : expected_by_cluster) n *= free;
+  const std::vector<KernelSpec> all = enumerate_specs(gemm_family());
+  EXPECT_EQ(all.size(), expected);
+  // The space this suite was written against: 134112 single CTAs, and clusters wherever the scale
+  // mode and tile allow them (not group scaling, not block scaling with 256 rows): 112872 along N,
+  // 59304 along M (block_n a multiple of 16).
+  EXPECT_EQ(all.size(), 306288u);
+  const std::map<std::pair<int, int>, std::size_t> pinned = {{{1, 1}, 134112u}, {{1, 2}, 112872u}, {{2, 1}, 59304u}};
+  EXPECT_EQ(expected_by_cluster, pinned);
+  std::map<std::pair<int, int>, std::size_t> by_cluster;
+  for (const KernelSpec& s : all) {
+    ASSERT_TRUE(valid_by_rules(s.s("a_format"), s.s("b_format"), s.s("out"), s.s("scale"),
+                               s.s("accum"), static_cast<int>(s.i("block_m")),
+                               static_cast<int>(s.i("block_n")), static_cast<int>(s.i("stages")),
+                               static_cast<int>(s.i("cluster_m")), static_cast<int>(s.i("cluster_n"))))
+        << spec_name(s);
+    ++by_cluster[{static_cast<int>(s.i("cluster_m")), static_cast<int>(s.i("cluster_n"))}];
+  }
+  EXPECT_EQ(by_cluster, pinned);
+}
+
+TEST(GemmSpecSample, SpreadSampleCoversTheExtremes) {
+  const std::vector<KernelSpec> sample = spread_sample(gemm_family(), 60);
+  EXPECT_GE(sample.size(), 60u);
+  std::size_t extras = 0;  // two extremes per config parameter, each value of a problem parameter
+  for (const ParamDef& def : gemm_family().params) extras += def.is_config ? 2 : def.allowed.size();
+  EXPECT_LE(sample.size(), 60u + extras);
+  EXPECT_EQ(sample, spread_sample(gemm_family(), 60));  // fixed
+  std::set<std::string> names;
+  std::set<std::int64_t> block_m, block_n, stages, group_m;
+  std::map<std::string, std::set<ParamValue>> seen;  // every parameter's values in the sample
+  std::set<std::string> c2m_scales, c2n_scales;
+  for (const KernelSpec& s : sample) {
+    ASSERT_NO_THROW(validate_spec(s));
+    names.insert(spec_name(s));
+    block_m.insert(s.i("block_m"));
+    block_n.insert(s.i("block_n"));
+    stages.insert(s.i("stages"));
+    group_m.insert(s.i("group_m"));
+    for (const auto& [key, value] : s.params) seen[key].insert(value);
+    // A cluster only where the restated rules allow one, and the name says so.
+    const int cm = static_cast<int>(s.i("cluster_m")), cn = static_cast<int>(s.i("cluster_n"));
+    EXPECT_TRUE(cluster_ok(s.s("scale"), static_cast<int>(s.i("block_m")), static_cast<int>(s.i("block_n")), cm, cn))
+        << spec_name(s);
+    EXPECT_EQ(spec_name(s).ends_with("_c2m"), cm == 2) << spec_name(s);
+    EXPECT_EQ(spec_name(s).ends_with("_c2n"), cn == 2) << spec_name(s);
+    if (cm == 2) c2m_scales.insert(s.s("scale"));
+    if (cn == 2) c2n_scales.insert(s.s("scale"));
+  }
+  EXPECT_EQ(names.size(), sample.size()) << "duplicates in the sample";
+  for (std::int64_t v : {64, 256}) EXPECT_TRUE(block_m.count(v)) << "block_m " << v;
+  // 256 columns spill registers in every mode (fast accumulation stops at 240).
+  for (std::int64_t v : {16, 240}) EXPECT_TRUE(block_n.count(v)) << "block_n " << v;
+  EXPECT_FALSE(block_n.count(256));
+  for (std::int64_t v : {2, 8}) EXPECT_TRUE(stages.count(v)) << "stages " << v;
+  for (std::int64_t v : {1, 16}) EXPECT_TRUE(group_m.count(v)) << "group_m " << v;
+  // Every value of every problem parameter (scale modes, output types, formats, bias, accumulation)
+  // and both values of each cluster parameter: single CTAs and 2-CTA clusters along M and along N.
+  for (const ParamDef& def : gemm_family().params) {
+    if (def.is_config && def.name.rfind("cluster_", 0) != 0) continue;
+    EXPECT_EQ(seen[def.name], std::set<ParamValue>(def.allowed.begin(), def.allowed.end())) << def.name;
+  }
+  EXPECT_EQ(seen["scale"].size(), 4u);
+  EXPECT_EQ(seen["out"].size(), 3u);
+  EXPECT_EQ(seen["accum"].size(), 2u);
+  EXPECT_EQ(seen["cluster_m"], (std::set<ParamValue>{std::int64_t{1}, std::int64_t{2}}));
+  EXPECT_EQ(seen["cluster_n"], (std::set<ParamValue>{std::int64_t{1}, std::int64_t{2}}));
+  EXPECT_FALSE(c2m_scales.empty());
+  EXPECT_FALSE(c2n_scales.empty());
+  EXPECT_FALSE(c2m_scales.count("group") || c2n_scales.count("group"));
+}
+
+// ---- the heuristic default -----------------------------------------------------------------
+
+struct Shape {
+  std::int64_t m, n, k;
+};
+
+// DeepSeek-V3's GEMM shapes, from the shared shape list (empty where the file is absent).
+std::vector<Shape> deepseek_shapes() {
+  std::ifstream in(std::string(FP8JIT_SOURCE_DIR) + "/../shared/shapes/deepseek_v3.csv");
+  std::vector<Shape> out;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#' || line.rfind("m,", 0) == 0) continue;
+    std::istringstream fields(line);
+    Shape s{};
+    char c1 = 0, c2 = 0;
+    if (fields >> s.m >> c1 >> s.n >> c2 >> s.k && c1 == ',' && c2 == ',')
+      out.push_back(s);
+    else
+      ADD_FAILURE() << "bad line in deepseek_v3.csv: " << line;
+  }
+  return out;
+}
+
+std::vector<GemmProblem> gemm_problems() {
+  std::vector<GemmProblem> out;
+  for (const ParamValue& a : param("a_format").allowed)
+    for (const ParamValue& b : param("b_format").allowed)
+      for (const ParamValue& o : param("out").allowed)
+        for (const ParamValue& sc : param("scale").allowed)
+          for (const ParamValue& bias : param("bias").allowed)
+            for (const ParamValue& accum : param("accum").allowed) {
+              const std::string scale = std::get<std::string>(sc);
+              if (a == b && std::get<std::string>(a) == "e5m2") continue;
+              if (std::get<std::string>(accum) == "fast" && (scale == "block" || scale == "group"))
+                continue;
+              out.push_back({*parse_fp8_format(std::get<std::string>(a)),
+                             *parse_fp8_format(std::get<std::string>(b)),
+                             *parse_dtype(std::get<std::string>(o)), *parse_scale_mode(scale),
+                             std::get<std::int64_t>(bias) == 1,
+                             std::get<std::string>(accum) == "fast"});
+            }
+  return out;
+}
+
+// DeepSeek-V3's shapes plus decode-sized and narrow ones.
+std::vector<Shape> default_shapes() {
+  std::vector<Shape> shapes = deepseek_shapes();
+  if (shapes.empty()) return shapes;
+  EXPECT_EQ(shapes.size(), 19u);
+  for (std::int64_t m : {1, 7, 65})
+    for (std::int64_t n : {16, 24}) shapes.push_back({m, n, 7168});
+  return shapes;
+}
+
+int heuristic_cap(const GemmProblem& p) {
+  const std::string scale(to_string(p.scale)), accum = p.fast_accum ? "fast" : "precise";
+  int cap = 0;
+  for (int bn = 16; bn <= 256; bn += 8)
+    if (accumulators(accum, 128, bn) <= max_accumulators(scale, accum, 128) &&
+        accumulators(accum, 64, bn) <= max_accumulators(scale, accum, 64))
+      cap = bn;
+  return cap;
+}
+
+// The default for problem p on shape sh must be valid, solve p, use 64-row tiles for M <= 64, fit
+// `smem` bytes, and take as many stages as fit (up to 6). Returns its config.
+GemmConfig check_default(const GemmProblem& p, const Shape& sh, int sms, int smem) {
+  SCOPED_TRACE(fmt::format("{}x{}x{} on {} SMs with {} bytes, problem {}{} {} {}{}{}", sh.m, sh.n,
+                           sh.k, sms, smem, to_string(p.a_format), to_string(p.b_format),
+                           to_string(p.out), to_string(p.scale), p.bias ? " bias" : "",
+                           p.fast_accum ? " fast" : ""));
+  KernelSpec s;
+  try {
+    s = default_gemm_spec(p, sh.m, sh.n, sh.k, sms, smem);
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "default_gemm_spec threw: " << e.what();
+    return {};
+  }
+  EXPECT_NO_THROW(validate_spec(s));
+  const GemmProblem back = gemm_problem_of(s);
+  EXPECT_TRUE(back.a_format == p.a_format && back.b_format == p.b_format && back.out == p.out &&
+              back.scale == p.scale && back.bias == p.bias && back.fast_accum == p.fast_accum);
+  const GemmConfig c = gemm_config_of(s);
+  if (sh.m <= 64) EXPECT_EQ(c.block_m, 64);
+  // The widest tile the registers of a 64- or 128-row tile allow (240 columns with fast
+  // accumulation, 160 with group scaling, 208 otherwise), and at most 160 where K has 4 or fewer
+  // blocks of 128 (the epilogue dominates).
+  EXPECT_LE(c.block_n, heuristic_cap(p)) << spec_name(s);
+  if ((sh.k + 127) / 128 <= 4) EXPECT_LE(c.block_n, 160) << spec_name(s);
+  EXPECT_LE(gemm_smem_bytes(p, c), smem) << spec_name(s);
+  GemmConfig more = c;
+  ++more.stages;
+  EXPECT_TRUE(c.stages == 6 || gemm_smem_bytes(p, more) > smem)
+      << spec_name(s) << ": a stage more would fit";
+  return c;
+}
+
+TEST(GemmSpecDefault, ValidFittingAndSmallTilesForSmallM) {
+  const std::vector<GemmProblem> problems = gemm_problems();
+  // 3 format pairs x 3 outputs x bias x (4 scale modes precise + tensor and rowwise fast).
+  ASSERT_EQ(problems.size(), 108u);
+  const std::vector<Shape> shapes = default_shapes();
+  if (shapes.empty()) GTEST_SKIP() << "no " FP8JIT_SOURCE_DIR "/../shared/shapes/deepseek_v3.csv";
+  std::map<std::string, int> widest;  // by scale mode and accumulation
+  for (const GemmProblem& p : problems)
+    for (const Shape& sh : shapes)
+      for (int sms : {132, 114}) {
+        const GemmConfig c = check_default(p, sh, sms, kSmemLimit);
+        if (::testing::Test::HasFailure()) return;
+        // The struct default's limit is H100/H200's.
+        EXPECT_EQ(default_gemm_spec(p, sh.m, sh.n, sh.k, sms), make_gemm_spec(p, c));
+        int& w = widest[fmt::format("{} {}", to_string(p.scale), p.fast_accum ? "fast" : "precise")];
+        w = std::max(w, c.block_n);
+      }
+  // The caps are reached on DeepSeek-V3's shapes: 240 columns (fast accumulation), 160 (group
+  // scaling), 208 (tensor and row-wise scaling), 192 (block scaling: 200 and 208 straddle three
+  // scale blocks).
+  EXPECT_EQ(heuristic_cap({Fp8Format::e4m3, Fp8Format::e4m3, DType::bf16, ScaleMode::tensor, false, true}), 240);
+  EXPECT_EQ(heuristic_cap({Fp8Format::e4m3, Fp8Format::e4m3, DType::bf16, ScaleMode::group}), 160);
+  EXPECT_EQ(heuristic_cap({Fp8Format::e4m3, Fp8Format::e4m3, DType::bf16, ScaleMode::block}), 208);
+  const std::map<std::string, int> expected = {{"tensor precise", 208}, {"tensor fast", 240},
+                                               {"rowwise precise", 208}, {"rowwise fast", 240},
+                                               {"block precise", 192}, {"group precise", 160}};
+  EXPECT_EQ(widest, expected);
+  // e5m2 x e5m2 has no kernel.
+  invalid_message([] {
+    (void)default_gemm_spec({Fp8Format::e5m2, Fp8Format::e5m2}, 4096, 4096, 4096);
+  });
+}
+
+// With less shared memory (100000 bytes) the default must still fit: fewer stages, or smaller tiles
+// where even two stages of the usual ones (plus the staged tile of D) do not fit.
+TEST(GemmSpecDefault, FitsASmallerSharedMemoryLimit) {
+  const std::vector<Shape> shapes = default_shapes();
+  if (shapes.empty()) GTEST_SKIP() << "no " FP8JIT_SOURCE_DIR "/../shared/shapes/deepseek_v3.csv";
+  int shrunk = 0;
+  for (const GemmProblem& p : gemm_problems())
+    for (const Shape& sh : shapes) {
+      const GemmConfig c = check_default(p, sh, 132, 100000);
+      if (::testing::Test::HasFailure()) return;
+      const GemmConfig roomy =
+          gemm_config_of(default_gemm_spec(p, sh.m, sh.n, sh.k, 132, kSmemLimit));
+      if (roomy.block_n == c.block_n && roomy.block_m == c.block_m && roomy.stages > c.stages)
+        ++shrunk;
+    }
+  EXPECT_GT(shrunk, 0) << "a 100000-byte limit never cut the stage count";
+}
+
+// Split-K (decode-sized M): enough K ranges to occupy the SMs, none empty, each at least 4 K blocks
+// long where K is cut at all; large problems and short K are never split.
+TEST(GemmSpecSplitK, RangesCoverKAndFillTheMachine) {
+  const GemmConfig c64{64, 128, 4, 8}, c128{128, 128, 4, 8};
+  EXPECT_EQ(gemm_split_k(4096, 7168, 7168, c128, 132), 1);  // 1792 tiles
+  EXPECT_EQ(gemm_split_k(64, 7168, 1024, c64, 132), 2);     // 56 tiles, 8 K blocks: two ranges of 4
+  EXPECT_EQ(gemm_split_k(64, 7168, 16384, c64, 132), 2);    // 56 tiles on 132 SMs
+  EXPECT_EQ(gemm_split_k(1, 16, 7168, c64, 132), 14);       // one tile, 56 K blocks of at least 4
+  EXPECT_EQ(gemm_split_k(1, 16, 896, c64, 132), 1);         // 7 K blocks: too short to split
+  EXPECT_EQ(gemm_split_k(1, 16, 1 << 20, c64, 132), 16);    // at most 16 ranges
+  for (std::int64_t m : {1, 16, 64, 65, 128, 300, 4096})
+    for (std::int64_t n : {16, 128, 1000, 2112, 7168})
+      for (std::int64_t k : {128, 1024, 1040, 2048, 7168, 16384, 100000})
+        for (const GemmConfig& c : {c64, c128, GemmConfig{256, 40, 2, 1}})
+          for (int sms : {1, 114, 132}) {
+            SCOPED_TRACE(
+                fmt::format("{}x{}x{}, {}x{} tiles, {} SMs", m, n, k, c.block_m, c.block_n, sms));
+            const int splits = gemm_split_k(m, n, k, c, sms);
+            ASSERT_GE(splits, 1);
+            ASSERT_LE(splits, 16);
+            const std::int64_t tiles =
+                ((m + c.block_m - 1) / c.block_m) * ((n + c.block_n - 1) / c.block_n);
+            const std::int64_t kb = (k + 127) / 128, per = (kb + splits - 1) / splits;
+            if (splits == 1) continue;
+            EXPECT_LE(tiles * splits, sms);     // one wave
+            EXPECT_GE(per, 4);                  // each range fills the pipeline
+            EXPECT_LT((splits - 1) * per, kb);  // the last range is not empty
+            EXPECT_LE(tiles * 2, sms);          // only when tiles leave most SMs idle
+          }
+}
+
+}  // namespace
+}  // namespace fp8jit
