@@ -2,6 +2,7 @@
 // parameters together, and how a valid spec becomes a name and CUDA source.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,9 @@ struct ParamDef {
   bool is_config;  // false: part of the problem (what is computed); true: how it is computed
   std::vector<ParamValue> allowed;
   std::string doc;
+  // A config parameter added after specs were first saved: JSON without it reads as this value,
+  // so specs written before it existed still parse (they name the same kernel as before).
+  std::optional<ParamValue> absent_means;
 };
 
 struct FamilyDef {

@@ -154,6 +154,8 @@ KernelSpec spec_from_json(std::string_view text) {
       throw_invalid(spec.family + "." + def.name, param_to_string(spec.params[def.name]),
                     std::string("belongs in \"") + (def.is_config ? "config" : "problem") + "\"");
   }
+  for (const ParamDef& def : family.params)
+    if (def.is_config && def.absent_means && !spec.params.count(def.name)) spec.params[def.name] = *def.absent_means;
   validate_spec(spec);
   return spec;
 }

@@ -154,8 +154,10 @@ FamilyDef make_family() {
       {"block_n", true, range(16, 256, 8), "columns of D per tile"},
       {"stages", true, range(2, 8, 1), "shared-memory pipeline depth"},
       {"group_m", true, {1, 4, 8, 16}, "tile-rows per raster group"},
-      {"cluster_m", true, {1, 2}, "2: CTA pairs on neighbouring tile-rows share B's tile (TMA multicast)"},
-      {"cluster_n", true, {1, 2}, "2: CTA pairs on neighbouring tile-columns share A's tile (TMA multicast)"},
+      {"cluster_m", true, {1, 2}, "2: CTA pairs on neighbouring tile-rows share B's tile (TMA multicast)",
+       std::int64_t{1}},
+      {"cluster_n", true, {1, 2}, "2: CTA pairs on neighbouring tile-columns share A's tile (TMA multicast)",
+       std::int64_t{1}},
   };
   f.check = check;
   f.name_of = name_of;

@@ -85,6 +85,46 @@ TEST(GemmSpecName, PinnedNameJsonAndHash) {
                                                    {128, 128, 4, 8})));
 }
 
+// Specs saved before the cluster parameters existed (tuning exports, scripts, `fp8jit compile
+// --spec` lines) still read, as the unclustered kernel they always named.
+TEST(GemmSpecJson, SpecsWithoutClusterKeysReadAsNoCluster) {
+  const std::string old_json =
+      R"({"config":{"block_m":128,"block_n":128,"group_m":8,"stages":5},"family":"gemm",)"
+      R"("problem":{"a_format":"e4m3","accum":"precise","b_format":"e4m3","bias":0,"out":"bf16","scale":"block"}})";
+  const KernelSpec s = spec_from_json(old_json);
+  EXPECT_EQ(s.i("cluster_m"), 1);
+  EXPECT_EQ(s.i("cluster_n"), 1);
+  EXPECT_EQ(spec_name(s), "gemm_sm90_e4m3e4m3_bf16_block_128x128x128_s5_g8");
+  EXPECT_EQ(s, make_gemm_spec({Fp8Format::e4m3, Fp8Format::e4m3, DType::bf16, ScaleMode::block, false},
+                              {128, 128, 5, 8}));
+  // One of the two given: the other reads as 1.
+  const KernelSpec n2 = spec_from_json(
+      R"({"config":{"block_m":128,"block_n":128,"cluster_n":2,"group_m":8,"stages":5},"family":"gemm",)"
+      R"("problem":{"a_format":"e4m3","accum":"precise","b_format":"e4m3","bias":0,"out":"bf16","scale":"block"}})");
+  EXPECT_EQ(n2.i("cluster_m"), 1);
+  EXPECT_EQ(n2.i("cluster_n"), 2);
+  // Only config parameters with a stated meaning for "absent" are filled in.
+  const std::string no_stages =
+      R"({"config":{"block_m":128,"block_n":128,"group_m":8},"family":"gemm",)"
+      R"("problem":{"a_format":"e4m3","accum":"precise","b_format":"e4m3","bias":0,"out":"bf16","scale":"block"}})";
+  EXPECT_NE(invalid_message([&] { (void)spec_from_json(no_stages); }).find("gemm.stages = <missing>"),
+            std::string::npos);
+  // In the wrong section, or an invalid value, is still an error.
+  EXPECT_NE(invalid_message([&] {
+              (void)spec_from_json(
+                  R"({"config":{"block_m":128,"block_n":128,"group_m":8,"stages":5},"family":"gemm",)"
+                  R"("problem":{"a_format":"e4m3","accum":"precise","b_format":"e4m3","bias":0,"out":"bf16",)"
+                  R"("scale":"block","cluster_m":1}})");
+            }).find("belongs in \"config\""),
+            std::string::npos);
+  EXPECT_NE(invalid_message([&] {
+              (void)spec_from_json(
+                  R"({"config":{"block_m":128,"block_n":128,"cluster_m":3,"group_m":8,"stages":5},"family":"gemm",)"
+                  R"("problem":{"a_format":"e4m3","accum":"precise","b_format":"e4m3","bias":0,"out":"bf16","scale":"block"}})");
+            }).find("gemm.cluster_m = 3"),
+            std::string::npos);
+}
+
 TEST(GemmSpecTyped, MakeAndOfRoundTripAndStructDefaults) {
   std::set<std::pair<int, int>> clusters;
   for (const KernelSpec& s : spread_sample(gemm_family(), 200)) {
