@@ -70,8 +70,9 @@ std::string check(const KernelSpec& spec) {
     return fmt::format("cluster_m = {} and cluster_n = {}: clusters have at most 2 CTAs, along M or N", c.cluster_m,
                        c.cluster_n);
   if (!cluster_fits(p, c))
-    return fmt::format("2-CTA clusters with {} scaling and {}-row tiles spill registers; use cluster_m = cluster_n = 1",
-                       to_string(p.scale), c.block_m);
+    return fmt::format("{} = 2: 2-CTA clusters with {} scaling and {}-row tiles spill registers; use "
+                       "cluster_m = cluster_n = 1",
+                       c.cluster_m == 2 ? "cluster_m" : "cluster_n", to_string(p.scale), c.block_m);
   if (c.cluster_m == 2 && c.block_n % 16 != 0)
     return fmt::format("cluster_m = 2 multicasts halves of B's tile: block_n = {} must be a multiple of 16",
                        c.block_n);
