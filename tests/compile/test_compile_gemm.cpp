@@ -22,9 +22,13 @@
 #include "generator/family.hpp"
 #include "runtime/nvrtc.hpp"
 #include "runtime/parallel.hpp"
+#include "tests/common/deepseek_shapes.hpp"
 
 namespace fp8jit {
 namespace {
+
+using test::deepseek_shapes;
+using test::Shape;
 
 using Clock = std::chrono::steady_clock;
 
@@ -190,27 +194,6 @@ void compile_all(const std::vector<KernelSpec>& specs, const char* what) {
   ::testing::Test::RecordProperty("slowest_compile_ms", static_cast<int>(slowest * 1000));
 }
 
-struct Shape {
-  std::int64_t m, n, k;
-};
-
-// DeepSeek-V3's GEMM shapes, from the shared shape list (empty where the file is absent).
-std::vector<Shape> deepseek_shapes() {
-  std::ifstream in(std::string(FP8JIT_SOURCE_DIR) + "/../shared/shapes/deepseek_v3.csv");
-  std::vector<Shape> out;
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.empty() || line[0] == '#' || line.rfind("m,", 0) == 0) continue;
-    std::istringstream fields(line);
-    Shape s{};
-    char c1 = 0, c2 = 0;
-    if (fields >> s.m >> c1 >> s.n >> c2 >> s.k && c1 == ',' && c2 == ',')
-      out.push_back(s);
-    else
-      ADD_FAILURE() << "bad line in deepseek_v3.csv: " << line;
-  }
-  return out;
-}
 
 TEST(CompileGemm, SpreadSampleOfTheConfigSpace) {
   const std::vector<KernelSpec> specs = spread_sample(gemm_family(), 60);

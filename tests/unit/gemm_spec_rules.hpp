@@ -20,28 +20,19 @@
 #include "fp8jit/error.hpp"
 #include "fp8jit/kernel_spec.hpp"
 #include "generator/family.hpp"
+#include "tests/common/deepseek_shapes.hpp"
+#include "tests/common/expect_error.hpp"
 
 
 namespace fp8jit {
 namespace gemm_spec_test {
 
+using test::deepseek_shapes;
+using test::invalid_message;
+using test::Shape;
+
 constexpr int kSmemLimit = 232448;  // opt-in shared memory per block on H100/H200
 
-// Runs fn, which must throw fp8jit::Error(invalid_argument); returns the message.
-template <class F>
-inline std::string invalid_message(F&& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::invalid_argument) << e.what();
-    return e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "threw a non-fp8jit exception: " << e.what();
-    return {};
-  }
-  ADD_FAILURE() << "did not throw";
-  return {};
-}
 
 // The spec as the JSON a file could hold, written without validating it.
 inline std::string raw_json(const KernelSpec& s) {

@@ -14,9 +14,12 @@
 #include "fp8jit/runtime.hpp"
 #include "runtime/driver.hpp"
 #include "runtime/gemm_op.hpp"
+#include "tests/common/expect_error.hpp"
 
 namespace fp8jit {
 namespace {
+
+using test::error_message;
 
 template <class T = void>
 T* fake(std::uintptr_t address) {
@@ -43,21 +46,6 @@ GemmArgs valid_args() {
   return g;
 }
 
-// Runs fn, which must throw fp8jit::Error(kind); returns the message.
-template <class F>
-std::string error_message(ErrorKind kind, F&& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    EXPECT_EQ(static_cast<int>(e.kind()), static_cast<int>(kind)) << e.what();
-    return e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "threw a non-fp8jit exception: " << e.what();
-    return {};
-  }
-  ADD_FAILURE() << "did not throw";
-  return {};
-}
 
 // normalize(args) must refuse with invalid_argument and a message containing every needle.
 void expect_rejected(const GemmArgs& args, const std::vector<std::string>& needles) {

@@ -253,27 +253,6 @@ TEST(GemmSpecSample, SpreadSampleCoversTheExtremes) {
 
 // ---- the heuristic default -----------------------------------------------------------------
 
-struct Shape {
-  std::int64_t m, n, k;
-};
-
-// DeepSeek-V3's GEMM shapes, from the shared shape list (empty where the file is absent).
-std::vector<Shape> deepseek_shapes() {
-  std::ifstream in(std::string(FP8JIT_SOURCE_DIR) + "/../shared/shapes/deepseek_v3.csv");
-  std::vector<Shape> out;
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.empty() || line[0] == '#' || line.rfind("m,", 0) == 0) continue;
-    std::istringstream fields(line);
-    Shape s{};
-    char c1 = 0, c2 = 0;
-    if (fields >> s.m >> c1 >> s.n >> c2 >> s.k && c1 == ',' && c2 == ',')
-      out.push_back(s);
-    else
-      ADD_FAILURE() << "bad line in deepseek_v3.csv: " << line;
-  }
-  return out;
-}
 
 std::vector<GemmProblem> gemm_problems() {
   std::vector<GemmProblem> out;

@@ -13,6 +13,7 @@
 #include "fp8jit/runtime.hpp"
 #include "runtime/driver.hpp"
 #include "runtime/kernel_cache.hpp"
+#include "tests/common/expect_error.hpp"
 
 namespace fp8jit {
 namespace {
@@ -186,25 +187,14 @@ DequantizeArgs valid_dequantize_args() {
   return d;
 }
 
-template <class F>
-std::string error_of(ErrorKind kind, F&& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    EXPECT_EQ(static_cast<int>(e.kind()), static_cast<int>(kind)) << e.what();
-    return e.what();
-  }
-  ADD_FAILURE() << "did not throw";
-  return {};
-}
 
 TEST(KernelCacheRuntime, QuantizeWithoutGpuIsADriverError) {
   if (driver::available()) GTEST_SKIP() << "a GPU is present";
   Runtime rt(RuntimeOptions{""});
   for (const std::string& msg :
-       {error_of(ErrorKind::driver, [&] { rt.quantize(valid_quantize_args(), nullptr); }),
-        error_of(ErrorKind::driver, [&] { rt.dequantize(valid_dequantize_args(), nullptr); }),
-        error_of(ErrorKind::driver, [&] { rt.quantize(valid_quantize_args(), default_quantize_spec({}), nullptr); })}) {
+       {test::error_message(ErrorKind::driver, [&] { rt.quantize(valid_quantize_args(), nullptr); }),
+        test::error_message(ErrorKind::driver, [&] { rt.dequantize(valid_dequantize_args(), nullptr); }),
+        test::error_message(ErrorKind::driver, [&] { rt.quantize(valid_quantize_args(), default_quantize_spec({}), nullptr); })}) {
     EXPECT_NE(msg.find("libcuda"), std::string::npos) << msg;
   }
   EXPECT_EQ(rt.cache_stats().compiles, 0u);  // nothing compiled for a launch that cannot happen
@@ -238,13 +228,13 @@ TEST(KernelCacheRuntime, InvalidQuantizeArgsNamedBeforeDriverUse) {
     c.edit(a);
     SCOPED_TRACE(c.needle);
     for (const std::string& msg :
-         {error_of(ErrorKind::invalid_argument, [&] { rt.quantize(a, nullptr); }),
-          error_of(ErrorKind::invalid_argument, [&] { rt.quantize(a, default_quantize_spec({}), nullptr); }),
-          error_of(ErrorKind::invalid_argument, [&] { (void)rt.select(a); })})
+         {test::error_message(ErrorKind::invalid_argument, [&] { rt.quantize(a, nullptr); }),
+          test::error_message(ErrorKind::invalid_argument, [&] { rt.quantize(a, default_quantize_spec({}), nullptr); }),
+          test::error_message(ErrorKind::invalid_argument, [&] { (void)rt.select(a); })})
       EXPECT_NE(msg.find(c.needle), std::string::npos) << msg;
   }
   // A spec that does not match the arguments is refused before the driver, too.
-  const std::string msg = error_of(ErrorKind::invalid_argument, [&] {
+  const std::string msg = test::error_message(ErrorKind::invalid_argument, [&] {
     rt.quantize(valid_quantize_args(), default_quantize_spec({DType::fp16, Fp8Format::e4m3, Granularity::group128, false}), nullptr);
   });
   EXPECT_NE(msg.find("invalid spec = quant_sm90_fp16_e4m3_1x128"), std::string::npos) << msg;
@@ -263,7 +253,7 @@ TEST(KernelCacheRuntime, InvalidDequantizeArgsNamedBeforeDriverUse) {
   for (const auto& [needle, edit] : cases) {
     DequantizeArgs d = valid_dequantize_args();
     edit(d);
-    EXPECT_NE(error_of(ErrorKind::invalid_argument, [&] { rt.dequantize(d, nullptr); }).find(needle), std::string::npos)
+    EXPECT_NE(test::error_message(ErrorKind::invalid_argument, [&] { rt.dequantize(d, nullptr); }).find(needle), std::string::npos)
         << needle;
   }
 }

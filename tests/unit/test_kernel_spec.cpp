@@ -10,9 +10,12 @@
 #include "fp8jit/error.hpp"
 #include "fp8jit/kernel_spec.hpp"
 #include "generator/family.hpp"
+#include "tests/common/expect_error.hpp"
 
 namespace fp8jit {
 namespace {
+
+using test::invalid_message;
 
 constexpr const char* kQuant1x128 =
     R"({"family":"quantize","problem":{"input":"bf16","format":"e4m3","granularity":"1x128","transpose":0},)"
@@ -24,21 +27,6 @@ KernelSpec dequant_spec() {
   return make_dequantize_spec({Fp8Format::e4m3, DType::bf16, Granularity::block128}, {16, 256, 2});
 }
 
-// Runs fn, which must throw fp8jit::Error(invalid_argument); returns the message.
-template <class F>
-std::string invalid_message(F&& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::invalid_argument) << e.what();
-    return e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "threw a non-fp8jit exception: " << e.what();
-    return {};
-  }
-  ADD_FAILURE() << "did not throw";
-  return {};
-}
 
 // `spec` must fail validation, JSON conversion, naming, hashing and rendering alike, with a
 // message that contains each of `needles`.
