@@ -11,21 +11,14 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 shapes=$(realpath "$1"); scale=$2; top_k=$3; shift 3
 OUT=${OUT:-/tmp/fp8jit-ab-tune}
 mkdir -p "$OUT"
-sqlite_args=()
-if [ ! -f /usr/include/sqlite3.h ] && [ -f .carry/sqlite/sqlite3.h ]; then
-  sqlite_args=(-DSQLite3_INCLUDE_DIR="$PWD/.carry/sqlite" -DSQLite3_LIBRARY=/lib/x86_64-linux-gnu/libsqlite3.so.0)
-fi
-run_variant() {  # name, source dir[, existing build tree]
-  local name=$1 src=$2 b=${3:-/tmp/fp8jit-ab-build/$1}
-  cmake -S "$src" -B "$b" -DCMAKE_BUILD_TYPE=Release "${sqlite_args[@]}" > "$OUT/$name.cmake.log" 2>&1 &&
-    cmake --build "$b" -j"$(nproc)" --target fp8jit_cli > "$OUT/$name.build.log" 2>&1 ||
-    { echo "== $name: build failed"; tail -20 "$OUT/$name.build.log"; return 1; }
-  rm -f "$OUT/$name.sqlite"
-  FP8JIT_CACHE_DIR=/tmp/fp8jit-ab-cache/$name "$b/fp8jit" tune --shapes "$shapes" --scale "$scale" --top-k "$top_k" \
-    --jobs "$(nproc)" --db "$OUT/$name.sqlite" 2>&1 | tr '\r' '\n' | grep -v '^shape ' > "$OUT/$name.txt"
-  "$b/fp8jit" db export --db "$OUT/$name.sqlite" --file "$OUT/$name.json" 2>/dev/null
-  echo "== $name"
-  python3 - "$OUT/$name.json" <<'PY'
+source bench/ab_common.sh
+measure() {  # name, build tree
+  rm -f "$OUT/$1.sqlite"
+  FP8JIT_CACHE_DIR=/tmp/fp8jit-ab-cache/$1 "$2/fp8jit" tune --shapes "$shapes" --scale "$scale" --top-k "$top_k" \
+    --jobs "$(nproc)" --db "$OUT/$1.sqlite" 2>&1 | tr '\r' '\n' | grep -v '^shape ' > "$OUT/$1.txt"
+  "$2/fp8jit" db export --db "$OUT/$1.sqlite" --file "$OUT/$1.json" 2>/dev/null
+  echo "== $1"
+  python3 - "$OUT/$1.json" <<'PY'
 import json, sys
 for r in json.load(open(sys.argv[1]))["rows"]:
     t = r["timings"]; t = json.loads(t) if isinstance(t, str) else t
@@ -35,12 +28,4 @@ for r in json.load(open(sys.argv[1]))["rows"]:
               f'c{cfg.get("cluster_m", 1)}{cfg.get("cluster_n", 1)}: {c["median_us"]:.1f} us {c["status"]}')
 PY
 }
-run_variant base "$PWD" "${AB_BASE_BUILD:-}"
-for patch in "$@"; do
-  name=$(basename "$patch" .patch)
-  dir=/tmp/fp8jit-ab-src/$name
-  rm -rf "$dir" && mkdir -p "$dir" &&
-    tar -c --exclude='./build*' --exclude=./.git --exclude='./bench/results' . | tar -x -C "$dir"
-  patch -s -p1 -d "$dir" < "$patch" || { echo "== $name: patch does not apply"; continue; }
-  run_variant "$name" "$dir"
-done
+ab_all fp8jit_cli "$@"
