@@ -107,14 +107,19 @@ std::vector<KernelSpec> gemm_candidates(const GemmProblem& problem, std::int64_t
                                         int sm_count, int smem_bytes, std::size_t top_k) {
   const KernelSpec fallback = default_gemm_spec(problem, m, n, k, sm_count, smem_bytes);
   const GemmConfig base = gemm_config_of(fallback);
-  std::vector<std::pair<double, KernelSpec>> ranked;
-  for (const KernelSpec& s : enumerate_configs(gemm_family(), fallback)) {
+  struct Ranked {
+    double cost;
+    GemmConfig c;
+    KernelSpec spec;
+  };
+  std::vector<Ranked> ranked;
+  for (KernelSpec& s : enumerate_configs(gemm_family(), fallback)) {
     const GemmConfig c = gemm_config_of(s);
     if (gemm_smem_bytes(problem, c) > smem_bytes) continue;
     if (c.block_m > 64 && m <= 64) continue;  // half the tile would be padding
-    ranked.push_back({predicted_cost(c, m, n, k, sm_count), s});
+    ranked.push_back({predicted_cost(c, m, n, k, sm_count), c, std::move(s)});
   }
-  std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::stable_sort(ranked.begin(), ranked.end(), [](const Ranked& a, const Ranked& b) { return a.cost < b.cost; });
   std::vector<KernelSpec> out = {fallback};
   auto take = [&](const KernelSpec& s) {
     if (top_k && out.size() >= top_k) return;
@@ -125,21 +130,21 @@ std::vector<KernelSpec> gemm_candidates(const GemmProblem& problem, std::int64_t
   // well, and ranking them all would spend the sweep on variants of two or three tiles. The rest
   // for those variants of the best-ranked tiles.
   const std::size_t tiles_budget = top_k ? std::max<std::size_t>(1, top_k * 2 / 3) : 0;
-  for (const auto& [cost, s] : ranked) {
+  std::vector<GemmConfig> tiles = {base};
+  for (const Ranked& r : ranked) {
     if (top_k && out.size() >= tiles_budget) break;
-    const GemmConfig c = gemm_config_of(s);
-    if (c.group_m == base.group_m && c.cluster_m == 1 && c.cluster_n == 1) take(s);
-  }
-  const std::vector<KernelSpec> tiles = out;
-  for (const KernelSpec& t : tiles) {
-    const GemmConfig tc = gemm_config_of(t);
-    for (const auto& [cost, s] : ranked) {
-      const GemmConfig c = gemm_config_of(s);
-      if (c.block_m == tc.block_m && c.block_n == tc.block_n && c.stages == tc.stages) take(s);
+    if (r.c.group_m == base.group_m && r.c.cluster_m == 1 && r.c.cluster_n == 1) {
+      const std::size_t before = out.size();
+      take(r.spec);
+      if (out.size() > before) tiles.push_back(r.c);
     }
+  }
+  for (const GemmConfig& t : tiles) {
+    for (const Ranked& r : ranked)
+      if (r.c.block_m == t.block_m && r.c.block_n == t.block_n && r.c.stages == t.stages) take(r.spec);
     if (top_k && out.size() >= top_k) break;
   }
-  for (const auto& [cost, s] : ranked) take(s);  // top_k larger than the above: the rest by rank
+  for (const Ranked& r : ranked) take(r.spec);  // top_k larger than the above: the rest by rank
   return out;
 }
 
