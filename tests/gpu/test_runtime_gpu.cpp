@@ -34,6 +34,15 @@ struct Operands {
   std::unique_ptr<DeviceMem> a, b, sa, sb, d;
 };
 
+// Block-scaled arguments of shape s; make() fills in the operands.
+GemmArgs args_of(const GemmShape& s) {
+  GemmArgs g;
+  g.m = s.m;
+  g.n = s.n;
+  g.k = s.k;
+  return g;
+}
+
 Operands make(GemmArgs& g, unsigned seed) {
   Operands o;
   g.scale_mode = ScaleMode::block;
@@ -93,10 +102,7 @@ TEST_F(RuntimeGpu, TunedRowsBeatTheHeuristicAndASecondProcessUsesThem) {
   std::ofstream shapes(dir_ + "/shapes.csv");
   for (const GemmShape& s : kShapes) {
     Runtime rt(options());
-    GemmArgs g;
-    g.m = s.m;
-    g.n = s.n;
-    g.k = s.k;
+    GemmArgs g = args_of(s);
     Operands keep = make(g, 7);
     TuneOptions topt;
     topt.top_k = 8;
@@ -165,10 +171,7 @@ TEST_F(RuntimeGpu, CudaGraphCapturingGemmReplaysCorrectly) {
   FP8JIT_REQUIRE_GPU();
   Runtime rt(options());
   for (const GemmShape& s : {GemmShape{64, 2112, 7168}, GemmShape{256, 512, 1024}}) {  // split-K and plain
-    GemmArgs g;
-    g.m = s.m;
-    g.n = s.n;
-    g.k = s.k;
+    GemmArgs g = args_of(s);
     Operands keep = make(g, 3);
     cudaStream_t stream;
     ASSERT_EQ(cudaSuccess, cudaStreamCreate(&stream));
@@ -210,10 +213,7 @@ TEST_F(RuntimeGpu, ConcurrentCallersGetTheirOwnResults) {
     Caller& c = callers[t];
     ASSERT_EQ(cudaSuccess, cudaStreamCreate(&c.stream));
     for (const GemmShape& s : shapes) {
-      GemmArgs g;
-      g.m = s.m;
-      g.n = s.n;
-      g.k = s.k;
+      GemmArgs g = args_of(s);
       c.ops.push_back(make(g, 100 + t));
       c.args.push_back(g);
       rt.gemm(g, c.stream);  // alone: the expected bytes (and the kernels compiled up front)
@@ -274,10 +274,7 @@ TEST_F(RuntimeGpu, RepeatedGemmAllocatesNothingOnTheHost) {
   FP8JIT_REQUIRE_GPU();
   Runtime rt(options());
   for (const GemmShape& s : {GemmShape{64, 2112, 7168}, GemmShape{256, 512, 1024}}) {  // split-K and plain
-    GemmArgs g;
-    g.m = s.m;
-    g.n = s.n;
-    g.k = s.k;
+    GemmArgs g = args_of(s);
     Operands keep = make(g, 9);
     rt.gemm(g, nullptr);
     rt.gemm(g, nullptr);
