@@ -60,8 +60,12 @@ KernelSpec default_gemm_spec(const GemmProblem& problem, std::int64_t m, std::in
                              int sm_count, int smem_bytes) {
   constexpr double kFixedCols = 48;
   const int block_m = m <= 64 ? 64 : 128;
-  // Widest tile the register budget allows (see max_accumulators in families/gemm.cpp).
+  // Widest tile the register budget allows (see max_accumulators in families/gemm.cpp). Block
+  // scaling with 128 rows takes up to 256 columns in two halves (gemm_chunks): 1.04-1.06x on the
+  // 4096-row K >= 7168 shapes over 192, where per-tensor scaling's 256 lost to its unchunked 208
+  // (bench/NOTES.md, G18).
   int max_n = problem.fast_accum ? 240 : problem.scale == ScaleMode::group ? 160 : 208;
+  if (problem.scale == ScaleMode::block && block_m == 128 && !problem.bias) max_n = 256;
   if ((k + 127) / 128 <= 4) max_n = std::min(max_n, 160);
   int best_n = 128;
   double best_cost = 0;
@@ -76,6 +80,13 @@ KernelSpec default_gemm_spec(const GemmProblem& problem, std::int64_t m, std::in
       best_n = bn;
     }
   }
+  // Decode-sized M with one wave of wide tiles: each CTA runs one tile, whose pipeline fill and
+  // epilogue nothing overlaps; two tiles per CTA of half the width overlap them (tuned: 64x96
+  // and 128x96 won 1.08-1.10x over x192 at N = 24576, K = 1536; G16).
+  const std::int64_t k_blocks = (k + 127) / 128;
+  const std::int64_t tiles = (n + best_n - 1) / best_n;
+  if (m <= 128 && best_n >= 128 && k_blocks >= 8 && tiles <= sm_count && tiles * 4 >= sm_count * 3)
+    best_n = best_n / 16 * 8;
   const int group_m = (m + block_m - 1) / block_m >= 16 ? 16 : 8;
   GemmConfig c{block_m, best_n, 2, group_m};
   // The deepest pipeline that fits, up to 6 stages; on a GPU with less shared memory, narrower

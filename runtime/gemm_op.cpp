@@ -7,6 +7,7 @@
 #include "fp8jit/error.hpp"
 #include "fp8jit/gemm/params.cuh"
 #include "runtime/driver.hpp"
+#include "runtime/settings.hpp"
 #include "runtime/tensor_map_cache.hpp"
 
 namespace fp8jit::ops {
@@ -160,18 +161,46 @@ void check_matches(const KernelSpec& spec, const GemmArgs& a) {
     throw_invalid("spec", spec_name(spec), "does not match the arguments' formats, output, scale mode, bias or accumulation");
 }
 
-int split_count(const LoadedKernel& k, const GemmArgs& a, int sm_count) {
-  return gemm_split_k(a.m, a.n, a.k, k.gemm_config, sm_count);
+namespace {
+
+std::int64_t tile_count(const GemmConfig& c, const GemmArgs& a) {
+  return ceil_div(a.m, c.block_m) * ceil_div(a.n, c.block_n);
 }
 
-std::size_t workspace_bytes(const GemmArgs& a, int splits) {
-  return splits > 1 ? static_cast<std::size_t>(splits) * a.m * a.n * sizeof(float) : 0;
+// Every tile's `splits` CTAs fit on the GPU at once as one cluster each (a single wave: one work
+// unit per CTA, which the in-cluster sum needs).
+bool cluster_split_fits(const LoadedKernel& k, const GemmArgs& a, int splits) {
+  return splits >= 2 && splits < static_cast<int>(k.split_clusters.size()) && gemm_sums_splits_in_smem(k.gemm_config) &&
+         tile_count(k.gemm_config, a) <= k.split_clusters[splits];
+}
+
+}  // namespace
+
+bool splits_in_cluster(const LoadedKernel& k, const GemmArgs& a, int splits) {
+  return Settings::get().split_sum == SplitSum::cluster && cluster_split_fits(k, a, splits);
+}
+
+// The heuristic's split count; where its ranges cannot be summed inside clusters, the largest
+// smaller count that can (no workspace, no second kernel: worth more than the extra ranges on
+// decode-sized shapes, bench/NOTES.md G17), else the heuristic's count through the workspace.
+int split_count(const LoadedKernel& k, const GemmArgs& a, int sm_count) {
+  const int splits = gemm_split_k(a.m, a.n, a.k, k.gemm_config, sm_count);
+  if (splits <= 1 || Settings::get().split_sum != SplitSum::cluster) return splits;
+  for (int s = std::min(splits, static_cast<int>(k.split_clusters.size()) - 1); s >= 2; --s)
+    if (cluster_split_fits(k, a, s)) return s;
+  return splits;
+}
+
+std::size_t workspace_bytes(const LoadedKernel& k, const GemmArgs& a, int splits) {
+  if (splits <= 1 || splits_in_cluster(k, a, splits)) return 0;
+  return static_cast<std::size_t>(splits) * a.m * a.n * sizeof(float);
 }
 
 namespace {
 
 // The parameters that do not need the driver: pointers, strides, shape, tiling, split-K.
-void fill_params(dev::GemmParams& p, const GemmConfig& c, const GemmArgs& a, int splits, float* workspace) {
+void fill_params(dev::GemmParams& p, const GemmConfig& c, const GemmArgs& a, int splits, bool split_cluster,
+                 float* workspace) {
   const std::size_t esize = dtype_size(a.d_dtype);
   p.d = a.d;
   p.ldd = a.ldd;
@@ -192,6 +221,7 @@ void fill_params(dev::GemmParams& p, const GemmConfig& c, const GemmArgs& a, int
   p.pair_stores = (a.ldd % 2 == 0 && reinterpret_cast<std::uintptr_t>(a.d) % (2 * esize) == 0) ? 1 : 0;
   p.splits = splits;
   p.kb_per_split = static_cast<int>(ceil_div(kb, splits));
+  p.split_cluster = split_cluster ? 1 : 0;
   p.workspace = workspace;
 }
 
@@ -203,13 +233,14 @@ GemmLaunch prepare(const LoadedKernel& k, const GemmArgs& a, int sm_count, int s
   const std::size_t esize = dtype_size(a.d_dtype);
   GemmLaunch l;
   dev::GemmParams& p = l.params;
-  fill_params(p, c, a, splits, workspace);
+  const bool split_cluster = splits_in_cluster(k, a, splits);
+  fill_params(p, c, a, splits, split_cluster, workspace);
   // A 2-CTA cluster loads half of the shared operand's tile per CTA (multicast to both).
   const int box_a = c.cluster_n == 2 ? c.block_m / 2 : c.block_m, box_b = c.cluster_m == 2 ? c.block_n / 2 : c.block_n;
   encode(&p.tma_a, CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, a.a, a.m, a.k, a.lda, kBlockK, box_a, CU_TENSOR_MAP_SWIZZLE_128B);
   encode(&p.tma_b, CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, a.b, a.n, a.k, a.ldb, kBlockK, box_b, CU_TENSOR_MAP_SWIZZLE_128B);
   // NOTE: TMA stores need 16-byte aligned rows; other leading dimensions take direct stores.
-  p.tma_store = splits == 1 && (a.ldd * esize) % 16 == 0 && reinterpret_cast<std::uintptr_t>(a.d) % 16 == 0;
+  p.tma_store = (splits == 1 || split_cluster) && (a.ldd * esize) % 16 == 0 && reinterpret_cast<std::uintptr_t>(a.d) % 16 == 0;
   if (p.tma_store) {
     const int rows_per_wg = c.block_m >= 128 ? c.block_m / 2 : c.block_m;
     encode(&p.tma_d, tma_type(a.d_dtype), esize, a.d, a.m, a.n, a.ldd, c.block_n, rows_per_wg, CU_TENSOR_MAP_SWIZZLE_NONE);
@@ -220,8 +251,9 @@ GemmLaunch prepare(const LoadedKernel& k, const GemmArgs& a, int sm_count, int s
   const std::int64_t units =
       ceil_div(p.tiles_m, c.cluster_m) * ceil_div(p.tiles_n, c.cluster_n) * std::int64_t{splits};
   if (units > INT_MAX) throw_invalid("m*n", fmt::format("{}x{}", a.m, a.n), "too many output tiles for one launch");
-  const int cluster = c.cluster_m * c.cluster_n;
-  const std::int64_t resident = cluster > 1 ? k.max_active_clusters : sm_count;
+  // Splits summed in clusters: a cluster per tile, all resident (cluster_split_fits).
+  const int cluster = split_cluster ? splits : c.cluster_m * c.cluster_n;
+  const std::int64_t resident = split_cluster ? units / splits : cluster > 1 ? k.max_active_clusters : sm_count;
   l.main.grid[0] = static_cast<unsigned>(std::min<std::int64_t>(units, resident) * cluster);
   l.main.cluster[0] = static_cast<unsigned>(cluster);
   l.main.block[0] = static_cast<unsigned>(k.threads);
@@ -236,7 +268,7 @@ GemmLaunch prepare(const LoadedKernel& k, const GemmArgs& a, int sm_count, int s
 void launch(const LoadedKernel& k, GemmLaunch& l) {
   void* args[] = {&l.params};
   fp8jit::launch(k.functions[0], l.main, args);
-  if (l.params.splits > 1) fp8jit::launch(k.functions[1], l.reduce, args);
+  if (l.params.splits > 1 && !l.params.split_cluster) fp8jit::launch(k.functions[1], l.reduce, args);
 }
 
 void launch(const LoadedKernel& k, const GemmArgs& a, int sm_count, int splits, float* workspace, CUstream stream) {

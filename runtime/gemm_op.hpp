@@ -15,9 +15,12 @@ namespace fp8jit::ops {
 GemmArgs normalize(const GemmArgs& a);
 GemmProblem problem_of(const GemmArgs& a);
 void check_matches(const KernelSpec& spec, const GemmArgs& a);
-// Split-K ranges a launch will use, and the FP32 workspace bytes they need (0 when 1).
+// Split-K ranges a launch will use; whether they are summed inside thread-block clusters (one
+// per tile) rather than through the FP32 workspace and a reduction kernel; the workspace bytes
+// (0 for one range or a sum in clusters).
 int split_count(const LoadedKernel& k, const GemmArgs& a, int sm_count);
-std::size_t workspace_bytes(const GemmArgs& a, int splits);
+bool splits_in_cluster(const LoadedKernel& k, const GemmArgs& a, int splits);
+std::size_t workspace_bytes(const LoadedKernel& k, const GemmArgs& a, int splits);
 
 // One GEMM ready to launch: the kernel parameters (tensor maps encoded) and the grids of the
 // persistent kernel and, with splits > 1, of the reduction.

@@ -42,6 +42,54 @@ std::string KernelCache::cubin(const KernelSpec& spec) {
   return std::move(r.binary);
 }
 
+namespace {
+
+int multiprocessors() {
+  CUdevice dev = 0;
+  int sms = 0;
+  driver::check(driver::api().cuCtxGetDevice(&dev), "cuCtxGetDevice");
+  driver::check(driver::api().cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev),
+                "cuDeviceGetAttribute(MULTIPROCESSOR_COUNT)");
+  return sms;
+}
+
+// Resident clusters of `size` CTAs, probed with a grid of one cluster per `size` SMs, as a
+// persistent launch would be.
+int resident_clusters(const LoadedKernel& k, int size, int sms) {
+  LaunchConfig probe;
+  probe.grid[0] = static_cast<unsigned>(std::max(1, sms / size) * size);
+  probe.block[0] = static_cast<unsigned>(k.threads);
+  probe.smem_bytes = static_cast<unsigned>(k.smem_bytes);
+  probe.cluster[0] = static_cast<unsigned>(size);
+  return max_active_clusters(k.functions[0], probe);
+}
+
+// The config's own cluster (persistent grid size), or for a gemm without one the clusters that
+// split-K summed in shared memory would use.
+void probe_clusters(LoadedKernel& k) {
+  const int sms = multiprocessors();
+  if (k.cluster > 1) {
+    k.max_active_clusters = resident_clusters(k, k.cluster, sms);
+    if (k.max_active_clusters < 1)
+      throw Error(ErrorKind::unsupported,
+                  fmt::format("{}: no cluster of {} CTAs with {} bytes of shared memory each fits on this GPU; "
+                              "pick a config with cluster_m = cluster_n = 1",
+                              k.name, k.cluster, k.smem_bytes));
+    log::at(log::info, "{}: {} clusters of {} CTAs can be resident", k.name, k.max_active_clusters, k.cluster);
+    return;
+  }
+  // 0 where the driver declines a size: that split count then sums through the workspace.
+  for (int size = 2; size < static_cast<int>(k.split_clusters.size()); ++size) {
+    try {
+      k.split_clusters[size] = resident_clusters(k, size, sms);
+    } catch (const Error&) {
+      k.split_clusters[size] = 0;
+    }
+  }
+}
+
+}  // namespace
+
 const LoadedKernel& KernelCache::get(const KernelSpec& spec) {
   CUcontext ctx = driver::ensure_context();
   Key key{ctx, spec_name(spec)};
@@ -76,26 +124,7 @@ const LoadedKernel& KernelCache::get(const KernelSpec& spec) {
     for (CUfunction f : k->functions) set_max_dynamic_smem(f, k->smem_bytes);
     if (spec.family == "gemm") k->gemm_config = gemm_config_of(spec);
     k->cluster = spec_cluster_size(spec);
-    if (k->cluster > 1) {
-      // Probed with a grid of one cluster per pair of SMs, as a persistent launch would be.
-      CUdevice dev = 0;
-      int sms = 0;
-      driver::check(driver::api().cuCtxGetDevice(&dev), "cuCtxGetDevice");
-      driver::check(driver::api().cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev),
-                    "cuDeviceGetAttribute(MULTIPROCESSOR_COUNT)");
-      LaunchConfig probe;
-      probe.grid[0] = static_cast<unsigned>(std::max(1, sms / k->cluster) * k->cluster);
-      probe.block[0] = static_cast<unsigned>(k->threads);
-      probe.smem_bytes = static_cast<unsigned>(k->smem_bytes);
-      probe.cluster[0] = static_cast<unsigned>(k->cluster);
-      k->max_active_clusters = max_active_clusters(k->functions[0], probe);
-      if (k->max_active_clusters < 1)
-        throw Error(ErrorKind::unsupported,
-                    fmt::format("{}: no cluster of {} CTAs with {} bytes of shared memory each fits on this GPU; "
-                                "pick a config with cluster_m = cluster_n = 1",
-                                k->name, k->cluster, k->smem_bytes));
-      log::at(log::info, "{}: {} clusters of {} CTAs can be resident", k->name, k->max_active_clusters, k->cluster);
-    }
+    if (k->cluster > 1 || spec.family == "gemm") probe_clusters(*k);
     promise.set_value(k);
   } catch (...) {
     promise.set_exception(std::current_exception());

@@ -1,6 +1,7 @@
 // Compiled kernels: cubins (disk cache or NVRTC) and modules loaded per CUDA context.
 #pragma once
 
+#include <array>
 #include <cuda.h>
 
 #include <future>
@@ -28,6 +29,9 @@ struct LoadedKernel {
   GemmConfig gemm_config;       // gemm family: the spec's config, parsed once (the launch path reads it)
   int cluster = 1;              // CTAs per cluster of functions[0]
   int max_active_clusters = 0;  // of `cluster` CTAs, resident at once (cluster > 1 only)
+  // gemm without a config cluster: split_clusters[s] clusters of s CTAs (2 <= s <= 8) can be
+  // resident at once, for split-K summed inside a cluster (ops::splits_in_cluster).
+  std::array<int, 9> split_clusters{};
 };
 
 // Everything that decides the bytes of a binary: library version, NVRTC version, options,

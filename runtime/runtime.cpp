@@ -216,7 +216,7 @@ void Runtime::gemm(const GemmArgs& args, CUstream stream) {
     route = impl_->remember_gemm(key, impl_->kernels.get(found.spec), a);
   }
   ops::launch(*route.kernel, a, route.sm_count, route.splits,
-              impl_->workspace(key.ctx, stream, ops::workspace_bytes(a, route.splits)), stream);
+              impl_->workspace(key.ctx, stream, ops::workspace_bytes(*route.kernel, a, route.splits)), stream);
 }
 
 void Runtime::gemm(const GemmArgs& args, const KernelSpec& spec, CUstream stream) {
@@ -226,7 +226,7 @@ void Runtime::gemm(const GemmArgs& args, const KernelSpec& spec, CUstream stream
   const int sms = impl_->check_device(ctx);
   const LoadedKernel& k = impl_->kernels.get(spec);
   const int splits = ops::split_count(k, a, sms);
-  ops::launch(k, a, sms, splits, impl_->workspace(ctx, stream, ops::workspace_bytes(a, splits)), stream);
+  ops::launch(k, a, sms, splits, impl_->workspace(ctx, stream, ops::workspace_bytes(k, a, splits)), stream);
 }
 
 TuneResult Runtime::tune(const GemmArgs& args, const TuneOptions& options) {

@@ -55,6 +55,12 @@ Settings Settings::from_env() {
   if (s.jobs == 0) s.jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   if (const char* v = env("FP8JIT_KEEP_SOURCE"))
     s.keep_source = parse_bool("FP8JIT_KEEP_SOURCE", v);
+  if (const char* v = env("FP8JIT_SPLIT_SUM")) {
+    std::string_view t(v);
+    if (t == "cluster") s.split_sum = SplitSum::cluster;
+    else if (t == "workspace") s.split_sum = SplitSum::workspace;
+    else throw_invalid("FP8JIT_SPLIT_SUM", v, "expected cluster or workspace");
+  }
   return s;
 }
 
@@ -72,6 +78,7 @@ std::vector<std::pair<std::string, std::string>> Settings::documented() {
       {"FP8JIT_LOG", "0 quiet .. 3 debug (default 1)"},
       {"FP8JIT_JOBS", "compile threads (default: all cores)"},
       {"FP8JIT_KEEP_SOURCE", "1 writes each generated .cu beside its cubin"},
+      {"FP8JIT_SPLIT_SUM", "cluster | workspace: how split-K ranges are summed (default cluster, where it fits)"},
   };
 }
 

@@ -8,6 +8,10 @@
 
 namespace fp8jit {
 
+// How split-K ranges are summed: inside a thread-block cluster where the kernel and GPU allow it
+// (no workspace, no second kernel), or always through the FP32 workspace and a reduction kernel.
+enum class SplitSum { cluster, workspace };
+
 struct Settings {
   std::string cache_dir;        // FP8JIT_CACHE_DIR; default $XDG_CACHE_HOME/fp8jit or ~/.cache/fp8jit
   bool disk_cache = true;       // FP8JIT_DISK_CACHE=0 disables the on-disk binary cache
@@ -16,6 +20,7 @@ struct Settings {
   int log_level = 1;            // FP8JIT_LOG=0 (quiet) .. 3 (debug)
   int jobs = 0;                 // FP8JIT_JOBS: compile threads; 0 = hardware concurrency
   bool keep_source = false;     // FP8JIT_KEEP_SOURCE=1 writes generated .cu next to cubins
+  SplitSum split_sum = SplitSum::cluster;  // FP8JIT_SPLIT_SUM=cluster|workspace
 
   // Reads the environment. Throws fp8jit::Error naming the variable for a malformed value.
   static Settings from_env();

@@ -45,10 +45,12 @@ const char* dev_scale(ScaleMode m) {
 
 bool promotes(const GemmProblem& p) { return !p.fast_accum; }
 
-// Accumulator registers per consumer thread: BLOCK_N/2 per m64 row slab, twice with promotion.
+// Accumulator registers per consumer thread: BLOCK_N/2 per m64 row slab, plus with promotion the
+// wgmma temporaries of one column chunk.
 int accumulator_regs(const GemmProblem& p, const GemmConfig& c) {
   const int slabs = c.block_m == 256 ? 2 : 1;
-  return slabs * c.block_n / 2 * (promotes(p) ? 2 : 1);
+  const int acc = slabs * c.block_n / 2;
+  return acc + (promotes(p) ? acc / gemm_chunks(p, c) : 0);
 }
 
 std::string check(const KernelSpec& spec) {
@@ -79,6 +81,13 @@ std::string check(const KernelSpec& spec) {
   // Block scaling reads the scales of at most two 128-wide blocks of B per tile.
   if (p.scale == ScaleMode::block && 128 - std::gcd(c.block_n, 128) > 256 - c.block_n)
     return fmt::format("block_n = {} lets a tile straddle three 128x128 scale blocks of B", c.block_n);
+  if (gemm_chunks(p, c) == 2 && c.block_n % 16 != 0)
+    return fmt::format("block_n = {} (> 208, precise) is computed in two halves: it must be a multiple of 16",
+                       c.block_n);
+  // ptxas: the bias epilogue of 240- and 256-wide precise tiles spills (4-72 bytes).
+  if (gemm_chunks(p, c) == 2 && p.bias && c.block_n > 224)
+    return fmt::format("block_n = {} with bias spills registers (precise accumulation); at most 224 columns",
+                       c.block_n);
   return "";
 }
 
@@ -124,7 +133,7 @@ std::string render_body(const KernelSpec& spec) {
       "  Kernel::run(p, smem);\n}}\n\n"
       "extern \"C\" __global__ void fp8jit_gemm_reduce(const __grid_constant__ GemmParams p) {{\n"
       "  Sm90GemmReduce<{}, {}>::run(p);\n}}\n",
-      render_wgmma(c.block_n, p.a_format, p.b_format), c.block_m, c.block_n, c.stages, dev_scale(p.scale),
+      render_wgmma(c.block_n / gemm_chunks(p, c), p.a_format, p.b_format), c.block_m, c.block_n, c.stages, dev_scale(p.scale),
       dev_elem(p.out), dev_fp8(p.a_format), dev_fp8(p.b_format), p.bias ? "true" : "false", c.group_m,
       p.fast_accum ? "true" : "false", c.cluster_m, c.cluster_n, threads, dev_elem(p.out), p.bias ? "true" : "false");
 }
@@ -175,6 +184,17 @@ FamilyDef make_family() {
 const FamilyDef& gemm_family() {
   static const FamilyDef family = make_family();
   return family;
+}
+
+// Mirrors Sm90Fp8Gemm::kChunks: precise tiles wider than 208 columns with one m64 slab per
+// warpgroup accumulate their two column halves in turn, so the wgmma temporaries cost half a tile.
+int gemm_chunks(const GemmProblem& p, const GemmConfig& c) {
+  return !p.fast_accum && p.scale != ScaleMode::group && c.block_m <= 128 && c.block_n > 208 ? 2 : 1;
+}
+
+bool gemm_sums_splits_in_smem(const GemmConfig& c) {
+  return c.cluster_m * c.cluster_n == 1 &&
+         std::int64_t{c.stages} * (c.block_m + c.block_n) * 128 >= std::int64_t{c.block_m} * c.block_n * 4;
 }
 
 // Mirrors Sm90Fp8Gemm::smem_bytes(): the stage ring (A and B tiles and, for block and group

@@ -126,5 +126,11 @@ KernelSpec default_gemm_spec(const GemmProblem& problem, std::int64_t m, std::in
 
 // Shared memory a gemm variant needs: stages, barriers and the epilogue's staging of D.
 int gemm_smem_bytes(const GemmProblem& problem, const GemmConfig& config);
+// Column chunks a K block's wgmmas cover in turn (2 for precise tiles wider than 208 columns,
+// promoted one half at a time); the wgmma's N is block_n / chunks.
+int gemm_chunks(const GemmProblem& problem, const GemmConfig& config);
+// Whether split-K ranges of this variant can be summed inside a cluster: its drained stages hold
+// one FP32 tile, and it has no config cluster (Sm90Fp8Gemm::kCanSumSplitsInCluster).
+bool gemm_sums_splits_in_smem(const GemmConfig& config);
 
 }  // namespace fp8jit

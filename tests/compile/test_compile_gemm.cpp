@@ -217,9 +217,8 @@ TEST(CompileGemm, SpreadSampleOfTheConfigSpace) {
     c2m += s.i("cluster_m") == 2;
     c2n += s.i("cluster_n") == 2;
   }
-  // 240: the widest tile that fits (fast accumulation; 256 spills).
-  EXPECT_TRUE(block_n.count(16) && block_n.count(240));
-  EXPECT_FALSE(block_n.count(256));
+  // 256: the widest tile (precise accumulation in two column halves).
+  EXPECT_TRUE(block_n.count(16) && block_n.count(256));
   EXPECT_TRUE(block_m.count(64) && block_m.count(256));
   // Single CTAs and 2-CTA clusters along M (B multicast) and along N (A multicast) all compile
   // without spilling.
@@ -304,8 +303,10 @@ TEST(CompileGemmPtx, WgmmaTmaMbarrierAndSetmaxnreg) {
     ASSERT_EQ(p.rfind("ERROR ", 0), std::string::npos) << p;
     EXPECT_FALSE(is_elf(p));
     EXPECT_EQ(p.find('\0'), std::string::npos) << "PTX text carries a NUL";
-    const std::string wgmma = fmt::format("wgmma.mma_async.sync.aligned.m64n{}k32.f32.{}.{}",
-                                          s.i("block_n"), s.s("a_format"), s.s("b_format"));
+    // Precise tiles over 208 columns run their wgmmas on column halves.
+    const int wgmma_n = static_cast<int>(s.i("block_n")) / gemm_chunks(gemm_problem_of(s), gemm_config_of(s));
+    const std::string wgmma = fmt::format("wgmma.mma_async.sync.aligned.m64n{}k32.f32.{}.{}", wgmma_n,
+                                          s.s("a_format"), s.s("b_format"));
     EXPECT_NE(p.find(wgmma), std::string::npos) << wgmma;
     // No wgmma of another width or format pair.
     std::size_t wgmmas = 0, other = 0;
@@ -329,9 +330,14 @@ TEST(CompileGemmPtx, WgmmaTmaMbarrierAndSetmaxnreg) {
     const bool clustered = s.i("cluster_m") * s.i("cluster_n") > 1;
     for (const char* needle :
          {"cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster",
-          ".multicast::cluster", "barrier.cluster.arrive", "barrier.cluster.wait", "mapa.shared::cluster",
-          "mbarrier.arrive.shared::cluster", "%cluster_ctarank"})
+          ".multicast::cluster", "mbarrier.arrive.shared::cluster", "%cluster_ctarank"})
       EXPECT_EQ(p.find(needle) != std::string::npos, clustered) << needle;
+    // Cluster-wide barriers and peers' shared memory: config clusters, and split-K summed in a
+    // cluster where the stages hold a partial tile.
+    const bool cluster_code = clustered || gemm_sums_splits_in_smem(gemm_config_of(s));
+    for (const char* needle : {"barrier.cluster.arrive", "barrier.cluster.wait", "mapa.shared::cluster"})
+      EXPECT_EQ(p.find(needle) != std::string::npos, cluster_code) << needle;
+    if (!clustered && cluster_code) EXPECT_NE(p.find("ld.shared::cluster.v4.f32"), std::string::npos);
     // The producer gives registers up; the consumers (one or two warpgroups) take them.
     EXPECT_NE(p.find("setmaxnreg.dec.sync.aligned.u32 40;"), std::string::npos);
     EXPECT_NE(p.find(fmt::format("setmaxnreg.inc.sync.aligned.u32 {};",

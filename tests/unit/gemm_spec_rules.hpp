@@ -137,11 +137,23 @@ inline bool cluster_ok(const std::string& scale, int block_m, int block_n, int c
   if (scale == "group" || (scale == "block" && block_m == 256)) return false;
   return cluster_m == 1 || block_n % 16 == 0;
 }
-inline int accumulators(const std::string& accum, int block_m, int block_n) {
+// Precise tiles over 208 columns with one m64 slab per warpgroup (not group scaling) run their
+// wgmmas on two column halves, each promoted before the next.
+inline int chunks(const std::string& scale, const std::string& accum, int block_m, int block_n) {
+  return accum == "precise" && scale != "group" && block_m <= 128 && block_n > 208 ? 2 : 1;
+}
+inline int accumulators(const std::string& scale, const std::string& accum, int block_m, int block_n) {
   // A consumer warpgroup owns 64 (block_m 64, 128) or 128 (block_m 256) rows: N/2 fp32 registers
-  // per m64 slab, doubled where precise accumulation promotes into a second register tile.
+  // per m64 slab, plus with precise accumulation the wgmma temporaries of one column chunk.
   const int slabs = block_m == 256 ? 2 : 1;
-  return slabs * block_n / 2 * (accum == "precise" ? 2 : 1);
+  const int acc = slabs * block_n / 2;
+  return acc + (accum == "precise" ? acc / chunks(scale, accum, block_m, block_n) : 0);
+}
+// Chunked tiles: halves of whole wgmma widths (block_n a multiple of 16); with bias at most 224
+// columns (ptxas spilled the bias epilogue of 240 and 256).
+inline bool chunks_ok(const std::string& scale, const std::string& accum, int block_m, int block_n, int bias) {
+  if (chunks(scale, accum, block_m, block_n) == 1) return true;
+  return block_n % 16 == 0 && !(bias && block_n > 224);
 }
 // Whether some tile of width block_n (at column tn * block_n) touches three 128-wide blocks.
 inline bool straddles_three(int block_n) {
@@ -153,15 +165,15 @@ inline bool straddles_three(int block_n) {
 }
 inline bool valid_by_rules(const std::string& a, const std::string& b, const std::string& out,
                     const std::string& scale, const std::string& accum, int block_m, int block_n,
-                    int stages, int cluster_m = 1, int cluster_n = 1) {
+                    int stages, int cluster_m = 1, int cluster_n = 1, int bias = 0) {
   if (a == "e5m2" && b == "e5m2") return false;
   if (!cluster_ok(scale, block_m, block_n, cluster_m, cluster_n)) return false;
   if (accum == "fast" && (scale == "block" || scale == "group")) return false;
   if (smem_model(block_m, block_n, stages, out_bytes(out), staged_scales(scale, block_m, block_n)) > kSmemLimit)
     return false;
-  if (accumulators(accum, block_m, block_n) > max_accumulators(scale, accum, block_m)) return false;
+  if (accumulators(scale, accum, block_m, block_n) > max_accumulators(scale, accum, block_m)) return false;
   if (scale == "block" && straddles_three(block_n)) return false;
-  return true;
+  return chunks_ok(scale, accum, block_m, block_n, bias);
 }
 
 }  // namespace gemm_spec_test

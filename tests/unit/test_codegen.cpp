@@ -135,12 +135,14 @@ TEST(CodegenShape, EverySourceIsShortWithOneHeaderAndItsSpec) {
                                      s.i("bias") ? "true" : "false", s.i("group_m"),
                                      s.s("accum") == "fast" ? "true" : "false", s.i("cluster_m"), s.i("cluster_n"))),
                 std::string::npos);
-      ASSERT_NE(src.find(fmt::format("template <> struct Wgmma<{}, ", s.i("block_n"))), std::string::npos);
-      ASSERT_NE(src.find(fmt::format("wgmma.mma_async.sync.aligned.m64n{}k32.f32.{}.{} {{%0, ", s.i("block_n"),
+      // The wgmma's N: the tile's width, or half of it for precise tiles computed in two halves.
+      const int wgmma_n = static_cast<int>(s.i("block_n")) / gemm_chunks(gemm_problem_of(s), gemm_config_of(s));
+      ASSERT_NE(src.find(fmt::format("template <> struct Wgmma<{}, ", wgmma_n)), std::string::npos);
+      ASSERT_NE(src.find(fmt::format("wgmma.mma_async.sync.aligned.m64n{}k32.f32.{}.{} {{%0, ", wgmma_n,
                                      s.s("a_format"), s.s("b_format"))),
                 std::string::npos);
       // The register list ends at N/2 - 1, followed by the two descriptors and the predicate.
-      const int regs = static_cast<int>(s.i("block_n") / 2);
+      const int regs = wgmma_n / 2;
       ASSERT_NE(src.find(fmt::format("%{}}}, %{}, %{}, p, 1, 1;", regs - 1, regs, regs + 1)), std::string::npos);
       ASSERT_NE(src.find(fmt::format("setp.ne.b32 p, %{}, 0;", regs + 2)), std::string::npos);
       ASSERT_EQ(count(src, "\"+f\"(d["), static_cast<std::size_t>(regs));

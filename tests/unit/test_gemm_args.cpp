@@ -313,16 +313,61 @@ TEST(GemmArgsSpec, MismatchedSpecRejected) {
                 [&] { ops::check_matches(make_quantize_spec({}, {}), a); });
 }
 
-TEST(GemmArgsSplitK, WorkspaceHoldsOneFp32PartialOfDPerSplit) {
+// A loaded gemm kernel as the split-K decisions see it: its config and how many clusters of each
+// size the GPU could hold (no GPU needed).
+LoadedKernel split_kernel(GemmConfig c, int resident_clusters) {
+  LoadedKernel k;
+  k.gemm_config = c;
+  for (int s = 2; s < static_cast<int>(k.split_clusters.size()); ++s) k.split_clusters[s] = resident_clusters / s;
+  return k;
+}
+
+TEST(GemmArgsSplitK, WorkspaceHoldsOneFp32PartialOfDPerSplitSummedOutsideClusters) {
   const GemmArgs a = ops::normalize(valid_args());
-  EXPECT_EQ(ops::workspace_bytes(a, 1), 0u);  // no split: D is written directly
-  EXPECT_EQ(ops::workspace_bytes(a, 2), 2u * 250 * 302 * 4);
-  EXPECT_EQ(ops::workspace_bytes(a, 16), 16u * 250 * 302 * 4);
+  const LoadedKernel k = split_kernel({128, 128, 4, 8}, 0);  // no cluster fits: the workspace
+  EXPECT_EQ(ops::workspace_bytes(k, a, 1), 0u);  // no split: D is written directly
+  EXPECT_EQ(ops::workspace_bytes(k, a, 2), 2u * 250 * 302 * 4);
+  EXPECT_EQ(ops::workspace_bytes(k, a, 16), 16u * 250 * 302 * 4);
   // Dense partials whatever D's leading dimension and type.
   GemmArgs wide = a;
   wide.ldd = 4096;
   wide.d_dtype = DType::fp32;
-  EXPECT_EQ(ops::workspace_bytes(wide, 3), 3u * 250 * 302 * 4);
+  EXPECT_EQ(ops::workspace_bytes(k, wide, 3), 3u * 250 * 302 * 4);
+}
+
+TEST(GemmArgsSplitK, SplitsSumInClustersWhenEveryTileFitsAndTheStagesHoldAPartial) {
+  const GemmArgs a = ops::normalize(valid_args());  // 250 x 302: 2 x 3 tiles of 128 x 128
+  const LoadedKernel k = split_kernel({128, 128, 4, 8}, 132);
+  EXPECT_TRUE(ops::splits_in_cluster(k, a, 2));
+  EXPECT_TRUE(ops::splits_in_cluster(k, a, 8));
+  EXPECT_EQ(ops::workspace_bytes(k, a, 2), 0u);
+  EXPECT_FALSE(ops::splits_in_cluster(k, a, 1));
+  EXPECT_FALSE(ops::splits_in_cluster(k, a, 9));  // clusters of at most 8 CTAs
+  // Fewer resident clusters than tiles: the workspace.
+  const LoadedKernel few = split_kernel({128, 128, 4, 8}, 12);  // 6 clusters of 2, 3 of 4
+  EXPECT_TRUE(ops::splits_in_cluster(few, a, 2));
+  EXPECT_FALSE(ops::splits_in_cluster(few, a, 4));
+  EXPECT_EQ(ops::workspace_bytes(few, a, 4), 4u * 250 * 302 * 4);
+  // Two stages of 128 x 256 hold 96 KiB; an FP32 128 x 256 tile needs 128 KiB.
+  EXPECT_FALSE(ops::splits_in_cluster(split_kernel({128, 256, 2, 8}, 132), a, 2));
+  EXPECT_TRUE(ops::splits_in_cluster(split_kernel({128, 256, 3, 8}, 132), a, 2));
+  // A config cluster (multicast) and a split cluster do not combine.
+  EXPECT_FALSE(ops::splits_in_cluster(split_kernel({128, 128, 4, 8, 1, 2}, 132), a, 2));
+}
+
+TEST(GemmArgsSplitK, SplitCountFallsBackToTheLargestCountWhoseClustersFit) {
+  GemmArgs a = valid_args();
+  a.m = 64;
+  a.n = 2112;
+  a.k = 7168;  // only the shape matters here
+  const GemmConfig c{64, 64, 6, 8};  // 33 tiles: the heuristic asks for 4 splits on 132 SMs
+  ASSERT_EQ(gemm_split_k(a.m, a.n, a.k, c, 132), 4);
+  EXPECT_EQ(ops::split_count(split_kernel(c, 132), a, 132), 4);  // 33 clusters of 4 fit
+  LoadedKernel k = split_kernel(c, 132);
+  k.split_clusters[4] = 32;  // one short: 3 ranges instead, still one wave
+  EXPECT_EQ(ops::split_count(k, a, 132), 3);
+  EXPECT_TRUE(ops::splits_in_cluster(k, a, 3));
+  EXPECT_EQ(ops::split_count(split_kernel(c, 0), a, 132), 4);  // none fits: the workspace
 }
 
 // ---- through the Runtime, without a GPU ------------------------------------------------------

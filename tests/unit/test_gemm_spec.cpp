@@ -69,25 +69,32 @@ TEST(GemmSpecRules, AccumulatorRegisterBudget) {
   // the promoted FP32 sums, N/2 each per m64 slab, within 232 registers per consumer thread less
   // what the mode needs besides: 208 fit (tensor, rowwise, block: scales come from shared
   // memory), 160 (group: a scale per column too; 128 with two m64 slabs).
+  expect_rejected(tile("group", 128, 216), {"invalid gemm spec", "128x216", "216 accumulator registers", "group"});
+  expect_rejected(tile("group", 64, 256), {"invalid gemm spec", "256 accumulator registers"});
   for (const char* scale : {"tensor", "rowwise", "block", "group"}) {
     SCOPED_TRACE(scale);
-    expect_rejected(tile(scale, 128, 216),
-                    {"invalid gemm spec", "128x216", "216 accumulator registers", scale});
-    expect_rejected(tile(scale, 64, 256), {"invalid gemm spec", "256 accumulator registers"});
     expect_valid(tile(scale, 128, 128));
     expect_valid(tile(scale, 64, 64));
     expect_rejected(tile(scale, 256, 112), {"256x112", "224 accumulator registers"});
   }
-  for (const char* scale : {"tensor", "rowwise"}) {  // 208
+  // Past 208 columns precise tiles with one m64 slab run in two column halves: 128 + 64 registers
+  // at 256 columns; halves of whole wgmma widths (multiples of 16), 224 at most with bias.
+  for (const char* scale : {"tensor", "rowwise"}) {
     SCOPED_TRACE(scale);
     expect_valid(tile(scale, 128, 208));
     expect_valid(tile(scale, 64, 208));
-    expect_rejected(tile(scale, 128, 216), {"at most 208 fit"});
+    expect_valid(tile(scale, 128, 256));
+    expect_valid(tile(scale, 64, 224));
+    expect_rejected(tile(scale, 128, 216), {"block_n = 216", "multiple of 16"});
+    expect_valid(raw("e4m3", "e4m3", "bf16", scale, 1, 128, 224, 2, 8));
+    expect_rejected(raw("e4m3", "e4m3", "bf16", scale, 1, 128, 240, 2, 8), {"block_n = 240", "bias", "224"});
     expect_valid(tile(scale, 256, 104));
   }
-  // Block: 192 (200 and 208 straddle three scale blocks; registers are checked first).
+  // Block: 192 or 256 in halves (200 to 248 straddle three scale blocks; that rule comes first).
   expect_valid(tile("block", 128, 192));
-  expect_rejected(tile("block", 128, 216), {"216 accumulator registers", "at most 208 fit"});
+  expect_valid(tile("block", 128, 256));
+  expect_rejected(tile("block", 128, 216), {"block_n = 216", "three"});
+  expect_rejected(raw("e4m3", "e4m3", "bf16", "block", 1, 128, 256, 2, 8), {"block_n = 256", "bias"});
   expect_valid(tile("block", 256, 96));
   expect_rejected(tile("block", 256, 112), {"224 accumulator registers"});
   // Group: 160, and 128 with two m64 slabs (ptxas spilled 4 bytes at 128x168 and 256x80).
@@ -132,13 +139,17 @@ TEST(GemmSpecRules, AccumulatorBudgetOfEveryModeAndWidth) {
           const int bn = static_cast<int>(std::get<std::int64_t>(v));
           if (smem_model(bm, bn, 2, 2, staged_scales(scale, bm, bn)) > kSmemLimit) continue;
           SCOPED_TRACE(fmt::format("{} {} {}x{}", scale, accum, bm, bn));
-          const int regs = accumulators(accum, bm, bn), limit = max_accumulators(scale, accum, bm);
+          const int regs = accumulators(scale, accum, bm, bn), limit = max_accumulators(scale, accum, bm);
           if (regs > limit) {
             ++rejected;
             expect_rejected(tile(scale, bm, bn, 2, accum),
                             {fmt::format("{}x{} tiles need {} accumulator registers", bm, bn, regs),
                              fmt::format("at most {} fit", limit)});
-          } else if (!(std::string(scale) == "block" && straddles_three(bn))) {
+          } else if (std::string(scale) == "block" && straddles_three(bn)) {
+            continue;
+          } else if (!chunks_ok(scale, accum, bm, bn, 0)) {
+            expect_rejected(tile(scale, bm, bn, 2, accum), {fmt::format("block_n = {}", bn), "multiple of 16"});
+          } else {
             expect_valid(tile(scale, bm, bn, 2, accum));
             max_valid = std::max(max_valid, bn);
           }
@@ -147,15 +158,15 @@ TEST(GemmSpecRules, AccumulatorBudgetOfEveryModeAndWidth) {
       }
     }
   EXPECT_GT(rejected, 0);
-  // The widest valid tiles, as the register model has them (ptxas, sm_90a): 208 columns (104 with
-  // two m64 slabs) for precise accumulation, 192 for block scaling (200 and 208 straddle three
-  // scale blocks), 160 / 64 for group scaling, 240 / 144 for fast accumulation; none is 256 wide.
+  // The widest valid tiles, as the register model has them (ptxas, sm_90a): 256 columns for
+  // precise accumulation with one m64 slab (in two halves; 104 with two slabs), 160 / 64 for
+  // group scaling, 240 / 144 for fast accumulation.
   const std::set<std::string> expected = {
-      "tensor precise 64: 208",  "tensor precise 128: 208",  "tensor precise 256: 104",
+      "tensor precise 64: 256",  "tensor precise 128: 256",  "tensor precise 256: 104",
       "tensor fast 64: 240",     "tensor fast 128: 240",     "tensor fast 256: 144",
-      "rowwise precise 64: 208", "rowwise precise 128: 208", "rowwise precise 256: 104",
+      "rowwise precise 64: 256", "rowwise precise 128: 256", "rowwise precise 256: 104",
       "rowwise fast 64: 240",    "rowwise fast 128: 240",    "rowwise fast 256: 144",
-      "block precise 64: 192",   "block precise 128: 192",   "block precise 256: 104",
+      "block precise 64: 256",   "block precise 128: 256",   "block precise 256: 104",
       "group precise 64: 160",   "group precise 128: 160",   "group precise 256: 64"};
   EXPECT_EQ(widest, expected);
 }
@@ -239,7 +250,8 @@ TEST(GemmSpecRules, ClusterAlongMNeedsBlockNMultipleOf16) {
   int odd = 0;
   for (const ParamValue& v : param("block_n").allowed) {
     const int bn = static_cast<int>(std::get<std::int64_t>(v));
-    if (accumulators("precise", 128, bn) > max_accumulators("tensor", "precise", 128)) continue;
+    if (chunks("tensor", "precise", 128, bn) == 2) continue;  // halves: their own rules
+    if (accumulators("tensor", "precise", 128, bn) > max_accumulators("tensor", "precise", 128)) continue;
     SCOPED_TRACE(bn);
     expect_valid(clustered("tensor", 128, bn, 1, 2));
     if (bn % 16 == 0) {
@@ -276,7 +288,7 @@ TEST(GemmSpecRules, BlockScalingTileStraddlingThreeScaleBlocksRejected) {
     const int bn = static_cast<int>(std::get<std::int64_t>(v));
     SCOPED_TRACE(bn);
     const KernelSpec s = tile("block", 64, bn);
-    if (accumulators("precise", 64, bn) > max_accumulators("block", "precise", 64)) continue;
+    if (accumulators("block", "precise", 64, bn) > max_accumulators("block", "precise", 64)) continue;
     if (straddles_three(bn)) {
       ++straddling;
       expect_rejected(s, {fmt::format("block_n = {}", bn), "three"});

@@ -53,6 +53,12 @@ FP8JIT_DEVICE void store_shared_f32(float* p, float v) {
   asm volatile("st.shared.f32 [%0], %1;" ::"r"(static_cast<u32>(__cvta_generic_to_shared(p))), "f"(v) : "memory");
 }
 
+FP8JIT_DEVICE void store_shared_v4(float* p, float a, float b, float c, float d) {
+  asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};" ::"r"(static_cast<u32>(__cvta_generic_to_shared(p))),
+               "f"(a), "f"(b), "f"(c), "f"(d)
+               : "memory");
+}
+
 // Raw bits of element `i` of a tensor of element size S (1, 2 or 4 bytes).
 template <int S> FP8JIT_DEVICE u32 load_bits(const void* base, i64 i) {
   if constexpr (S == 1) return static_cast<const u8*>(base)[i];

@@ -22,7 +22,7 @@ template <int BLOCK_N, int kMmaM, int kRowsPerWG, int SCALE, int OUT, bool kBias
   static FP8JIT_DEVICE void run(const GemmParams& p, u8* slab, const float (&v)[kMmaM][kAccum], int wg, int row0,
                                 int col0, int slab_y, int slab_x, int split) {
     const int t_in_wg = threadIdx.x % 128;
-    if (p.splits > 1) {
+    if (p.splits > 1 && !p.split_cluster) {
       partials(p, v, row0, col0, split);
       return;
     }
@@ -32,25 +32,38 @@ template <int BLOCK_N, int kMmaM, int kRowsPerWG, int SCALE, int OUT, bool kBias
     }
     float s_tensor = 1.0f;
     if constexpr (SCALE == kPerTensor) s_tensor = __ldg(p.scale_a) * __ldg(p.scale_b);
+    // Column pairs outermost, both row halves inside: a pair's bias (and rowwise scales of B) is
+    // loaded once and used at once, so it needs no registers across the loop (hoisting them for
+    // all columns spilled 256-wide tiles with bias).
 #pragma unroll
     for (int mm = 0; mm < kMmaM; ++mm) {
+      float s_row[2] = {s_tensor, s_tensor};
+      if constexpr (SCALE == kPerRow) {
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int row = row0 + mm * 64 + 8 * h;
-        float s_row = s_tensor;
-        if constexpr (SCALE == kPerRow) s_row = row < p.M ? __ldg(p.scale_a + row) : 0.0f;
+        for (int h = 0; h < 2; ++h) {
+          const int row = row0 + mm * 64 + 8 * h;
+          s_row[h] = row < p.M ? __ldg(p.scale_a + row) : 0.0f;
+        }
+      }
 #pragma unroll
-        for (int j = 0; j < BLOCK_N / 8; ++j) {
-          const int col = col0 + 8 * j;
+      for (int j = 0; j < BLOCK_N / 8; ++j) {
+        const int col = col0 + 8 * j;
+        float s_col[2] = {1.0f, 1.0f}, b_col[2] = {0.0f, 0.0f};
+#pragma unroll
+        for (int c = 0; c < 2; ++c) {
+          const bool in = col + c < p.N;
+          if constexpr (SCALE == kPerRow) s_col[c] = in ? __ldg(p.scale_b + col + c) : 0.0f;
+          if constexpr (kBias)
+            if (in) b_col[c] = elem_to_f32<OUT>(load_bits<S>(p.bias, col + c));
+        }
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int row = row0 + mm * 64 + 8 * h;
           float x[2] = {v[mm][4 * j + 2 * h], v[mm][4 * j + 2 * h + 1]};
 #pragma unroll
           for (int c = 0; c < 2; ++c) {
-            const bool in = col + c < p.N;
-            float s = s_row;
-            if constexpr (SCALE == kPerRow) s *= in ? __ldg(p.scale_b + col + c) : 0.0f;
-            if constexpr (SCALE == kPerTensor || SCALE == kPerRow) x[c] *= s;
-            if constexpr (kBias)
-              if (in) x[c] += elem_to_f32<OUT>(load_bits<S>(p.bias, col + c));
+            if constexpr (SCALE == kPerTensor || SCALE == kPerRow) x[c] *= s_row[h] * s_col[c];
+            if constexpr (kBias) x[c] += b_col[c];
           }
           if (p.tma_store) {
             stage_pair(slab, row - slab_y, col - slab_x, x);  // slab coordinates

@@ -37,9 +37,12 @@ struct GemmParams {
   int tiles_m, tiles_n, k_blocks;
   int pair_stores;  // D rows allow aligned 2-element stores
   int tma_store;    // D goes out through shared memory and TMA stores (16-byte aligned rows)
-  // Split-K: each tile's K blocks are cut into `splits` ranges of kb_per_split; each range's
-  // FP32 partial tile goes to workspace[split][M][N], and a reduction kernel writes D.
+  // Split-K: each tile's K blocks are cut into `splits` ranges of kb_per_split. With
+  // split_cluster, the ranges of a tile run on the CTAs of one cluster and are summed in shared
+  // memory (split_sum.cuh); otherwise each range's FP32 partial tile goes to
+  // workspace[split][M][N], and a reduction kernel writes D.
   int splits, kb_per_split;
+  int split_cluster;
   float* workspace;
   int scale_tma;    // 1: scales by TMA (tma_sa, tma_sb); 0: by cp.async
   int scale_tx;     // bytes the scale boxes (A's, and group scaling's B) deliver per stage (scale_tma)

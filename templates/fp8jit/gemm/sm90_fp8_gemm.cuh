@@ -21,6 +21,7 @@
 #include "fp8jit/common/warpgroup.cuh"
 #include "fp8jit/gemm/epilogue.cuh"
 #include "fp8jit/gemm/params.cuh"
+#include "fp8jit/gemm/split_sum.cuh"
 
 namespace fp8jit {
 namespace dev {
@@ -54,6 +55,15 @@ struct Sm90Fp8Gemm {
   // cores' accumulators, as cuBLASLt's FAST_ACCUM does: fewer registers, larger tiles, ~2e-3
   // relative error at K = 7168. Otherwise every 128 of K is promoted into FP32 registers.
   static constexpr bool kPromote = !kFastAccum;
+  // Precise accumulation of tiles wider than 208 columns (one m64 slab per warpgroup): the
+  // wgmmas accumulate the tile's two column halves in turn, each promoted before the next, so
+  // the temporaries cost half a tile (128x256: 128 + 64 registers instead of 256). Block scaling
+  // needs BLOCK_N = 256 here: each half is one 128-block of B. Mirrors gemm_chunks() on the host.
+  static constexpr int kChunks = (kPromote && SCALE != kGroupScale && kMmaM == 1 && BLOCK_N > 208) ? 2 : 1;
+  static constexpr int kChunkN = BLOCK_N / kChunks;
+  static constexpr int kChunkAccum = kChunkN / 2;
+  static_assert(kChunkN % 8 == 0, "a chunk is a valid wgmma N");
+  static_assert(kChunks == 1 || SCALE != kBlockScale || BLOCK_N == 256, "block scaling: each half one block of B");
   static_assert(!kFastAccum || SCALE == kPerTensor || SCALE == kPerRow,
                 "block and group scaling apply their scales when promoting: no fast accumulation");
   // A tile of B may straddle two 128-wide scale blocks unless BLOCK_N divides 128.
@@ -310,7 +320,7 @@ struct Sm90Fp8Gemm {
   static FP8JIT_DEVICE void consumer(const GemmParams& p, const Smem& s, int wg, int rank) {
     const int t_in_wg = threadIdx.x % warpgroup::kThreads;
     const int warp = t_in_wg / 32, lane = t_in_wg % 32;
-    float acc[kMmaM][kAccum];
+    float acc[kMmaM][kChunkAccum];
     float out[kMmaM][kPromote ? kAccum : 1];
     int stage = 0;
     u32 phase = 0;
@@ -339,27 +349,33 @@ struct Sm90Fp8Gemm {
         BlockScales bs;
         read_scales(st, r0, p.sb_hi, bs);
         const u8* a_tile = s.a + stage * kStageA + wg * kRowsPerWG * BLOCK_K;
-        const u64 desc_b = warpgroup::smem_desc_k128_swizzle(s.b + stage * kStageB);
-        if constexpr (kTakeTurns) named_barrier_sync(kTurnBarrier + wg, kTurnThreads);
-        warpgroup::arrive();
 #pragma unroll
-        for (int k = 0; k < BLOCK_K / 32; ++k) {
+        for (int c = 0; c < kChunks; ++c) {
+          const u64 desc_b = warpgroup::smem_desc_k128_swizzle(s.b + stage * kStageB + c * kChunkN * BLOCK_K);
+          if constexpr (kTakeTurns) named_barrier_sync(kTurnBarrier + wg, kTurnThreads);
+          warpgroup::arrive();
 #pragma unroll
-          for (int mm = 0; mm < kMmaM; ++mm) {
-            const u64 desc_a = warpgroup::smem_desc_k128_swizzle(a_tile + mm * 64 * BLOCK_K);
-            // +2 per k-step: 32 bytes further along K, in the descriptor's 16-byte units.
-            Wgmma<BLOCK_N, FA, FB>::mma(desc_a + 2 * k, desc_b + 2 * k, acc[mm],
-                                        (kPromote ? k > 0 : (kb > first || k > 0)) ? 1 : 0);
+          for (int k = 0; k < BLOCK_K / 32; ++k) {
+#pragma unroll
+            for (int mm = 0; mm < kMmaM; ++mm) {
+              const u64 desc_a = warpgroup::smem_desc_k128_swizzle(a_tile + mm * 64 * BLOCK_K);
+              // +2 per k-step: 32 bytes further along K, in the descriptor's 16-byte units.
+              Wgmma<kChunkN, FA, FB>::mma(desc_a + 2 * k, desc_b + 2 * k, acc[mm],
+                                          (kPromote ? k > 0 : (kb > first || k > 0)) ? 1 : 0);
+            }
+          }
+          warpgroup::commit();
+          if constexpr (kTakeTurns) named_barrier_arrive(kTurnBarrier + (wg ^ 1), kTurnThreads);
+          warpgroup::wait<0>();
+          // This warp is done with the stage once its last wgmmas are: the scales are in
+          // registers, except group scaling's B, which promotion reads from the stage.
+          if constexpr (SCALE != kGroupScale)
+            if (c == kChunks - 1 && lane == 0) release(s, stage);
+          if constexpr (kPromote) {
+            if constexpr (kChunks == 1) promote(acc, out, bs, st + BLOCK_M + (col0 - tn * BLOCK_N), split_j);
+            else promote_chunk(acc, out, bs, c);
           }
         }
-        warpgroup::commit();
-        if constexpr (kTakeTurns) named_barrier_arrive(kTurnBarrier + (wg ^ 1), kTurnThreads);
-        warpgroup::wait<0>();
-        // This warp is done with the stage once its wgmmas are: the scales are in registers,
-        // except group scaling's B, which promotion reads from the stage.
-        if constexpr (SCALE != kGroupScale)
-          if (lane == 0) release(s, stage);
-        if constexpr (kPromote) promote(acc, out, bs, st + BLOCK_M + (col0 - tn * BLOCK_N), split_j);
         if constexpr (SCALE == kGroupScale)
           if (lane == 0) release(s, stage);
         if (++stage == kStages) {
@@ -368,6 +384,16 @@ struct Sm90Fp8Gemm {
         }
       }
       const int split = w.split, slab_y = tm * BLOCK_M + wg * kRowsPerWG, slab_x = tn * BLOCK_N;
+      if constexpr (kCanSumSplitsInCluster) {
+        if (p.split_cluster) {
+          float* scratch = reinterpret_cast<float*>(s.a);
+          const int tid = wg * warpgroup::kThreads + t_in_wg;
+          bool holds_sum;
+          if constexpr (kPromote) holds_sum = SplitSum::run(out, scratch, tid, split, p.splits);
+          else holds_sum = SplitSum::run(acc, scratch, tid, split, p.splits);
+          if (!holds_sum) continue;
+        }
+      }
       u8* slab = s.epi + wg * kEpiSlab;
       if constexpr (kPromote) Epilogue::run(p, slab, out, wg, row0, col0, slab_y, slab_x, split);
       else Epilogue::run(p, slab, acc, wg, row0, col0, slab_y, slab_x, split);
@@ -404,6 +430,20 @@ struct Sm90Fp8Gemm {
     }
   }
 
+  // Column half c of a chunked tile (kChunks = 2): out's elements from c * kChunkAccum on. Block
+  // scaling: half c is the c-th 128-block of B (bs.lo, bs.hi).
+  static FP8JIT_DEVICE void promote_chunk(const float (&acc)[kMmaM][kChunkAccum], float (&out)[kMmaM][kAccum],
+                                          const BlockScales& bs, int c) {
+#pragma unroll
+    for (int mm = 0; mm < kMmaM; ++mm)
+#pragma unroll
+      for (int i = 0; i < kChunkAccum; ++i) {
+        float& o = out[mm][c * kChunkAccum + i];
+        if constexpr (SCALE == kBlockScale) o = fmaf(acc[mm][i], c == 0 ? bs.lo[mm][(i % 4) / 2] : bs.hi[mm][(i % 4) / 2], o);
+        else o += acc[mm][i];
+      }
+  }
+
   // Block scaling with a tile that straddles two 128-wide blocks of B: the columns before
   // 8 * split_j take the first block's scale, the rest the second's. The split depends on the
   // tile's column, so it is dispatched once per K block (a warp-uniform branch) to a promotion
@@ -436,12 +476,21 @@ struct Sm90Fp8Gemm {
           out[mm][4 * j + i] = fmaf(acc[mm][4 * j + i], j < SPLIT ? bs.lo[mm][i / 2] : bs.hi[mm][i / 2], out[mm][4 * j + i]);
   }
 
+  // Split-K inside a cluster (GemmParams::split_cluster): a tile's partials are summed through
+  // the drained stages, which must hold one FP32 tile (the host checks the same condition).
+  static constexpr bool kCanSumSplitsInCluster =
+      kCluster == 1 && kStages * (kStageA + kStageB) >= BLOCK_M * BLOCK_N * 4;
+  using SplitSum = ClusterSplitSum<kMathWGs * warpgroup::kThreads, kMmaM * kAccum>;
+
   using Epilogue = Sm90GemmEpilogue<BLOCK_N, kMmaM, kRowsPerWG, SCALE, OUT, kBias>;
 
   static FP8JIT_DEVICE void run(const GemmParams& p, u8* raw_smem) {
     u32 dynamic_smem;
     asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(dynamic_smem));
     if (dynamic_smem < smem_bytes()) __trap();  // host and device disagree on the layout: fail loudly
+    // Splits summed in a cluster need one work unit per CTA (the stages hold the partial once
+    // drained) and a kernel that can hold it: the host guarantees both.
+    if (p.split_cluster && (!kCanSumSplitsInCluster || static_cast<int>(gridDim.x) < unit_count(p))) __trap();
     const Smem s = carve(raw_smem);
     const int wg = threadIdx.x / warpgroup::kThreads;
     if (threadIdx.x == 0) {
