@@ -115,12 +115,31 @@ struct Shape { std::int64_t m, n, k; };
 
 // Compiles every kernel the runtime will pick for these cases in parallel, so the tests don't
 // wait for NVRTC one kernel at a time.
+void precompile(const std::vector<KernelSpec>& specs) {
+  parallel_for(specs.size(), 16, [&](std::size_t i) {
+    try { default_runtime().compile(specs[i]); } catch (...) {}  // the test's own call reports it
+  });
+}
 void precompile(const std::vector<std::pair<GemmProblem, Shape>>& cases) {
   std::vector<KernelSpec> specs;
   for (const auto& [p, s] : cases) specs.push_back(default_gemm_spec(p, s.m, s.n, s.k));
-  parallel_for(specs.size(), 16, [&](std::size_t i) {
-    try { default_runtime().compile(specs[i]); } catch (...) {}
-  });
+  precompile(specs);
+}
+
+// A problem run with a given config on a shape (tests of config features).
+struct ConfigCase { GemmProblem p; GemmConfig c; Shape s; };
+
+// Each case with its config against the reference (pad: see run_and_compare), all compiled first.
+void run_config_cases(const std::vector<ConfigCase>& cases, unsigned seed, int pad_every) {
+  std::vector<KernelSpec> specs;
+  for (const ConfigCase& c : cases) specs.push_back(make_gemm_spec(c.p, c.c));
+  precompile(specs);
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    const ConfigCase& c = cases[i];
+    SCOPED_TRACE(testing::Message() << spec_name(specs[i]) << " m=" << c.s.m << " n=" << c.s.n << " k=" << c.s.k);
+    Operands o = make_operands(c.p, c.s.m, c.s.n, c.s.k, seed++);
+    EXPECT_LE(run_and_compare(o.args, seed % pad_every == 0 ? 3 : 0, &specs[i]), tolerance(c.p));
+  }
 }
 
 TEST(GemmGpu, EveryModeOutputAndFormatOnRaggedShapes) {
@@ -170,8 +189,7 @@ TEST(GemmGpu, IssueShapes) {
 // large shape; every mode that allows clusters, bf16 and fp32 out, bias on some.
 TEST(GemmGpu, ClustersOnRaggedShapes) {
   FP8JIT_REQUIRE_GPU();
-  struct Case { GemmProblem p; GemmConfig c; Shape s; };
-  std::vector<Case> cases;
+  std::vector<ConfigCase> cases;
   const std::vector<Shape> shapes = {{130, 200, 272}, {1000, 2112, 144}, {64, 2112, 7168}, {4096, 7168, 2048}, {7, 24, 128}};
   const std::vector<GemmConfig> configs = {{128, 160, 3, 8, 1, 2}, {128, 128, 4, 8, 2, 1}, {64, 64, 6, 8, 1, 2},
                                            {64, 96, 6, 1, 2, 1},   {256, 96, 3, 16, 1, 2}};
@@ -187,18 +205,7 @@ TEST(GemmGpu, ClustersOnRaggedShapes) {
       }
   cases.push_back({GemmProblem{Fp8Format::e4m3, Fp8Format::e4m3, DType::bf16, ScaleMode::tensor, false, true},
                    {128, 224, 3, 8, 1, 2}, {1000, 2112, 7168}});
-  std::vector<KernelSpec> specs;
-  for (const Case& c : cases) specs.push_back(make_gemm_spec(c.p, c.c));
-  parallel_for(specs.size(), 16, [&](std::size_t i) {
-    try { default_runtime().compile(specs[i]); } catch (...) {}
-  });
-  unsigned seed = 300;
-  for (std::size_t i = 0; i < cases.size(); ++i) {
-    const Case& c = cases[i];
-    SCOPED_TRACE(testing::Message() << spec_name(specs[i]) << " m=" << c.s.m << " n=" << c.s.n << " k=" << c.s.k);
-    Operands o = make_operands(c.p, c.s.m, c.s.n, c.s.k, seed++);
-    EXPECT_LE(run_and_compare(o.args, seed % 5 == 0 ? 3 : 0, &specs[i]), tolerance(c.p));
-  }
+  run_config_cases(cases, 300, 5);
 }
 
 // Split-K summed inside clusters (rank 0 adds the other ranks' partials over distributed shared
@@ -207,9 +214,8 @@ TEST(GemmGpu, ClustersOnRaggedShapes) {
 TEST(GemmGpu, SplitKSummedInClusters) {
   FP8JIT_REQUIRE_GPU();
   if (Settings::get().split_sum != SplitSum::cluster) GTEST_SKIP() << "FP8JIT_SPLIT_SUM=workspace";
-  struct Case { GemmProblem p; GemmConfig c; Shape s; };
   const Fp8Format e4 = Fp8Format::e4m3, e5 = Fp8Format::e5m2;
-  const std::vector<Case> cases = {
+  const std::vector<ConfigCase> cases = {
       {{e4, e4, DType::fp32, ScaleMode::tensor}, {64, 64, 6, 8}, {64, 2112, 7184}},         // 33 tiles: 4
       {{e4, e4, DType::bf16, ScaleMode::block}, {64, 64, 6, 8}, {37, 2813, 7168}},          // 44 tiles: 3
       {{e4, e5, DType::fp16, ScaleMode::rowwise, true}, {64, 64, 6, 8}, {50, 1019, 16384}},  // 16 tiles: up to 8
@@ -221,7 +227,7 @@ TEST(GemmGpu, SplitKSummedInClusters) {
   int sms = 0;
   ASSERT_EQ(cudaSuccess, cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   unsigned seed = 500;
-  for (const Case& c : cases) {
+  for (const ConfigCase& c : cases) {
     const KernelSpec spec = make_gemm_spec(c.p, c.c);
     Operands o = make_operands(c.p, c.s.m, c.s.n, c.s.k, seed++);
     GemmArgs probe = o.args;
@@ -243,9 +249,8 @@ TEST(GemmGpu, SplitKSummedInClusters) {
 // fp16 and fp32 out, bias up to 224 columns, ragged M, N and K, split-K, 64- and 128-row tiles.
 TEST(GemmGpu, WideTilesInColumnHalves) {
   FP8JIT_REQUIRE_GPU();
-  struct Case { GemmProblem p; GemmConfig c; Shape s; };
   const Fp8Format e4 = Fp8Format::e4m3, e5 = Fp8Format::e5m2;
-  const std::vector<Case> cases = {
+  const std::vector<ConfigCase> cases = {
       {{e4, e4, DType::bf16, ScaleMode::block}, {128, 256, 3, 8}, {1000, 2112, 7168}},
       {{e4, e4, DType::bf16, ScaleMode::block}, {128, 256, 3, 16}, {4096, 7168, 384}},
       {{e5, e4, DType::fp32, ScaleMode::block}, {128, 256, 2, 8}, {130, 600, 1040}},
@@ -255,19 +260,8 @@ TEST(GemmGpu, WideTilesInColumnHalves) {
       {{e4, e4, DType::bf16, ScaleMode::rowwise, true}, {128, 224, 3, 1}, {300, 1000, 2048}},
       {{e4, e4, DType::fp16, ScaleMode::rowwise}, {128, 240, 3, 4}, {129, 4000, 144}},
   };
-  std::vector<KernelSpec> specs;
-  for (const Case& c : cases) specs.push_back(make_gemm_spec(c.p, c.c));
-  parallel_for(specs.size(), 16, [&](std::size_t i) {
-    try { default_runtime().compile(specs[i]); } catch (...) {}
-  });
-  unsigned seed = 700;
-  for (std::size_t i = 0; i < cases.size(); ++i) {
-    const Case& c = cases[i];
-    ASSERT_EQ(gemm_chunks(c.p, c.c), 2) << spec_name(specs[i]);
-    SCOPED_TRACE(testing::Message() << spec_name(specs[i]) << " m=" << c.s.m << " n=" << c.s.n << " k=" << c.s.k);
-    Operands o = make_operands(c.p, c.s.m, c.s.n, c.s.k, seed++);
-    EXPECT_LE(run_and_compare(o.args, seed % 3 == 0 ? 3 : 0, &specs[i]), tolerance(c.p));
-  }
+  for (const ConfigCase& c : cases) ASSERT_EQ(gemm_chunks(c.p, c.c), 2) << c.c.block_n;
+  run_config_cases(cases, 700, 3);
 }
 
 TEST(GemmGpu, NanInputNeverPasses) {
