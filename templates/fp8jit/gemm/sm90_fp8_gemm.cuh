@@ -334,13 +334,15 @@ struct Sm90Fp8Gemm {
       const int row0 = tm * BLOCK_M + r0;
       const int col0 = tn * BLOCK_N + 2 * (lane % 4);                          // + 8*j, + 1
       const int split_j = block_split(tn);
+      // An empty K range (more splits than K blocks) yields zeros.
 #pragma unroll
-      for (int mm = 0; mm < kMmaM; ++mm)
+      for (int mm = 0; mm < kMmaM; ++mm) {
 #pragma unroll
-        for (int i = 0; i < kAccum; ++i) {
-          acc[mm][i] = 0.0f;  // an empty K range (more splits than K blocks) yields zeros
-          if constexpr (kPromote) out[mm][i] = 0.0f;
-        }
+        for (int i = 0; i < kChunkAccum; ++i) acc[mm][i] = 0.0f;
+        if constexpr (kPromote)
+#pragma unroll
+          for (int i = 0; i < kAccum; ++i) out[mm][i] = 0.0f;
+      }
       for (int kb = first; kb < last; ++kb) {
         barrier::wait(&s.full[stage], phase);
         // Scales are read before the fence: ptxas otherwise interleaves the LDS with the wgmmas,
