@@ -41,7 +41,7 @@ fi
 step "demo"
 ./$B/fp8jit demo || status=1
 step "SASS of the default kernels"
-for shape in "4096 7168 7168" "64 2112 7168" "128 24576 1536"; do
+for shape in "4096 7168 7168" "4096 4096 7168" "64 2112 7168" "128 24576 1536"; do
   for scale in block tensor; do
     set -- $shape
     spec=$(./$B/fp8jit select-gemm --m $1 --n $2 --k $3 --scale $scale)
@@ -64,6 +64,8 @@ if [ "$MODE" != "quick" ]; then
     compute-sanitizer --tool memcheck --print-limit 3 ./$B/fp8jit gemm --m 65 --n 24 --k 144 --scale $scale --iters 1 2>&1 | tail -12
   done
   compute-sanitizer --tool memcheck ./$B/fp8jit gemm --m 130 --n 200 --k 272 --out fp32 --iters 1 2>&1 | tail -2
+  # Split-K summed inside clusters (distributed shared memory).
+  compute-sanitizer --tool memcheck ./$B/fp8jit gemm --m 64 --n 2112 --k 7168 --scale block --iters 1 2>&1 | tail -2
   step "bench"
   ./$B/bench/fp8jit_bench --benchmark_filter="${BENCH_FILTER:-^BM_}" --benchmark_out="$OUT/bench_quant.json" --benchmark_out_format=json 2>&1 | tee "$OUT/bench_quant.txt" | grep -vE "^\*\*\*|^---"
   step "gemm bench"
