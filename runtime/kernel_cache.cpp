@@ -78,6 +78,8 @@ void probe_clusters(LoadedKernel& k) {
     log::at(log::info, "{}: {} clusters of {} CTAs can be resident", k.name, k.max_active_clusters, k.cluster);
     return;
   }
+  // Only kernels whose stages can hold a partial tile sum splits in clusters (ops::splits_in_cluster).
+  if (!gemm_sums_splits_in_smem(k.gemm_config)) return;
   // 0 where the driver declines a size: that split count then sums through the workspace.
   for (int size = 2; size < static_cast<int>(k.split_clusters.size()); ++size) {
     try {
