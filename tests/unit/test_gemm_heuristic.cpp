@@ -1,0 +1,49 @@
+// The gemm heuristic's measured choices on DeepSeek-V3 shapes (bench/NOTES.md G16-G19): each
+// pinned decision names the measurement that made it, so a change to the cost model shows here.
+#include <gtest/gtest.h>
+
+#include "fp8jit/kernel_spec.hpp"
+
+namespace fp8jit {
+namespace {
+
+GemmConfig pick(ScaleMode scale, std::int64_t m, std::int64_t n, std::int64_t k, bool bias = false) {
+  return gemm_config_of(default_gemm_spec({Fp8Format::e4m3, Fp8Format::e4m3, DType::bf16, scale, bias}, m, n, k));
+}
+
+// Block scaling on 4096-row shapes with K >= 2048 takes 128x256 in two column halves (G18:
+// 4096x4096x7168 213 -> 201 µs, 4096x7168x16384 790 -> 763 µs); per tensor, where the halves
+// lost, stays unchunked; with bias (256 spills) block scaling stays at 192.
+TEST(GemmHeuristic, WideBlockScaledTilesInHalvesOnly) {
+  for (auto [n, k] : {std::pair<std::int64_t, std::int64_t>{4096, 7168}, {7168, 16384}, {8192, 8192}}) {
+    SCOPED_TRACE(n);
+    const GemmConfig block = pick(ScaleMode::block, 4096, n, k);
+    EXPECT_EQ(block.block_m, 128);
+    EXPECT_EQ(block.block_n, 256);
+    EXPECT_EQ(gemm_chunks({Fp8Format::e4m3, Fp8Format::e4m3, DType::bf16, ScaleMode::block}, block), 2);
+    EXPECT_LE(pick(ScaleMode::tensor, 4096, n, k).block_n, 208);
+    EXPECT_LE(pick(ScaleMode::block, 4096, n, k, true).block_n, 192);
+  }
+}
+
+// Decode-sized M whose widest tiles make one wave run two half-width tiles per SM (tuned 64x96
+// and 128x96 over x192 at N = 24576, K = 1536: 1.08-1.12x); narrow tiles and short K do not.
+TEST(GemmHeuristic, OneWaveDecodeShapesTakeHalfWidthTiles) {
+  for (ScaleMode scale : {ScaleMode::block, ScaleMode::tensor}) {
+    EXPECT_EQ(pick(scale, 64, 24576, 1536).block_n, 96);
+    EXPECT_EQ(pick(scale, 128, 24576, 1536).block_n, 96);
+    EXPECT_EQ(pick(scale, 64, 7168, 16384).block_n, 64);  // 64-wide already
+    EXPECT_EQ(pick(scale, 64, 32768, 512).block_n, 128);  // two waves already
+  }
+}
+
+// K of 4 blocks or fewer: at most 160 columns for block scaling and 144 otherwise (tuned at
+// 4096x32768x512: 1.07x for 144 over 160 per tensor).
+TEST(GemmHeuristic, ShortKCapsTheTileWidth) {
+  EXPECT_EQ(pick(ScaleMode::block, 4096, 32768, 512).block_n, 160);
+  EXPECT_EQ(pick(ScaleMode::tensor, 4096, 32768, 512).block_n, 144);
+  EXPECT_LE(pick(ScaleMode::rowwise, 4096, 32768, 512).block_n, 144);
+}
+
+}  // namespace
+}  // namespace fp8jit
