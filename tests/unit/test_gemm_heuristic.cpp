@@ -7,20 +7,24 @@
 namespace fp8jit {
 namespace {
 
-GemmConfig pick(ScaleMode scale, std::int64_t m, std::int64_t n, std::int64_t k, bool bias = false) {
-  return gemm_config_of(default_gemm_spec({Fp8Format::e4m3, Fp8Format::e4m3, DType::bf16, scale, bias}, m, n, k));
+GemmConfig pick(ScaleMode scale, std::int64_t m, std::int64_t n, std::int64_t k,
+                bool bias = false) {
+  return gemm_config_of(
+      default_gemm_spec({Fp8Format::e4m3, Fp8Format::e4m3, DType::bf16, scale, bias}, m, n, k));
 }
 
 // Block scaling on 4096-row shapes with K >= 2048 takes 128x256 in two column halves (G18:
 // 4096x4096x7168 213 -> 201 µs, 4096x7168x16384 790 -> 763 µs); per tensor, where the halves
 // lost, stays unchunked; with bias (256 spills) block scaling stays at 192.
 TEST(GemmHeuristic, WideBlockScaledTilesInHalvesOnly) {
-  for (auto [n, k] : {std::pair<std::int64_t, std::int64_t>{4096, 7168}, {7168, 16384}, {8192, 8192}}) {
+  for (auto [n, k] :
+       {std::pair<std::int64_t, std::int64_t>{4096, 7168}, {7168, 16384}, {8192, 8192}}) {
     SCOPED_TRACE(n);
     const GemmConfig block = pick(ScaleMode::block, 4096, n, k);
     EXPECT_EQ(block.block_m, 128);
     EXPECT_EQ(block.block_n, 256);
-    EXPECT_EQ(gemm_chunks({Fp8Format::e4m3, Fp8Format::e4m3, DType::bf16, ScaleMode::block}, block), 2);
+    EXPECT_EQ(gemm_chunks({Fp8Format::e4m3, Fp8Format::e4m3, DType::bf16, ScaleMode::block}, block),
+              2);
     EXPECT_LE(pick(ScaleMode::tensor, 4096, n, k).block_n, 208);
     EXPECT_LE(pick(ScaleMode::block, 4096, n, k, true).block_n, 192);
   }

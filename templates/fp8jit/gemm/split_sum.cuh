@@ -15,7 +15,8 @@ namespace dev {
 // kThreads consumer threads, each holding kVals accumulators (a multiple of 4). The partial
 // tile lies in shared memory as float4 rows of kThreads: thread t's quad q at (q * kThreads + t)
 // * 4, so that a warp's 16-byte stores and remote loads are contiguous.
-template <int kThreads, int kVals> struct ClusterSplitSum {
+template <int kThreads, int kVals>
+struct ClusterSplitSum {
   static_assert(kVals % 4 == 0, "accumulators come in quads");
   static constexpr int kBytes = kThreads * kVals * 4;
   static constexpr int kBarrier = 5;  // 1-2: the epilogue's slabs, 3-4: the consumers' turns
@@ -26,7 +27,10 @@ template <int kThreads, int kVals> struct ClusterSplitSum {
   // Returns whether this CTA holds the sum.
   // Element i of the accumulators in row-major order; i is a constant once the loops unroll, so
   // the array stays in registers.
-  template <int M, int A> static FP8JIT_DEVICE float& at(float (&v)[M][A], int i) { return v[i / A][i % A]; }
+  template <int M, int A>
+  static FP8JIT_DEVICE float& at(float (&v)[M][A], int i) {
+    return v[i / A][i % A];
+  }
 
   template <int M, int A>
   static FP8JIT_DEVICE bool run(float (&v)[M][A], float* scratch, int tid, int split, int splits) {
@@ -37,8 +41,8 @@ template <int kThreads, int kVals> struct ClusterSplitSum {
     if (split != 0) {
 #pragma unroll
       for (int q = 0; q < kVals / 4; ++q)
-        store_shared_v4(scratch + (q * kThreads + tid) * 4, at(v, 4 * q), at(v, 4 * q + 1), at(v, 4 * q + 2),
-                        at(v, 4 * q + 3));
+        store_shared_v4(scratch + (q * kThreads + tid) * 4, at(v, 4 * q), at(v, 4 * q + 1),
+                        at(v, 4 * q + 2), at(v, 4 * q + 3));
     }
     cluster::sync();  // release: the partials are visible to rank 0
     if (split == 0) {
