@@ -44,15 +44,6 @@ std::string KernelCache::cubin(const KernelSpec& spec) {
 
 namespace {
 
-int multiprocessors() {
-  CUdevice dev = 0;
-  int sms = 0;
-  driver::check(driver::api().cuCtxGetDevice(&dev), "cuCtxGetDevice");
-  driver::check(driver::api().cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev),
-                "cuDeviceGetAttribute(MULTIPROCESSOR_COUNT)");
-  return sms;
-}
-
 // Resident clusters of `size` CTAs, probed with a grid of one cluster per `size` SMs, as a
 // persistent launch would be.
 int resident_clusters(const LoadedKernel& k, int size, int sms) {
@@ -67,7 +58,7 @@ int resident_clusters(const LoadedKernel& k, int size, int sms) {
 // The config's own cluster (persistent grid size), or for a gemm without one the clusters that
 // split-K summed in shared memory would use.
 void probe_clusters(LoadedKernel& k) {
-  const int sms = multiprocessors();
+  const int sms = driver::device_info().sm_count;
   if (k.cluster > 1) {
     k.max_active_clusters = resident_clusters(k, k.cluster, sms);
     if (k.max_active_clusters < 1)

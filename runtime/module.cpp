@@ -102,12 +102,11 @@ void set_max_dynamic_smem(CUfunction f, int bytes) {
   }
 }
 
-int max_active_clusters(CUfunction f, const LaunchConfig& cfg) {
-  CUlaunchAttribute attr = {};
-  attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-  attr.value.clusterDim.x = cfg.cluster[0];
-  attr.value.clusterDim.y = cfg.cluster[1];
-  attr.value.clusterDim.z = cfg.cluster[2];
+namespace {
+
+// The driver's form of cfg; with a cluster, its dimension goes into `attr` (which must outlive
+// the returned config). Fixed-size, no allocation: launch() is the hot path.
+CUlaunchConfig driver_config(const LaunchConfig& cfg, bool clustered, CUlaunchAttribute* attr) {
   CUlaunchConfig config = {};
   config.gridDimX = cfg.grid[0];
   config.gridDimY = cfg.grid[1];
@@ -116,8 +115,24 @@ int max_active_clusters(CUfunction f, const LaunchConfig& cfg) {
   config.blockDimY = cfg.block[1];
   config.blockDimZ = cfg.block[2];
   config.sharedMemBytes = cfg.smem_bytes;
-  config.attrs = &attr;
-  config.numAttrs = 1;
+  config.hStream = cfg.stream;
+  if (clustered) {
+    *attr = {};
+    attr->id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attr->value.clusterDim.x = cfg.cluster[0];
+    attr->value.clusterDim.y = cfg.cluster[1];
+    attr->value.clusterDim.z = cfg.cluster[2];
+    config.attrs = attr;
+    config.numAttrs = 1;
+  }
+  return config;
+}
+
+}  // namespace
+
+int max_active_clusters(CUfunction f, const LaunchConfig& cfg) {
+  CUlaunchAttribute attr;
+  const CUlaunchConfig config = driver_config(cfg, true, &attr);
   int clusters = 0;
   const CUresult r = driver::api().cuOccupancyMaxActiveClusters(&clusters, f, &config);
   if (r != CUDA_SUCCESS)
@@ -143,25 +158,8 @@ void launch(CUfunction f, const LaunchConfig& cfg, void** args) {
   }
   if (f == nullptr) throw_bad_launch("null CUfunction");
 
-  // Fixed-size, on the stack: this is the hot path and must not allocate.
-  CUlaunchAttribute attrs[1] = {};
-  CUlaunchConfig config = {};
-  config.gridDimX = cfg.grid[0];
-  config.gridDimY = cfg.grid[1];
-  config.gridDimZ = cfg.grid[2];
-  config.blockDimX = cfg.block[0];
-  config.blockDimY = cfg.block[1];
-  config.blockDimZ = cfg.block[2];
-  config.sharedMemBytes = cfg.smem_bytes;
-  config.hStream = cfg.stream;
-  if (clustered) {
-    attrs[0].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-    attrs[0].value.clusterDim.x = cfg.cluster[0];
-    attrs[0].value.clusterDim.y = cfg.cluster[1];
-    attrs[0].value.clusterDim.z = cfg.cluster[2];
-    config.attrs = attrs;
-    config.numAttrs = 1;
-  }
+  CUlaunchAttribute attr;
+  const CUlaunchConfig config = driver_config(cfg, clustered, &attr);
 
   CUresult r = driver::api().cuLaunchKernelEx(&config, f, args, nullptr);
   if (r != CUDA_SUCCESS) [[unlikely]] {

@@ -11,28 +11,15 @@
 #include "fp8jit/error.hpp"
 #include "runtime/driver.hpp"
 #include "runtime/module.hpp"
+#include "tests/common/expect_error.hpp"
 
 namespace fp8jit {
 namespace {
 
+using test::error_message;
+
 bool contains(const std::string& s, const std::string& part) {
   return s.find(part) != std::string::npos;
-}
-
-// Runs fn, expects an fp8jit::Error of `kind`, returns its message.
-template <class Fn>
-std::string expect_error(ErrorKind kind, Fn&& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    EXPECT_EQ(static_cast<int>(e.kind()), static_cast<int>(kind)) << e.what();
-    return e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "expected fp8jit::Error, got std::exception: " << e.what();
-    return {};
-  }
-  ADD_FAILURE() << "expected fp8jit::Error, nothing was thrown";
-  return {};
 }
 
 // libcuda itself missing (this is the case on the build machine), as opposed to a driver
@@ -74,7 +61,7 @@ TEST(DriverUnavailable, AvailableIsFalseWithAReason) {
 TEST(DriverUnavailable, ApiThrowsDriverErrorNamingLibcuda) {
   if (!libcuda_missing()) GTEST_SKIP() << "libcuda is installed here";
   for (int attempt = 0; attempt < 2; ++attempt) {  // every call throws, not only the first
-    std::string msg = expect_error(ErrorKind::driver, [] { (void)driver::api(); });
+    std::string msg = error_message(ErrorKind::driver, [] { (void)driver::api(); });
     EXPECT_TRUE(contains(msg, "libcuda.so.1")) << msg;
     EXPECT_TRUE(contains(msg, "install the NVIDIA driver")) << msg;
   }
@@ -89,12 +76,12 @@ TEST(DriverUnavailable, GpuOperationsThrowDriverError) {
       EXPECT_TRUE(contains(msg, "libcuda")) << msg;
     }
   };
-  check_msg(expect_error(ErrorKind::driver, [] { driver::init(); }));
-  check_msg(expect_error(ErrorKind::driver, [] { (void)driver::ensure_context(); }));
-  check_msg(expect_error(ErrorKind::driver, [] { (void)driver::ensure_context(); }));
-  check_msg(expect_error(ErrorKind::driver, [] { (void)driver::current_device(); }));
-  check_msg(expect_error(ErrorKind::driver, [] { (void)driver::device_info(0); }));
-  check_msg(expect_error(ErrorKind::driver, [] { (void)Module::load("not a cubin"); }));
+  check_msg(error_message(ErrorKind::driver, [] { driver::init(); }));
+  check_msg(error_message(ErrorKind::driver, [] { (void)driver::ensure_context(); }));
+  check_msg(error_message(ErrorKind::driver, [] { (void)driver::ensure_context(); }));
+  check_msg(error_message(ErrorKind::driver, [] { (void)driver::current_device(); }));
+  check_msg(error_message(ErrorKind::driver, [] { (void)driver::device_info(0); }));
+  check_msg(error_message(ErrorKind::driver, [] { (void)Module::load("not a cubin"); }));
 }
 
 TEST(DriverUnavailable, ConcurrentCallersSeeTheSameOutcome) {
@@ -117,7 +104,7 @@ TEST(DriverUnavailable, ConcurrentCallersSeeTheSameOutcome) {
 TEST(DriverCheck, SuccessDoesNotThrow) { EXPECT_NO_THROW(driver::check(CUDA_SUCCESS, "cuInit")); }
 
 TEST(DriverCheck, FailureNamesTheCallAndTheError) {
-  std::string msg = expect_error(
+  std::string msg = error_message(
       ErrorKind::driver, [] { driver::check(CUDA_ERROR_OUT_OF_MEMORY, "cuMemAlloc"); });
   EXPECT_TRUE(msg.starts_with("cuMemAlloc failed: ")) << msg;
   if (libcuda_missing()) {
@@ -141,7 +128,7 @@ TEST(DriverRequireSm90, RejectsOlderWithTheCapability) {
   ada.name = "NVIDIA L40S";
   ada.cc_major = 8;
   ada.cc_minor = 9;
-  std::string msg = expect_error(ErrorKind::unsupported, [&] { driver::require_sm90(ada); });
+  std::string msg = error_message(ErrorKind::unsupported, [&] { driver::require_sm90(ada); });
   EXPECT_TRUE(contains(msg, "NVIDIA L40S")) << msg;
   EXPECT_TRUE(contains(msg, "8.9")) << msg;
   EXPECT_TRUE(contains(msg, "9.0 (Hopper: H100/H200)")) << msg;
@@ -152,7 +139,7 @@ TEST(DriverRequireSm90, RejectsNewerBecauseSm90aIsArchSpecific) {
   blackwell.name = "NVIDIA B200";
   blackwell.cc_major = 10;
   blackwell.cc_minor = 0;
-  std::string msg = expect_error(ErrorKind::unsupported, [&] { driver::require_sm90(blackwell); });
+  std::string msg = error_message(ErrorKind::unsupported, [&] { driver::require_sm90(blackwell); });
   EXPECT_TRUE(contains(msg, "10.0")) << msg;
   EXPECT_TRUE(contains(msg, "sm_90a")) << msg;
 }
@@ -161,12 +148,12 @@ TEST(DriverLaunch, RejectsZeroDimensionsBeforeTouchingTheDriver) {
   LaunchConfig cfg;
   cfg.grid[1] = 0;
   std::string msg =
-      expect_error(ErrorKind::invalid_argument, [&] { launch(nullptr, cfg, nullptr); });
+      error_message(ErrorKind::invalid_argument, [&] { launch(nullptr, cfg, nullptr); });
   EXPECT_TRUE(contains(msg, "grid.y")) << msg;
 
   cfg = LaunchConfig{};
   cfg.block[2] = 0;
-  msg = expect_error(ErrorKind::invalid_argument, [&] { launch(nullptr, cfg, nullptr); });
+  msg = error_message(ErrorKind::invalid_argument, [&] { launch(nullptr, cfg, nullptr); });
   EXPECT_TRUE(contains(msg, "block.z")) << msg;
 }
 
@@ -175,13 +162,13 @@ TEST(DriverLaunch, RejectsGridNotDivisibleByCluster) {
   cfg.grid[0] = 3;
   cfg.cluster[0] = 2;
   std::string msg =
-      expect_error(ErrorKind::invalid_argument, [&] { launch(nullptr, cfg, nullptr); });
+      error_message(ErrorKind::invalid_argument, [&] { launch(nullptr, cfg, nullptr); });
   EXPECT_TRUE(contains(msg, "cluster.x")) << msg;
 }
 
 TEST(DriverLaunch, SmallDynamicSmemNeedsNoDriverCall) {
   EXPECT_NO_THROW(set_max_dynamic_smem(nullptr, 48 * 1024));
-  expect_error(ErrorKind::invalid_argument, [] { set_max_dynamic_smem(nullptr, -1); });
+  error_message(ErrorKind::invalid_argument, [] { set_max_dynamic_smem(nullptr, -1); });
 }
 
 TEST(DriverModule, EmptyAndMovedFrom) {
@@ -189,8 +176,8 @@ TEST(DriverModule, EmptyAndMovedFrom) {
   EXPECT_FALSE(a);
   Module b = std::move(a);
   EXPECT_FALSE(b);
-  expect_error(ErrorKind::internal, [&] { (void)b.function("k"); });
-  expect_error(ErrorKind::invalid_argument, [] { (void)Module::load(""); });
+  error_message(ErrorKind::internal, [&] { (void)b.function("k"); });
+  error_message(ErrorKind::invalid_argument, [] { (void)Module::load(""); });
 }
 
 TEST(DriverDevice, InfoIsSane) {
@@ -216,12 +203,12 @@ TEST(DriverDevice, InfoIsSane) {
   EXPECT_GT(info.total_mem, std::size_t{1} << 30);
   EXPECT_GE(info.driver_version, 12000);
   EXPECT_EQ(driver::device_info(dev).name, info.name);  // cached copy agrees
-  expect_error(ErrorKind::invalid_argument, [] { (void)driver::device_info(1 << 20); });
+  error_message(ErrorKind::invalid_argument, [] { (void)driver::device_info(1 << 20); });
 
   if (info.cc_major == 9 && info.cc_minor == 0) {
     EXPECT_NO_THROW(driver::require_sm90(info));
   } else {
-    expect_error(ErrorKind::unsupported, [&] { driver::require_sm90(info); });
+    error_message(ErrorKind::unsupported, [&] { driver::require_sm90(info); });
   }
 }
 
