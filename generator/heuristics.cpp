@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <vector>
 
 #include "fp8jit/error.hpp"
 #include "fp8jit/kernel_spec.hpp"
@@ -66,12 +67,21 @@ KernelSpec default_gemm_spec(const GemmProblem& problem, std::int64_t m, std::in
   // (bench/NOTES.md, G18).
   int max_n = problem.fast_accum ? 240 : problem.scale == ScaleMode::group ? 160 : 208;
   if (problem.scale == ScaleMode::block && block_m == 128 && !problem.bias) max_n = 256;
-  // K of 4 blocks or fewer: the epilogue dominates; tuned winners at 4096x32768x512 were 160
-  // columns for block scaling and 144 otherwise (1.07x over 160, G16).
-  if ((k + 127) / 128 <= 4) max_n = std::min(max_n, problem.scale == ScaleMode::block ? 160 : 144);
+  // K of 4 blocks or fewer: the epilogue dominates; 144 columns won at 4096x32768x512 in both
+  // modes (G16; G21 with the deferred epilogue: block 183 µs against 189 for 160).
+  const std::int64_t k_blocks = (k + 127) / 128;
+  if (k_blocks <= 4) max_n = std::min(max_n, 144);
+  // K of 16 blocks or fewer without block scaling: tiles up to 168 columns defer their epilogue
+  // under the next tile's wgmmas (the kernel's kDeferEpilogue), which beat wider tiles there
+  // (G21: 4096x24576x1536 per tensor 277 µs at 168 against 293 at 208).
+  if (k_blocks <= 16 && !problem.fast_accum && problem.scale != ScaleMode::block) max_n = std::min(max_n, 168);
   int best_n = 128;
   double best_cost = 0;
-  for (int bn = 64; bn <= max_n; bn += 16) {
+  // Multiples of 16, and the cap itself (168, the widest deferrable tile, is a multiple of 8).
+  std::vector<int> widths;
+  for (int bn = 64; bn <= max_n; bn += 16) widths.push_back(bn);
+  if (max_n % 16 != 0) widths.push_back(max_n);
+  for (int bn : widths) {
     // Block scaling: a tile may touch at most two 128-wide scale blocks of B.
     if (problem.scale == ScaleMode::block && 128 - std::gcd(bn, 128) > 256 - bn) continue;
     const std::int64_t tiles = ((m + block_m - 1) / block_m) * ((n + bn - 1) / bn);
@@ -85,7 +95,6 @@ KernelSpec default_gemm_spec(const GemmProblem& problem, std::int64_t m, std::in
   // Decode-sized M with one wave of wide tiles: each CTA runs one tile, whose pipeline fill and
   // epilogue nothing overlaps; two tiles per CTA of half the width overlap them (tuned: 64x96
   // and 128x96 won 1.08-1.10x over x192 at N = 24576, K = 1536; G16).
-  const std::int64_t k_blocks = (k + 127) / 128;
   const std::int64_t tiles = (n + best_n - 1) / best_n;
   if (m <= 128 && best_n >= 128 && k_blocks >= 8 && tiles <= sm_count && tiles * 4 >= sm_count * 3)
     best_n = best_n / 16 * 8;

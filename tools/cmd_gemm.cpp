@@ -1,6 +1,10 @@
 // fp8jit gemm: one scaled FP8 GEMM on the GPU, checked against the float64 reference, timed.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <iterator>
+#include <nlohmann/json.hpp>
+#include <optional>
 
 #include "fp8jit/error.hpp"
 #include "fp8jit/fp8.hpp"
@@ -13,6 +17,32 @@
 #include "autotune/timer.hpp"
 
 namespace fp8jit::cli {
+namespace {
+
+// The variant to run: the runtime's choice, with the fields of `--config` (a JSON object of
+// gemm config parameters, e.g. {"block_n":160,"stages":5}) replacing its own.
+KernelSpec chosen_spec(Runtime& rt, const GemmArgs& g, const std::optional<std::string>& config) {
+  KernelSpec spec = rt.select(g);
+  if (!config) return spec;
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(*config);
+  } catch (const nlohmann::json::exception& e) {
+    throw_invalid("--config", *config, std::string("not JSON: ") + e.what());
+  }
+  if (!j.is_object()) throw_invalid("--config", *config, "expected a JSON object such as {\"block_n\":160}");
+  for (const auto& [key, value] : j.items()) {
+    static const char* const kKeys[] = {"block_m", "block_n", "stages", "group_m", "cluster_m", "cluster_n"};
+    if (std::find(std::begin(kKeys), std::end(kKeys), key) == std::end(kKeys))
+      throw_invalid("--config", key, "not a gemm config parameter: block_m, block_n, stages, group_m, cluster_m, cluster_n");
+    if (!value.is_number_integer()) throw_invalid("--config " + key, value.dump(), "expected an integer");
+    spec.params[key] = value.get<std::int64_t>();
+  }
+  validate_spec(spec);  // names the rule a combination breaks (registers, scale blocks, shared memory)
+  return spec;
+}
+
+}  // namespace
 
 int cmd_gemm(const Args& args) {
   if (!driver::available()) throw Error(ErrorKind::driver, "fp8jit gemm needs a GPU: " + driver::unavailable_reason());
@@ -40,8 +70,9 @@ int cmd_gemm(const Args& args) {
   DeviceBuffer& d = *operands.d;
   DeviceBuffer ref(g.m * g.n * 8);
   d.fill(0xFF);  // NaN in every output type: an unwritten element cannot pass
-  const std::string kernel = spec_name(rt.select(g));
-  rt.gemm(g, nullptr);
+  const KernelSpec spec = chosen_spec(rt, g, args.get("config"));
+  const std::string kernel = spec_name(spec);
+  rt.gemm(g, spec, nullptr);
   driver::check(driver::api().cuCtxSynchronize(), "gemm");
   reference::gemm_on_device(g, static_cast<double*>(ref.get()), nullptr);
   std::vector<unsigned char> dh(d.size());
@@ -50,7 +81,7 @@ int cmd_gemm(const Args& args) {
   ref.download(rh.data(), ref.size());
   const double err = reference::relative_error(dh.data(), g.n, g.d_dtype, rh.data(), g.m, g.n);
   const double tol = gemm_tolerance(g);
-  const double ms = time_median_ms([&] { rt.gemm(g, nullptr); }, 3, iters);
+  const double ms = time_median_ms([&] { rt.gemm(g, spec, nullptr); }, 3, iters);
   const double tflops = 2.0 * g.m * g.n * g.k / (ms * 1e-3) * 1e-12;
   fmt::print("{} [{}x{}x{}] on {}: {:.3f} ms, {:.1f} TFLOP/s, relative error {:.2e} ({} {:.0e})\n", kernel, g.m, g.n,
              g.k, driver::device_info().name, ms, tflops, err, err <= tol ? "within" : "ABOVE", tol);

@@ -74,7 +74,9 @@ constexpr const char* kUsage = R"(usage: fp8jit <command> [options]
             --layout row_major|col_major_tma --pow2 --transpose --iters N]    GPU run, checked, GB/s
   dequantize [--m M --k K --format F --output bf16|fp16|fp32 --granularity G --iters N]
   gemm [--m M --n N --k K --scale block|rowwise|tensor|group --out bf16|fp16|fp32
-        --a-format e4m3|e5m2 --b-format e4m3|e5m2 --fast-accum --iters N]  one GEMM, checked, TFLOP/s
+        --a-format e4m3|e5m2 --b-format e4m3|e5m2 --fast-accum --iters N
+        --config '{"block_n":160,"stages":5}']     one GEMM, checked, TFLOP/s (config: override
+                                         fields of the variant the runtime would choose)
   tune (--shapes F.csv | --suite deepseek-v3) [--op gemm] [--scale block] [--out bf16] [--db PATH]
        [--jobs N] [--top-k N]            sweep each shape on the GPU, store winners in the database
   precompile (--shapes F.csv | --suite S) [--scale ...] [--db PATH] [--jobs N]
@@ -111,7 +113,8 @@ int main(int argc, char** argv) {
     if (cmd == "quantize") return cmd_quantize(Args(argc, argv, 2, run_opts, {"pow2", "transpose"}));
     if (cmd == "dequantize") return cmd_dequantize(Args(argc, argv, 2, run_opts, {}));
     if (cmd == "gemm")
-      return cmd_gemm(Args(argc, argv, 2, {"m", "n", "k", "scale", "out", "a-format", "b-format", "iters"}, {"fast-accum"}));
+      return cmd_gemm(Args(argc, argv, 2, {"m", "n", "k", "scale", "out", "a-format", "b-format", "iters", "config"},
+                                    {"fast-accum"}));
     if (cmd == "tune")
       return cmd_tune(Args(argc, argv, 2, {"shapes", "suite", "op", "scale", "out", "db", "jobs", "top-k"}, {"fast-accum"}));
     if (cmd == "precompile")

@@ -41,12 +41,23 @@ TEST(GemmHeuristic, OneWaveDecodeShapesTakeHalfWidthTiles) {
   }
 }
 
-// K of 4 blocks or fewer: at most 160 columns for block scaling and 144 otherwise (tuned at
-// 4096x32768x512: 1.07x for 144 over 160 per tensor).
+// K of 4 blocks or fewer: at most 144 columns (G16, G21: 4096x32768x512 block 183 µs against
+// 189 at 160, per tensor 165 against 175).
 TEST(GemmHeuristic, ShortKCapsTheTileWidth) {
-  EXPECT_EQ(pick(ScaleMode::block, 4096, 32768, 512).block_n, 160);
+  EXPECT_EQ(pick(ScaleMode::block, 4096, 32768, 512).block_n, 144);
   EXPECT_EQ(pick(ScaleMode::tensor, 4096, 32768, 512).block_n, 144);
   EXPECT_LE(pick(ScaleMode::rowwise, 4096, 32768, 512).block_n, 144);
+}
+
+// K of 16 blocks or fewer without block scaling: tiles narrow enough to defer their epilogue
+// (G21: 4096x24576x1536 per tensor 277 µs at 168 against 293 at 208; 4096x7168x2048 108 at 160
+// against 110 at 176); block scaling keeps 256 (160 measured within 1 %).
+TEST(GemmHeuristic, MidKTakesDeferrableTiles) {
+  EXPECT_EQ(pick(ScaleMode::tensor, 4096, 24576, 1536).block_n, 168);
+  EXPECT_EQ(pick(ScaleMode::tensor, 4096, 7168, 2048).block_n, 160);
+  EXPECT_LE(pick(ScaleMode::rowwise, 4096, 7168, 2048).block_n, 168);
+  EXPECT_EQ(pick(ScaleMode::block, 4096, 7168, 2048).block_n, 256);
+  EXPECT_GT(pick(ScaleMode::tensor, 4096, 4096, 7168).block_n, 168);  // K = 7168: unchanged
 }
 
 }  // namespace

@@ -84,6 +84,72 @@ template <int BLOCK_N, int kMmaM, int kRowsPerWG, int SCALE, int OUT, bool kBias
     }
   }
 
+  // Deferred epilogue (16-bit D through TMA stores): at a tile's end its scaled, biased values
+  // are packed into kAccum / 2 registers (pair 2j + h of slab mm), half the promoted sums'; the
+  // slab write and the TMA store run later, under the next tile's first wgmmas.
+  static constexpr bool kCanPack = S == 2;
+  static constexpr int kPacked = kAccum / 2;
+  static FP8JIT_DEVICE void pack(const GemmParams& p, const float (&v)[kMmaM][kAccum], int row0, int col0,
+                                 u32 (&w)[kMmaM][kPacked]) {
+    float s_tensor = 1.0f;
+    if constexpr (SCALE == kPerTensor) s_tensor = __ldg(p.scale_a) * __ldg(p.scale_b);
+#pragma unroll
+    for (int mm = 0; mm < kMmaM; ++mm) {
+      float s_row[2] = {s_tensor, s_tensor};
+      if constexpr (SCALE == kPerRow) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int row = row0 + mm * 64 + 8 * h;
+          s_row[h] = row < p.M ? __ldg(p.scale_a + row) : 0.0f;
+        }
+      }
+#pragma unroll
+      for (int j = 0; j < BLOCK_N / 8; ++j) {
+        const int col = col0 + 8 * j;
+        float s_col[2] = {1.0f, 1.0f}, b_col[2] = {0.0f, 0.0f};
+#pragma unroll
+        for (int c = 0; c < 2; ++c) {
+          const bool in = col + c < p.N;
+          if constexpr (SCALE == kPerRow) s_col[c] = in ? __ldg(p.scale_b + col + c) : 0.0f;
+          if constexpr (kBias)
+            if (in) b_col[c] = elem_to_f32<OUT>(load_bits<S>(p.bias, col + c));
+        }
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          float x[2] = {v[mm][4 * j + 2 * h], v[mm][4 * j + 2 * h + 1]};
+#pragma unroll
+          for (int c = 0; c < 2; ++c) {
+            if constexpr (SCALE == kPerTensor || SCALE == kPerRow) x[c] *= s_row[h] * s_col[c];
+            if constexpr (kBias) x[c] += b_col[c];
+          }
+          w[mm][2 * j + h] = f32_to_elem<OUT>(x[0]) | (f32_to_elem<OUT>(x[1]) << 16);
+        }
+      }
+    }
+  }
+  // Writes packed values to the slab and stores it: (r, c) is the thread's first row and
+  // column within the slab.
+  static FP8JIT_DEVICE void store_packed(const GemmParams& p, u8* slab, const u32 (&w)[kMmaM][kPacked], int wg, int r,
+                                         int c, int slab_y, int slab_x) {
+    const int t_in_wg = threadIdx.x % 128;
+    if (t_in_wg == 0) tma::store_wait_read();
+    named_barrier_sync(1 + wg, 128);
+#pragma unroll
+    for (int mm = 0; mm < kMmaM; ++mm)
+#pragma unroll
+      for (int j = 0; j < BLOCK_N / 8; ++j)
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+          *reinterpret_cast<u32*>(slab + (static_cast<i64>(r + mm * 64 + 8 * h) * BLOCK_N + c + 8 * j) * S) =
+              w[mm][2 * j + h];
+    tma::fence_smem_for_async();
+    named_barrier_sync(1 + wg, 128);
+    if (t_in_wg == 0) {
+      if (slab_y < p.M && slab_x < p.N) tma::store_2d(&p.tma_d, slab, slab_x, slab_y);
+      tma::store_commit();
+    }
+  }
+
   static FP8JIT_DEVICE void stage_pair(u8* slab, int r, int c, const float (&x)[2]) {
     u8* at = slab + (static_cast<i64>(r) * BLOCK_N + c) * S;
     if constexpr (S == 4) {

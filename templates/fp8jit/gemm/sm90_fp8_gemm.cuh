@@ -327,6 +327,16 @@ struct Sm90Fp8Gemm {
     const int units = unit_count(p);
     if constexpr (kTakeTurns)
       if (wg == 1) named_barrier_arrive(kTurnBarrier, kTurnThreads);
+    // Deferred epilogue: the previous tile's D, packed, and where it goes. Only where each CTA
+    // runs three tiles or more: with two (decode-sized M, K = 512) block scaling lost ~1 µs of
+    // 17 to it (bench/NOTES.md, G21), having little to hide the store under.
+    const bool defer = kDeferEpilogue && p.tma_store && (p.splits == 1 || p.split_cluster) &&
+                       units >= 3 * unit_stride();
+    u32 packed[kMmaM][kDeferEpilogue ? Epilogue::kPacked : 1];
+    bool pending = false;
+    int pending_y = 0, pending_x = 0;
+    u8* const slab = s.epi + wg * kEpiSlab;
+    const int slab_r = warp * 16 + lane / 4, slab_c = 2 * (lane % 4);  // thread's first slab row, column
     for (int u = first_unit(); u < units; u += unit_stride()) {
       const Unit w = unit_of(p, u, rank);
       const int tm = w.tm, tn = w.tn, first = w.first, last = w.last;
@@ -343,6 +353,11 @@ struct Sm90Fp8Gemm {
 #pragma unroll
           for (int i = 0; i < kAccum; ++i) out[mm][i] = 0.0f;
       }
+      if constexpr (kDeferEpilogue)
+        if (first == last && pending) {  // no wgmmas to hide it under: store now
+          Epilogue::store_packed(p, slab, packed, wg, slab_r, slab_c, pending_y, pending_x);
+          pending = false;
+        }
       for (int kb = first; kb < last; ++kb) {
         barrier::wait(&s.full[stage], phase);
         // Scales are read before the fence: ptxas otherwise interleaves the LDS with the wgmmas,
@@ -368,6 +383,11 @@ struct Sm90Fp8Gemm {
           }
           warpgroup::commit();
           if constexpr (kTakeTurns) named_barrier_arrive(kTurnBarrier + (wg ^ 1), kTurnThreads);
+          if constexpr (kDeferEpilogue)
+            if (c == 0 && kb == first && pending) {  // the previous tile's store, under these wgmmas
+              Epilogue::store_packed(p, slab, packed, wg, slab_r, slab_c, pending_y, pending_x);
+              pending = false;
+            }
           warpgroup::wait<0>();
           // This warp is done with the stage once its last wgmmas are: the scales are in
           // registers, except group scaling's B, which promotion reads from the stage.
@@ -396,10 +416,19 @@ struct Sm90Fp8Gemm {
           if (!holds_sum) continue;
         }
       }
-      u8* slab = s.epi + wg * kEpiSlab;
+      if constexpr (kDeferEpilogue)
+        if (defer) {
+          Epilogue::pack(p, out, row0, col0, packed);
+          pending = true;
+          pending_y = slab_y;
+          pending_x = slab_x;
+          continue;
+        }
       if constexpr (kPromote) Epilogue::run(p, slab, out, wg, row0, col0, slab_y, slab_x, split);
       else Epilogue::run(p, slab, acc, wg, row0, col0, slab_y, slab_x, split);
     }
+    if constexpr (kDeferEpilogue)
+      if (pending) Epilogue::store_packed(p, slab, packed, wg, slab_r, slab_c, pending_y, pending_x);
     if constexpr (kTakeTurns)
       if (wg == 0) named_barrier_sync(kTurnBarrier, kTurnThreads);
     if (t_in_wg == 0) tma::store_wait_all();  // shared memory must outlive the last store
@@ -485,6 +514,13 @@ struct Sm90Fp8Gemm {
   using SplitSum = ClusterSplitSum<kMathWGs * warpgroup::kThreads, kMmaM * kAccum>;
 
   using Epilogue = Sm90GemmEpilogue<BLOCK_N, kMmaM, kRowsPerWG, SCALE, OUT, kBias>;
+  // A tile's 16-bit D waits in registers, packed, until the next tile's first wgmmas are issued
+  // and is written and stored while they run (precise accumulation: the wgmma temporaries are
+  // not the sums).
+  // Only where the sums, the in-flight temporaries and the packed tile fit: ptxas spills past
+  // 210 of them (128x176 and wider, 256x104).
+  static constexpr bool kDeferEpilogue =
+      kPromote && Epilogue::kCanPack && kMmaM * (kAccum + kChunkAccum + Epilogue::kPacked) <= 210;
 
   static FP8JIT_DEVICE void run(const GemmParams& p, u8* raw_smem) {
     u32 dynamic_smem;

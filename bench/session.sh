@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# One device call that does a session's usual GPU work (build once, then everything in order of
+# importance, so that a call cut short by its time limit still returns the most useful logs):
+#   1. build build-gpu; meanwhile each PATCH's tree builds fp8jit_bench in the background
+#   2. GPU tests (tests/gpu/run-on-gpu.sh quick: tests, torch check, demo, SASS checks)
+#   3. the GEMM bench on DeepSeek-V3 shapes against cuBLASLt (SCALES, default block,tensor)
+#   4. A/B of each patch against the base on AB_SHAPES (default bench/shapes/ab_two.csv)
+#   5. bench/configs.sh for each list in CONFIGS (space-separated paths)
+# Usage (repo root, on the device): bash bench/session.sh [PATCH...]
+# Logs under $OUT: tests/, bench/, ab/, and session.txt (the step times).
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
+OUT=${OUT:-/tmp/fp8jit-session}
+mkdir -p "$OUT/tests" "$OUT/bench" "$OUT/ab"
+SCALES=${SCALES:-block,tensor}
+AB_SHAPES=$(realpath "${AB_SHAPES:-bench/shapes/ab_two.csv}")
+AB_SCALES=${AB_SCALES:-block,tensor}
+log() { echo "=== $* ($(date +%T))" | tee -a "$OUT/session.txt"; }
+sqlite_args=()
+if [ ! -f /usr/include/sqlite3.h ] && [ -f .carry/sqlite/sqlite3.h ]; then
+  sqlite_args=(-DSQLite3_INCLUDE_DIR="$PWD/.carry/sqlite" -DSQLite3_LIBRARY=/lib/x86_64-linux-gnu/libsqlite3.so.0)
+fi
+
+# Patched trees build at low priority beside the main build; they outlive nothing (same call).
+pids=()
+for patch in "$@"; do
+  name=$(basename "$patch" .patch)
+  src=/tmp/fp8jit-ab-src/$name
+  rm -rf "$src" && mkdir -p "$src"
+  tar -c --exclude='./build*' --exclude=./.git --exclude='./bench/results' . | tar -x -C "$src"
+  if ! patch -s -p1 -d "$src" < "$patch"; then
+    log "$name: patch does not apply"
+    continue
+  fi
+  (nice -n 10 cmake -S "$src" -B "/tmp/fp8jit-ab-build/$name" -DCMAKE_BUILD_TYPE=Release "${sqlite_args[@]}" &&
+    nice -n 10 cmake --build "/tmp/fp8jit-ab-build/$name" -j8 --target fp8jit_bench) > "$OUT/ab/$name.build.log" 2>&1 &
+  pids+=($!)
+done
+
+log "GPU tests (build included)"
+OUT=$OUT/tests bash tests/gpu/run-on-gpu.sh quick > "$OUT/tests/run.txt" 2>&1
+log "GPU tests exit $?"
+tail -40 "$OUT/tests/run.txt"
+
+log "GEMM bench ($SCALES)"
+cmake --build build-gpu -j"$(nproc)" --target fp8jit_cli > /dev/null 2>&1
+FP8JIT_CACHE_DIR=/tmp/fp8jit-cache ./build-gpu/fp8jit bench --suite deepseek-v3 --scale "$SCALES" \
+  --providers fp8jit,cublaslt --out "$OUT/bench" > "$OUT/bench/gemm.txt" 2>&1
+log "GEMM bench exit $?"
+sed -n '/^GEMM on/,$p' "$OUT/bench/gemm.txt"
+
+[ ${#pids[@]} -gt 0 ] && wait "${pids[@]}"
+measure() {  # name, build tree
+  FP8JIT_CACHE_DIR=/tmp/fp8jit-ab-cache/$1 "$2/bench/fp8jit_bench" --benchmark_filter='^Gemm/' \
+    --shapes="$AB_SHAPES" --scales="$AB_SCALES" --providers=fp8jit,cublaslt --out="$OUT/ab/$1" > "$OUT/ab/$1.txt" 2>&1
+  echo "== $1"
+  sed -n '/^| M/,$p' "$OUT/ab/$1.txt" | cut -d'|' -f2-7,11
+}
+if [ $# -gt 0 ]; then
+  log "A/B on $AB_SHAPES ($AB_SCALES)"
+  cmake --build build-gpu -j"$(nproc)" --target fp8jit_bench > /dev/null 2>&1
+  measure base build-gpu
+  for patch in "$@"; do
+    name=$(basename "$patch" .patch)
+    if [ -x "/tmp/fp8jit-ab-build/$name/bench/fp8jit_bench" ]; then
+      measure "$name" "/tmp/fp8jit-ab-build/$name"
+    else
+      echo "== $name: build failed"; tail -20 "$OUT/ab/$name.build.log"
+    fi
+  done
+  measure base_again build-gpu
+fi
+for list in ${CONFIGS:-}; do
+  log "configs $list"
+  bash bench/configs.sh "$list" build-gpu | tee "$OUT/configs_$(basename "$list" .txt).md"
+done
+log "done"
