@@ -16,25 +16,16 @@ template <int BLOCK_N, int kMmaM, int kRowsPerWG, int SCALE, int OUT, bool kBias
   static constexpr int kAccum = BLOCK_N / 2;
   static constexpr int S = ElemSize<OUT>::value;
 
-  // v holds the thread's accumulators in wgmma layout: element 4j + 2h + c of slab mm is row
-  // row0 + 64 mm + 8 h, column col0 + 8 j + c.
-  // slab_y, slab_x: D coordinates of the slab's first row and column.
-  static FP8JIT_DEVICE void run(const GemmParams& p, u8* slab, const float (&v)[kMmaM][kAccum], int wg, int row0,
-                                int col0, int slab_y, int slab_x, int split) {
-    const int t_in_wg = threadIdx.x % 128;
-    if (p.splits > 1 && !p.split_cluster) {
-      partials(p, v, row0, col0, split);
-      return;
-    }
-    if (p.tma_store) {
-      if (t_in_wg == 0) tma::store_wait_read();  // the previous tile's store has left the slab
-      named_barrier_sync(1 + wg, 128);
-    }
+  // Calls f(mm, j, h, row, col, x) for each pair of the thread's values, scaled and biased: v
+  // holds them in wgmma layout, element 4j + 2h + c of slab mm being row row0 + 64 mm + 8 h,
+  // column col0 + 8 j + c. Column pairs outermost, both row halves inside: a pair's bias (and
+  // rowwise scales of B) is loaded once and used at once, so it needs no registers across the
+  // loop (hoisting them for all columns spilled 256-wide tiles with bias).
+  template <class F>
+  static FP8JIT_DEVICE void for_each_pair(const GemmParams& p, const float (&v)[kMmaM][kAccum], int row0, int col0,
+                                          F&& f) {
     float s_tensor = 1.0f;
     if constexpr (SCALE == kPerTensor) s_tensor = __ldg(p.scale_a) * __ldg(p.scale_b);
-    // Column pairs outermost, both row halves inside: a pair's bias (and rowwise scales of B) is
-    // loaded once and used at once, so it needs no registers across the loop (hoisting them for
-    // all columns spilled 256-wide tiles with bias).
 #pragma unroll
     for (int mm = 0; mm < kMmaM; ++mm) {
       float s_row[2] = {s_tensor, s_tensor};
@@ -58,30 +49,50 @@ template <int BLOCK_N, int kMmaM, int kRowsPerWG, int SCALE, int OUT, bool kBias
         }
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-          const int row = row0 + mm * 64 + 8 * h;
           float x[2] = {v[mm][4 * j + 2 * h], v[mm][4 * j + 2 * h + 1]};
 #pragma unroll
           for (int c = 0; c < 2; ++c) {
             if constexpr (SCALE == kPerTensor || SCALE == kPerRow) x[c] *= s_row[h] * s_col[c];
             if constexpr (kBias) x[c] += b_col[c];
           }
-          if (p.tma_store) {
-            stage_pair(slab, row - slab_y, col - slab_x, x);  // slab coordinates
-          } else if (row < p.M && col < p.N) {
-            store_pair(p, row, col, x);
-          }
+          f(mm, j, h, row0 + mm * 64 + 8 * h, col, x);
         }
       }
     }
-    if (p.tma_store) {
-      tma::fence_smem_for_async();
-      named_barrier_sync(1 + wg, 128);
-      if (t_in_wg == 0) {
-        // A cluster partner's tile may lie wholly past the edge of D: nothing to store.
-        if (slab_y < p.M && slab_x < p.N) tma::store_2d(&p.tma_d, slab, slab_x, slab_y);
-        tma::store_commit();
-      }
+  }
+
+  // The slab is this warpgroup's once the previous tile's store has read it.
+  static FP8JIT_DEVICE void slab_acquire(int wg) {
+    if (threadIdx.x % 128 == 0) tma::store_wait_read();
+    named_barrier_sync(1 + wg, 128);
+  }
+  // Publishes the written slab to the async proxy and stores it to D (slab_y, slab_x: D
+  // coordinates of its first row and column).
+  static FP8JIT_DEVICE void slab_store(const GemmParams& p, u8* slab, int wg, int slab_y, int slab_x) {
+    tma::fence_smem_for_async();
+    named_barrier_sync(1 + wg, 128);
+    if (threadIdx.x % 128 == 0) {
+      // A cluster partner's tile may lie wholly past the edge of D: nothing to store.
+      if (slab_y < p.M && slab_x < p.N) tma::store_2d(&p.tma_d, slab, slab_x, slab_y);
+      tma::store_commit();
     }
+  }
+
+  static FP8JIT_DEVICE void run(const GemmParams& p, u8* slab, const float (&v)[kMmaM][kAccum], int wg, int row0,
+                                int col0, int slab_y, int slab_x, int split) {
+    if (p.splits > 1 && !p.split_cluster) {
+      partials(p, v, row0, col0, split);
+      return;
+    }
+    if (p.tma_store) slab_acquire(wg);
+    for_each_pair(p, v, row0, col0, [&](int, int, int, int row, int col, const float (&x)[2]) {
+      if (p.tma_store) {
+        stage_pair(slab, row - slab_y, col - slab_x, x);  // slab coordinates
+      } else if (row < p.M && col < p.N) {
+        store_pair(p, row, col, x);
+      }
+    });
+    if (p.tma_store) slab_store(p, slab, wg, slab_y, slab_x);
   }
 
   // Deferred epilogue (16-bit D through TMA stores): at a tile's end its scaled, biased values
@@ -91,49 +102,15 @@ template <int BLOCK_N, int kMmaM, int kRowsPerWG, int SCALE, int OUT, bool kBias
   static constexpr int kPacked = kAccum / 2;
   static FP8JIT_DEVICE void pack(const GemmParams& p, const float (&v)[kMmaM][kAccum], int row0, int col0,
                                  u32 (&w)[kMmaM][kPacked]) {
-    float s_tensor = 1.0f;
-    if constexpr (SCALE == kPerTensor) s_tensor = __ldg(p.scale_a) * __ldg(p.scale_b);
-#pragma unroll
-    for (int mm = 0; mm < kMmaM; ++mm) {
-      float s_row[2] = {s_tensor, s_tensor};
-      if constexpr (SCALE == kPerRow) {
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int row = row0 + mm * 64 + 8 * h;
-          s_row[h] = row < p.M ? __ldg(p.scale_a + row) : 0.0f;
-        }
-      }
-#pragma unroll
-      for (int j = 0; j < BLOCK_N / 8; ++j) {
-        const int col = col0 + 8 * j;
-        float s_col[2] = {1.0f, 1.0f}, b_col[2] = {0.0f, 0.0f};
-#pragma unroll
-        for (int c = 0; c < 2; ++c) {
-          const bool in = col + c < p.N;
-          if constexpr (SCALE == kPerRow) s_col[c] = in ? __ldg(p.scale_b + col + c) : 0.0f;
-          if constexpr (kBias)
-            if (in) b_col[c] = elem_to_f32<OUT>(load_bits<S>(p.bias, col + c));
-        }
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          float x[2] = {v[mm][4 * j + 2 * h], v[mm][4 * j + 2 * h + 1]};
-#pragma unroll
-          for (int c = 0; c < 2; ++c) {
-            if constexpr (SCALE == kPerTensor || SCALE == kPerRow) x[c] *= s_row[h] * s_col[c];
-            if constexpr (kBias) x[c] += b_col[c];
-          }
-          w[mm][2 * j + h] = f32_to_elem<OUT>(x[0]) | (f32_to_elem<OUT>(x[1]) << 16);
-        }
-      }
-    }
+    for_each_pair(p, v, row0, col0, [&](int mm, int j, int h, int, int, const float (&x)[2]) {
+      w[mm][2 * j + h] = f32_to_elem<OUT>(x[0]) | (f32_to_elem<OUT>(x[1]) << 16);
+    });
   }
   // Writes packed values to the slab and stores it: (r, c) is the thread's first row and
   // column within the slab.
   static FP8JIT_DEVICE void store_packed(const GemmParams& p, u8* slab, const u32 (&w)[kMmaM][kPacked], int wg, int r,
                                          int c, int slab_y, int slab_x) {
-    const int t_in_wg = threadIdx.x % 128;
-    if (t_in_wg == 0) tma::store_wait_read();
-    named_barrier_sync(1 + wg, 128);
+    slab_acquire(wg);
 #pragma unroll
     for (int mm = 0; mm < kMmaM; ++mm)
 #pragma unroll
@@ -142,12 +119,7 @@ template <int BLOCK_N, int kMmaM, int kRowsPerWG, int SCALE, int OUT, bool kBias
         for (int h = 0; h < 2; ++h)
           *reinterpret_cast<u32*>(slab + (static_cast<i64>(r + mm * 64 + 8 * h) * BLOCK_N + c + 8 * j) * S) =
               w[mm][2 * j + h];
-    tma::fence_smem_for_async();
-    named_barrier_sync(1 + wg, 128);
-    if (t_in_wg == 0) {
-      if (slab_y < p.M && slab_x < p.N) tma::store_2d(&p.tma_d, slab, slab_x, slab_y);
-      tma::store_commit();
-    }
+    slab_store(p, slab, wg, slab_y, slab_x);
   }
 
   static FP8JIT_DEVICE void stage_pair(u8* slab, int r, int c, const float (&x)[2]) {
