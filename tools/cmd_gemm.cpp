@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 
@@ -19,11 +20,11 @@
 namespace fp8jit::cli {
 namespace {
 
-// The variant to run: the runtime's choice, with the fields of `--config` (a JSON object of
-// gemm config parameters, e.g. {"block_n":160,"stages":5}) replacing its own.
-KernelSpec chosen_spec(Runtime& rt, const GemmArgs& g, const std::optional<std::string>& config) {
-  KernelSpec spec = rt.select(g);
-  if (!config) return spec;
+// `--config`: a JSON object of gemm config parameters (e.g. {"block_n":160,"stages":5}) whose
+// fields replace the runtime's choice. Read before anything needs a GPU, so a typo fails at once.
+std::map<std::string, std::int64_t> config_overrides(const std::optional<std::string>& config) {
+  std::map<std::string, std::int64_t> fields;
+  if (!config) return fields;
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(*config);
@@ -31,20 +32,29 @@ KernelSpec chosen_spec(Runtime& rt, const GemmArgs& g, const std::optional<std::
     throw_invalid("--config", *config, std::string("not JSON: ") + e.what());
   }
   if (!j.is_object()) throw_invalid("--config", *config, "expected a JSON object such as {\"block_n\":160}");
+  static const char* const kKeys[] = {"block_m", "block_n", "stages", "group_m", "cluster_m", "cluster_n"};
   for (const auto& [key, value] : j.items()) {
-    static const char* const kKeys[] = {"block_m", "block_n", "stages", "group_m", "cluster_m", "cluster_n"};
     if (std::find(std::begin(kKeys), std::end(kKeys), key) == std::end(kKeys))
-      throw_invalid("--config", key, "not a gemm config parameter: block_m, block_n, stages, group_m, cluster_m, cluster_n");
+      throw_invalid("--config key", key, "not a gemm config parameter: block_m, block_n, stages, group_m, cluster_m, cluster_n");
     if (!value.is_number_integer()) throw_invalid("--config " + key, value.dump(), "expected an integer");
-    spec.params[key] = value.get<std::int64_t>();
+    fields[key] = value.get<std::int64_t>();
   }
-  validate_spec(spec);  // names the rule a combination breaks (registers, scale blocks, shared memory)
+  return fields;
+}
+
+// The variant to run: the runtime's choice with the overrides applied, validated (the error
+// names the rule a combination breaks: registers, scale blocks, shared memory).
+KernelSpec chosen_spec(Runtime& rt, const GemmArgs& g, const std::map<std::string, std::int64_t>& overrides) {
+  KernelSpec spec = rt.select(g);
+  for (const auto& [key, value] : overrides) spec.params[key] = value;
+  validate_spec(spec);
   return spec;
 }
 
 }  // namespace
 
 int cmd_gemm(const Args& args) {
+  const auto overrides = config_overrides(args.get("config"));
   if (!driver::available()) throw Error(ErrorKind::driver, "fp8jit gemm needs a GPU: " + driver::unavailable_reason());
   GemmArgs g;
   g.m = args.get_int("m", 4096);
@@ -70,7 +80,7 @@ int cmd_gemm(const Args& args) {
   DeviceBuffer& d = *operands.d;
   DeviceBuffer ref(g.m * g.n * 8);
   d.fill(0xFF);  // NaN in every output type: an unwritten element cannot pass
-  const KernelSpec spec = chosen_spec(rt, g, args.get("config"));
+  const KernelSpec spec = chosen_spec(rt, g, overrides);
   const std::string kernel = spec_name(spec);
   rt.gemm(g, spec, nullptr);
   driver::check(driver::api().cuCtxSynchronize(), "gemm");

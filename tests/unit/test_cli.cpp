@@ -256,6 +256,17 @@ TEST_F(CliTest, ModeratelyNestedSpecFailsCleanly) {
                        {"problem.input = <array of 2 entries>"});
 }
 
+// `fp8jit gemm --config` is read before the GPU is needed: a bad one fails the same everywhere.
+TEST_F(CliTest, GemmConfigOverridesAreChecked) {
+  expect_clean_failure(run({"gemm", "--config", "{\"block_n\":"}), 1, {"--config", "not JSON"});
+  expect_clean_failure(run({"gemm", "--config", "[160]"}), 1, {"--config", "[160]", "JSON object"});
+  expect_clean_failure(run({"gemm", "--config", "{\"tile\":160}"}), 1, {"--config key = tile", "block_n"});
+  expect_clean_failure(run({"gemm", "--config", "{\"block_n\":\"160\"}"}), 1,
+                       {"--config block_n = \"160\"", "integer"});
+  if (!driver::available())
+    expect_clean_failure(run({"gemm", "--config", "{\"block_n\":160,\"stages\":5}"}), 1, {"needs a GPU"});
+}
+
 TEST_F(CliTest, QuantizeWithoutGpuFailsCleanly) {
   if (driver::available()) GTEST_SKIP() << "a GPU is present";
   const CliResult r = run({"quantize", "--m", "256", "--k", "512"});
