@@ -21,6 +21,7 @@
 #include "fp8jit/common/warpgroup.cuh"
 #include "fp8jit/gemm/epilogue.cuh"
 #include "fp8jit/gemm/params.cuh"
+#include "fp8jit/gemm/promotion.cuh"
 #include "fp8jit/gemm/split_sum.cuh"
 
 namespace fp8jit {
@@ -66,8 +67,6 @@ struct Sm90Fp8Gemm {
   static_assert(kChunks == 1 || SCALE != kBlockScale || BLOCK_N == 256, "block scaling: each half one block of B");
   static_assert(!kFastAccum || SCALE == kPerTensor || SCALE == kPerRow,
                 "block and group scaling apply their scales when promoting: no fast accumulation");
-  // A tile of B may straddle two 128-wide scale blocks unless BLOCK_N divides 128.
-  static constexpr bool kTwoBlocksOfB = (128 % BLOCK_N) != 0;
   static constexpr int kStageA = BLOCK_M * BLOCK_K, kStageB = BLOCK_N * BLOCK_K;
   // Scales staged per stage: A's for the tile's rows; B's 128x128 blocks (the one or two the tile
   // touches, padded to 8) or 1x128 groups (one per column). Each stage's scales start on
@@ -283,29 +282,8 @@ struct Sm90Fp8Gemm {
     }
   }
 
-  // Per-K-block scale factors of this thread's rows: s[mm][h] for row half h, and for block
-  // scaling a second set for the tile's columns in the next 128-block of B.
-  struct BlockScales {
-    float lo[kMmaM][2];
-    float hi[kMmaM][2];
-  };
-
-  // This thread's per-row factors from a stage's staged scales; `r` is the thread's first row
-  // within the tile. Block scaling folds B's scale into them.
-  static FP8JIT_DEVICE void read_scales(const float* st, int r, int sb_hi_at, BlockScales& bs) {
-    if constexpr (kStagedScales) {
-      const float sb_lo = SCALE == kBlockScale ? load_shared_f32(st + BLOCK_M) : 1.0f;
-      const float sb_hi = SCALE == kBlockScale ? load_shared_f32(st + BLOCK_M + sb_hi_at) : 1.0f;
-#pragma unroll
-      for (int mm = 0; mm < kMmaM; ++mm)
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const float sa = load_shared_f32(st + r + mm * 64 + 8 * h);
-          bs.lo[mm][h] = sa * sb_lo;
-          bs.hi[mm][h] = sa * sb_hi;
-        }
-    }
-  }
+  using Promotion = Sm90GemmPromotion<BLOCK_M, BLOCK_N, kMmaM, kChunks, SCALE>;
+  using BlockScales = typename Promotion::BlockScales;
 
   // Two consumer warpgroups take turns issuing their wgmmas, one K block at a time (hardware
   // barriers kTurnBarrier + wg; 1 and 2 are the epilogue's). Issued together, the two batches
@@ -343,7 +321,7 @@ struct Sm90Fp8Gemm {
       const int r0 = wg * kRowsPerWG + warp * 16 + lane / 4;  // row within the tile; + mm*64, + 8
       const int row0 = tm * BLOCK_M + r0;
       const int col0 = tn * BLOCK_N + 2 * (lane % 4);                          // + 8*j, + 1
-      const int split_j = block_split(tn);
+      const int split_j = Promotion::block_split(tn);
       // An empty K range (more splits than K blocks) yields zeros.
 #pragma unroll
       for (int mm = 0; mm < kMmaM; ++mm) {
@@ -364,7 +342,7 @@ struct Sm90Fp8Gemm {
         // which stalled their issue (bench/NOTES.md, G7: 4 % on large block-scaled shapes).
         const float* st = s.scales + stage * kStageScales;
         BlockScales bs;
-        read_scales(st, r0, p.sb_hi, bs);
+        Promotion::read_scales(st, r0, p.sb_hi, bs);
         const u8* a_tile = s.a + stage * kStageA + wg * kRowsPerWG * BLOCK_K;
 #pragma unroll
         for (int c = 0; c < kChunks; ++c) {
@@ -394,8 +372,8 @@ struct Sm90Fp8Gemm {
           if constexpr (SCALE != kGroupScale)
             if (c == kChunks - 1 && lane == 0) release(s, stage);
           if constexpr (kPromote) {
-            if constexpr (kChunks == 1) promote(acc, out, bs, st + BLOCK_M + (col0 - tn * BLOCK_N), split_j);
-            else promote_chunk(acc, out, bs, c);
+            if constexpr (kChunks == 1) Promotion::promote(acc, out, bs, st + BLOCK_M + (col0 - tn * BLOCK_N), split_j);
+            else Promotion::promote_chunk(acc, out, bs, c);
           }
         }
         if constexpr (SCALE == kGroupScale)
@@ -432,79 +410,6 @@ struct Sm90Fp8Gemm {
     if constexpr (kTakeTurns)
       if (wg == 0) named_barrier_sync(kTurnBarrier, kTurnThreads);
     if (t_in_wg == 0) tma::store_wait_all();  // shared memory must outlive the last store
-  }
-
-  // out += acc * scale: one FFMA per element with the per-row products precomputed. `sb` points
-  // at the staged 1x128 scale of B for this thread's first column (group scaling); `split_j`:
-  // see block_split().
-  static FP8JIT_DEVICE void promote(const float (&acc)[kMmaM][kAccum], float (&out)[kMmaM][kPromote ? kAccum : 1],
-                                    const BlockScales& bs, const float* sb, int split_j) {
-    if constexpr (SCALE == kPerTensor || SCALE == kPerRow) {
-      // Scales apply once, in the epilogue: promotion is a plain FP32 sum.
-#pragma unroll
-      for (int mm = 0; mm < kMmaM; ++mm)
-#pragma unroll
-        for (int i = 0; i < kAccum; ++i) out[mm][i] += acc[mm][i];
-    } else if constexpr (SCALE == kBlockScale) {
-      if constexpr (kTwoBlocksOfB) promote_block<kSplitStep>(acc, out, bs, split_j);
-      else promote_split<BLOCK_N / 8>(acc, out, bs);
-    } else {  // 1x128 scales of B: one per column, staged (0 past the edge)
-#pragma unroll
-      for (int j = 0; j < BLOCK_N / 8; ++j) {
-        const float sb_c[2] = {load_shared_f32(sb + 8 * j), load_shared_f32(sb + 8 * j + 1)};
-#pragma unroll
-        for (int mm = 0; mm < kMmaM; ++mm)
-#pragma unroll
-          for (int i = 0; i < 4; ++i)
-            out[mm][4 * j + i] = fmaf(acc[mm][4 * j + i], bs.lo[mm][i / 2] * sb_c[i % 2], out[mm][4 * j + i]);
-      }
-    }
-  }
-
-  // Column half c of a chunked tile (kChunks = 2): out's elements from c * kChunkAccum on. Block
-  // scaling: half c is the c-th 128-block of B (bs.lo, bs.hi).
-  static FP8JIT_DEVICE void promote_chunk(const float (&acc)[kMmaM][kChunkAccum], float (&out)[kMmaM][kAccum],
-                                          const BlockScales& bs, int c) {
-#pragma unroll
-    for (int mm = 0; mm < kMmaM; ++mm)
-#pragma unroll
-      for (int i = 0; i < kChunkAccum; ++i) {
-        float& o = out[mm][c * kChunkAccum + i];
-        if constexpr (SCALE == kBlockScale) o = fmaf(acc[mm][i], c == 0 ? bs.lo[mm][(i % 4) / 2] : bs.hi[mm][(i % 4) / 2], o);
-        else o += acc[mm][i];
-      }
-  }
-
-  // Block scaling with a tile that straddles two 128-wide blocks of B: the columns before
-  // 8 * split_j take the first block's scale, the rest the second's. The split depends on the
-  // tile's column, so it is dispatched once per K block (a warp-uniform branch) to a promotion
-  // with the split fixed at compile time: one FFMA per element, no select.
-  static constexpr int kSplitStep = (BLOCK_N % 128 == 0 ? 128 : BLOCK_N % 64 == 0 ? 64 : BLOCK_N % 32 == 0 ? 32
-                                     : BLOCK_N % 16 == 0 ? 16 : 8) / 8;  // gcd(BLOCK_N, 128) / 8
-  static FP8JIT_DEVICE int block_split(int tn) {
-    const int to_next = 128 - (tn * BLOCK_N) % 128;  // columns left in the first block
-    return to_next >= BLOCK_N ? BLOCK_N / 8 : to_next / 8;
-  }
-  template <int S>
-  static FP8JIT_DEVICE void promote_block(const float (&acc)[kMmaM][kAccum], float (&out)[kMmaM][kAccum],
-                                          const BlockScales& bs, int split_j) {
-    if constexpr (S >= BLOCK_N / 8) {
-      promote_split<BLOCK_N / 8>(acc, out, bs);
-    } else {
-      if (split_j == S) promote_split<S>(acc, out, bs);
-      else promote_block<S + kSplitStep>(acc, out, bs, split_j);
-    }
-  }
-  template <int SPLIT>
-  static FP8JIT_DEVICE void promote_split(const float (&acc)[kMmaM][kAccum], float (&out)[kMmaM][kAccum],
-                                          const BlockScales& bs) {
-#pragma unroll
-    for (int j = 0; j < BLOCK_N / 8; ++j)
-#pragma unroll
-      for (int mm = 0; mm < kMmaM; ++mm)
-#pragma unroll
-        for (int i = 0; i < 4; ++i)
-          out[mm][4 * j + i] = fmaf(acc[mm][4 * j + i], j < SPLIT ? bs.lo[mm][i / 2] : bs.hi[mm][i / 2], out[mm][4 * j + i]);
   }
 
   // Split-K inside a cluster (GemmParams::split_cluster): a tile's partials are summed through
