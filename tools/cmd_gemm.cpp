@@ -93,7 +93,7 @@ int cmd_gemm(const Args& args) {
   const double tol = gemm_tolerance(g);
   const double ms = time_median_ms([&] { rt.gemm(g, spec, nullptr); }, 3, iters);
   const double tflops = 2.0 * g.m * g.n * g.k / (ms * 1e-3) * 1e-12;
-  fmt::print("{} [{}x{}x{}] on {}: {:.3f} ms, {:.1f} TFLOP/s, relative error {:.2e} ({} {:.0e})\n", kernel, g.m, g.n,
+  fmt::print("{} [{}x{}x{}] on {}: {:.4f} ms, {:.1f} TFLOP/s, relative error {:.2e} ({} {:.0e})\n", kernel, g.m, g.n,
              g.k, driver::device_info().name, ms, tflops, err, err <= tol ? "within" : "ABOVE", tol);
   return err <= tol ? 0 : 1;
 }
