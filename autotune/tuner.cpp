@@ -1,6 +1,7 @@
 #include "autotune/tuner.hpp"
 
 #include <algorithm>
+#include <map>
 #include <cmath>
 #include <mutex>
 
@@ -101,17 +102,41 @@ double predicted_cost(const GemmConfig& c, std::int64_t m, std::int64_t n, std::
   return waves * (k_blocks * per_block * pipeline + epilogue);
 }
 
+struct Ranked {
+  double cost;
+  GemmConfig c;
+  KernelSpec spec;
+};
+
+// Decode-sized M (one tile-row): one narrow tile per SM streaming all of K, with no split-K and
+// the deepest pipeline that fits, as cuBLASLt runs 128x4096x7168 (128x40 tiles, 10 stages;
+// bench/NOTES.md, fourth session). The cost model ranks these last (it counts operand bytes per
+// MAC, not split-K's reduction), so the four narrowest widths whose tiles fit one wave go first.
+std::vector<KernelSpec> one_wave_narrow_tiles(const std::vector<Ranked>& ranked, std::int64_t m, std::int64_t n,
+                                              std::int64_t k, int sm_count) {
+  constexpr int kWidths = 4;
+  std::map<int, const Ranked*> deepest;  // by block_n
+  for (const Ranked& r : ranked) {
+    const GemmConfig& c = r.c;
+    if (m > c.block_m || c.block_n >= 64 || c.cluster_m * c.cluster_n != 1) continue;
+    if ((n + c.block_n - 1) / c.block_n > sm_count || gemm_split_k(m, n, k, c, sm_count) != 1) continue;
+    const Ranked*& best = deepest[c.block_n];
+    if (!best || c.stages > best->c.stages || (c.stages == best->c.stages && c.group_m < best->c.group_m)) best = &r;
+  }
+  std::vector<KernelSpec> out;
+  for (const auto& [width, r] : deepest) {
+    if (static_cast<int>(out.size()) == kWidths) break;
+    out.push_back(r->spec);
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<KernelSpec> gemm_candidates(const GemmProblem& problem, std::int64_t m, std::int64_t n, std::int64_t k,
                                         int sm_count, int smem_bytes, std::size_t top_k) {
   const KernelSpec fallback = default_gemm_spec(problem, m, n, k, sm_count, smem_bytes);
   const GemmConfig base = gemm_config_of(fallback);
-  struct Ranked {
-    double cost;
-    GemmConfig c;
-    KernelSpec spec;
-  };
   std::vector<Ranked> ranked;
   for (KernelSpec& s : enumerate_configs(gemm_family(), fallback)) {
     const GemmConfig c = gemm_config_of(s);
@@ -125,6 +150,7 @@ std::vector<KernelSpec> gemm_candidates(const GemmProblem& problem, std::int64_t
     if (top_k && out.size() >= top_k) return;
     if (std::find(out.begin(), out.end(), s) == out.end()) out.push_back(s);
   };
+  for (const KernelSpec& s : one_wave_narrow_tiles(ranked, m, n, k, sm_count)) take(s);
   // Two thirds of the budget for distinct tiles (block_m x block_n x stages), each with the
   // default's raster group and no cluster: the model cannot tell group sizes or clusters apart
   // well, and ranking them all would spend the sweep on variants of two or three tiles. The rest

@@ -82,6 +82,29 @@ TEST(TunerCandidates, DefaultFirstValidDistinctAndCapped) {
   EXPECT_GT(gemm_candidates(GemmProblem{}, 4096, 4096, 4096, 132, 232448, 0).size(), 500u);
 }
 
+// Decode-sized M: one narrow tile per SM over all of K (no split-K, deepest pipeline), as
+// cuBLASLt's kernel for 128x4096x7168 (128x40, 10 stages), right after the default; not for
+// shapes with many tile-rows.
+TEST(TunerCandidates, DecodeShapesTryOneWaveOfNarrowTiles) {
+  for (ScaleMode scale : {ScaleMode::tensor, ScaleMode::block}) {
+    GemmProblem p;
+    p.scale = scale;
+    const auto c = gemm_candidates(p, 128, 4096, 7168, 132, 232448, 32);
+    std::vector<int> widths;
+    for (std::size_t i = 1; i <= 4; ++i) {
+      const GemmConfig g = gemm_config_of(c[i]);
+      EXPECT_EQ(g.block_m, 128);
+      EXPECT_LE((4096 + g.block_n - 1) / g.block_n, 132);
+      EXPECT_EQ(gemm_split_k(128, 4096, 7168, g, 132), 1);
+      EXPECT_EQ(g.stages, 8);  // the space's deepest; these tiles leave shared memory for it
+      widths.push_back(g.block_n);
+    }
+    EXPECT_EQ(widths, (std::vector<int>{32, 40, 48, 56}));
+  }
+  for (const KernelSpec& s : gemm_candidates(GemmProblem{}, 4096, 4096, 7168, 132, 232448, 8))
+    EXPECT_GE(gemm_config_of(s).block_n, 64);
+}
+
 class TunerLookup : public testing::Test {
  protected:
   void SetUp() override {
