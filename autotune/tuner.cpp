@@ -109,23 +109,29 @@ struct Ranked {
 };
 
 // Decode-sized M (one tile-row): one narrow tile per SM streaming all of K, with no split-K and
-// the deepest pipeline that fits, as cuBLASLt runs 128x4096x7168 (128x40 tiles, 10 stages;
-// bench/NOTES.md, fourth session). The cost model ranks these last (it counts operand bytes per
-// MAC, not split-K's reduction), so the four narrowest widths whose tiles fit one wave go first.
+// the deepest pipeline that fits, as cuBLASLt runs 128x4096x7168 (128x40 tiles, 10 stages, CTA
+// pairs; bench/NOTES.md, fourth session). Every such CTA reads all of A, so pairs sharing A's
+// tile by multicast (cluster_n = 2) halve that L2 traffic. The cost model ranks these last (it
+// counts operand bytes per MAC, not split-K's reduction), so the three narrowest widths whose
+// tiles fit one wave go first, each alone and in pairs.
 std::vector<KernelSpec> one_wave_narrow_tiles(const std::vector<Ranked>& ranked, std::int64_t m, std::int64_t n,
                                               std::int64_t k, int sm_count) {
-  constexpr int kWidths = 4;
-  std::map<int, const Ranked*> deepest;  // by block_n
+  constexpr int kWidths = 3;
+  std::map<std::pair<int, int>, const Ranked*> deepest;  // by (block_n, cluster_n)
   for (const Ranked& r : ranked) {
     const GemmConfig& c = r.c;
-    if (m > c.block_m || c.block_n >= 64 || c.cluster_m * c.cluster_n != 1) continue;
+    if (m > c.block_m || c.block_n >= 64 || c.cluster_m != 1) continue;
     if ((n + c.block_n - 1) / c.block_n > sm_count || gemm_split_k(m, n, k, c, sm_count) != 1) continue;
-    const Ranked*& best = deepest[c.block_n];
+    const Ranked*& best = deepest[{c.block_n, c.cluster_n}];
     if (!best || c.stages > best->c.stages || (c.stages == best->c.stages && c.group_m < best->c.group_m)) best = &r;
   }
   std::vector<KernelSpec> out;
-  for (const auto& [width, r] : deepest) {
-    if (static_cast<int>(out.size()) == kWidths) break;
+  std::vector<int> widths;
+  for (const auto& [key, r] : deepest) {
+    if (std::find(widths.begin(), widths.end(), key.first) == widths.end()) {
+      if (static_cast<int>(widths.size()) == kWidths) break;
+      widths.push_back(key.first);
+    }
     out.push_back(r->spec);
   }
   return out;

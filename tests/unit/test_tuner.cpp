@@ -82,24 +82,26 @@ TEST(TunerCandidates, DefaultFirstValidDistinctAndCapped) {
   EXPECT_GT(gemm_candidates(GemmProblem{}, 4096, 4096, 4096, 132, 232448, 0).size(), 500u);
 }
 
-// Decode-sized M: one narrow tile per SM over all of K (no split-K, deepest pipeline), as
-// cuBLASLt's kernel for 128x4096x7168 (128x40, 10 stages), right after the default; not for
-// shapes with many tile-rows.
+// Decode-sized M: one narrow tile per SM over all of K (no split-K, deepest pipeline), alone and
+// in CTA pairs sharing A, as cuBLASLt's kernel for 128x4096x7168 (128x40, 10 stages, pairs),
+// right after the default; not for shapes with many tile-rows.
 TEST(TunerCandidates, DecodeShapesTryOneWaveOfNarrowTiles) {
   for (ScaleMode scale : {ScaleMode::tensor, ScaleMode::block}) {
     GemmProblem p;
     p.scale = scale;
     const auto c = gemm_candidates(p, 128, 4096, 7168, 132, 232448, 32);
-    std::vector<int> widths;
-    for (std::size_t i = 1; i <= 4; ++i) {
+    std::vector<std::pair<int, int>> tiles;  // (block_n, cluster_n)
+    for (std::size_t i = 1; i <= 6; ++i) {
       const GemmConfig g = gemm_config_of(c[i]);
       EXPECT_EQ(g.block_m, 128);
+      EXPECT_EQ(g.cluster_m, 1);
       EXPECT_LE((4096 + g.block_n - 1) / g.block_n, 132);
       EXPECT_EQ(gemm_split_k(128, 4096, 7168, g, 132), 1);
       EXPECT_EQ(g.stages, 8);  // the space's deepest; these tiles leave shared memory for it
-      widths.push_back(g.block_n);
+      tiles.emplace_back(g.block_n, g.cluster_n);
     }
-    EXPECT_EQ(widths, (std::vector<int>{32, 40, 48, 56}));
+    EXPECT_EQ(tiles, (std::vector<std::pair<int, int>>{{32, 1}, {32, 2}, {40, 1}, {40, 2}, {48, 1}, {48, 2}}));
+    EXPECT_GE(gemm_config_of(c[7]).block_n, 64);
   }
   for (const KernelSpec& s : gemm_candidates(GemmProblem{}, 4096, 4096, 7168, 132, 232448, 8))
     EXPECT_GE(gemm_config_of(s).block_n, 64);
