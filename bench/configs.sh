@@ -14,7 +14,7 @@ while read -r m n k scale config; do
   [ -z "$m" ] || [ "${m:0:1}" = "#" ] && continue
   args=(gemm --m "$m" --n "$n" --k "$k" --scale "$scale" --iters 30)
   [ -n "$config" ] && args+=(--config "$config")
-  line=$("./$B/fp8jit" "${args[@]}" 2>&1 | tail -1)
+  line=$("$B/fp8jit" "${args[@]}" 2>&1 | tail -1)
   # "<kernel> [MxNxK] on <gpu>: 0.123 ms, 456.7 TFLOP/s, relative error ... (within 4e-03)"
   kernel=${line%% *}
   ms=$(sed -n 's/.*: \([0-9.]*\) ms,.*/\1/p' <<< "$line")

@@ -5,7 +5,8 @@
 #   2. GPU tests (tests/gpu/run-on-gpu.sh quick: tests, torch check, demo, SASS checks)
 #   3. the GEMM bench on DeepSeek-V3 shapes against cuBLASLt (SCALES, default block,tensor)
 #   4. A/B of each patch against the base on AB_SHAPES (default bench/shapes/ab_two.csv)
-#   5. bench/configs.sh for each list in CONFIGS (space-separated paths)
+#   5. bench/configs.sh for each list in CONFIGS (space-separated paths), on the base and on each
+#      patch's build (a config the base cannot run reports its error there)
 # Usage (repo root, on the device): bash bench/session.sh [PATCH...]
 # Logs under $OUT: tests/, bench/, ab/, and session.txt (the step times).
 set -uo pipefail
@@ -33,7 +34,7 @@ for patch in "$@"; do
     continue
   fi
   (nice -n 10 cmake -S "$src" -B "/tmp/fp8jit-ab-build/$name" -DCMAKE_BUILD_TYPE=Release "${sqlite_args[@]}" &&
-    nice -n 10 cmake --build "/tmp/fp8jit-ab-build/$name" -j8 --target fp8jit_bench) > "$OUT/ab/$name.build.log" 2>&1 &
+    nice -n 10 cmake --build "/tmp/fp8jit-ab-build/$name" -j8 --target fp8jit_bench fp8jit_cli) > "$OUT/ab/$name.build.log" 2>&1 &
   pids+=($!)
 done
 
@@ -73,5 +74,11 @@ fi
 for list in ${CONFIGS:-}; do
   log "configs $list"
   bash bench/configs.sh "$list" build-gpu | tee "$OUT/configs_$(basename "$list" .txt).md"
+  for patch in "$@"; do
+    name=$(basename "$patch" .patch)
+    [ -x "/tmp/fp8jit-ab-build/$name/fp8jit" ] || continue
+    echo "== $name"
+    bash bench/configs.sh "$list" "/tmp/fp8jit-ab-build/$name" | tee "$OUT/configs_$(basename "$list" .txt)_$name.md"
+  done
 done
 log "done"
