@@ -5,6 +5,7 @@
 #   2. GPU tests (tests/gpu/run-on-gpu.sh quick: tests, torch check, demo, SASS checks)
 #   3. the GEMM bench on DeepSeek-V3 shapes against cuBLASLt (SCALES, default block,tensor)
 #   4. A/B of each patch against the base on AB_SHAPES (default bench/shapes/ab_two.csv)
+#   4b. with PATCH_GTESTS set (a gtest filter), those GPU tests on each patch's build
 #   5. bench/configs.sh for each list in CONFIGS (space-separated paths), on the base and on each
 #      patch's build (a config the base cannot run reports its error there)
 # Usage (repo root, on the device): bash bench/session.sh [PATCH...]
@@ -34,7 +35,8 @@ for patch in "$@"; do
     continue
   fi
   (nice -n 10 cmake -S "$src" -B "/tmp/fp8jit-ab-build/$name" -DCMAKE_BUILD_TYPE=Release "${sqlite_args[@]}" &&
-    nice -n 10 cmake --build "/tmp/fp8jit-ab-build/$name" -j8 --target fp8jit_bench fp8jit_cli) > "$OUT/ab/$name.build.log" 2>&1 &
+    nice -n 10 cmake --build "/tmp/fp8jit-ab-build/$name" -j8 --target fp8jit_bench fp8jit_cli \
+      ${PATCH_GTESTS:+fp8jit_gpu_tests}) > "$OUT/ab/$name.build.log" 2>&1 &
   pids+=($!)
 done
 
@@ -70,6 +72,15 @@ if [ $# -gt 0 ]; then
     fi
   done
   measure base_again build-gpu
+fi
+if [ -n "${PATCH_GTESTS:-}" ]; then
+  for patch in "$@"; do
+    name=$(basename "$patch" .patch)
+    log "GPU tests $PATCH_GTESTS on $name"
+    FP8JIT_CACHE_DIR=/tmp/fp8jit-ab-cache/$name "/tmp/fp8jit-ab-build/$name/tests/fp8jit_gpu_tests" --gtest_brief=1 \
+      --gtest_filter="$PATCH_GTESTS" > "$OUT/ab/$name.gpu_tests.log" 2>&1
+    echo "exit $?"; tail -3 "$OUT/ab/$name.gpu_tests.log"; grep -E "FAILED|Failure" "$OUT/ab/$name.gpu_tests.log" | head -10
+  done
 fi
 for list in ${CONFIGS:-}; do
   log "configs $list"
