@@ -1,8 +1,8 @@
 #include "autotune/tuner.hpp"
 
 #include <algorithm>
-#include <map>
 #include <cmath>
+#include <map>
 #include <mutex>
 
 #include "generator/family.hpp"

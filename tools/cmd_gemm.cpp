@@ -1,16 +1,19 @@
 // fp8jit gemm: one scaled FP8 GEMM on the GPU, checked against the float64 reference, timed.
 #include <fmt/format.h>
 
+#include <fmt/ranges.h>
+
 #include <algorithm>
-#include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <vector>
 
 #include "fp8jit/error.hpp"
 #include "fp8jit/fp8.hpp"
 #include "fp8jit/reference.hpp"
 #include "fp8jit/runtime.hpp"
+#include "generator/family.hpp"
 #include "runtime/driver.hpp"
 #include "autotune/gemm_tuning.hpp"
 #include "tools/cli.hpp"
@@ -32,10 +35,12 @@ std::map<std::string, std::int64_t> config_overrides(const std::optional<std::st
     throw_invalid("--config", *config, std::string("not JSON: ") + e.what());
   }
   if (!j.is_object()) throw_invalid("--config", *config, "expected a JSON object such as {\"block_n\":160}");
-  static const char* const kKeys[] = {"block_m", "block_n", "stages", "group_m", "cluster_m", "cluster_n"};
+  std::vector<std::string> names;  // the gemm family's config parameters
+  for (const ParamDef& d : gemm_family().params)
+    if (d.is_config) names.push_back(d.name);
   for (const auto& [key, value] : j.items()) {
-    if (std::find(std::begin(kKeys), std::end(kKeys), key) == std::end(kKeys))
-      throw_invalid("--config key", key, "not a gemm config parameter: block_m, block_n, stages, group_m, cluster_m, cluster_n");
+    if (std::find(names.begin(), names.end(), key) == names.end())
+      throw_invalid("--config key", key, fmt::format("not a gemm config parameter: {}", fmt::join(names, ", ")));
     if (!value.is_number_integer()) throw_invalid("--config " + key, value.dump(), "expected an integer");
     fields[key] = value.get<std::int64_t>();
   }
