@@ -14,10 +14,5 @@ shapes=$(realpath "$1"); scales=$2; shift 2
 OUT=${OUT:-/tmp/fp8jit-ab}
 mkdir -p "$OUT"
 source bench/ab_common.sh
-measure() {  # name, build tree
-  FP8JIT_CACHE_DIR=/tmp/fp8jit-ab-cache/$1 "$2/bench/fp8jit_bench" --benchmark_filter=Gemm --shapes="$shapes" \
-    --scales="$scales" --providers=fp8jit,cublaslt --out="$OUT/$1" > "$OUT/$1.txt" 2>&1
-  echo "== $1"
-  sed -n '/^| M/,$p' "$OUT/$1.txt" | cut -d'|' -f2-7,11
-}
+measure() { ab_gemm_table "$1" "$2" "$shapes" "$scales"; }  # name, build tree
 ab_all fp8jit_bench "$@"

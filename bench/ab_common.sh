@@ -1,6 +1,6 @@
-# Shared by bench/ab.sh and bench/ab_tune.sh (sourced from the repo root, OUT set): builds one
-# CMake target per variant — the tree as it is, then a plain copy with each patch applied — and
-# hands each build tree to the caller's `measure NAME BUILD_DIR`.
+# Shared by bench/ab.sh, bench/ab_tune.sh and bench/session.sh (sourced from the repo root, OUT
+# set): builds one CMake target per variant — the tree as it is, then a plain copy with each patch
+# applied — and hands each build tree to the caller's `measure NAME BUILD_DIR`.
 
 sqlite_args=()
 if [ ! -f /usr/include/sqlite3.h ] && [ -f .carry/sqlite/sqlite3.h ]; then
@@ -16,18 +16,32 @@ ab_variant() {  # target, name, source dir[, existing build tree]
   measure "$name" "$b"
 }
 
+# ab_patch_tree PATCH: a plain copy of the tree (the device machine's may have no .git; build
+# trees left out) at /tmp/fp8jit-ab-src/<name> with PATCH applied; fails if it does not apply.
+ab_patch_tree() {
+  local dir=/tmp/fp8jit-ab-src/$(basename "$1" .patch)
+  rm -rf "$dir" && mkdir -p "$dir" &&
+    tar -c --exclude='./build*' --exclude=./.git --exclude='./bench/results' . | tar -x -C "$dir" &&
+    patch -s -p1 -d "$dir" < "$1"
+}
+
+# ab_gemm_table NAME BUILD_DIR SHAPES SCALES: fp8jit_bench's GEMM suite against cuBLASLt into
+# $OUT/NAME.txt (and $OUT/NAME/), its table printed.
+ab_gemm_table() {
+  FP8JIT_CACHE_DIR=/tmp/fp8jit-ab-cache/$1 "$2/bench/fp8jit_bench" --benchmark_filter='^Gemm/' --shapes="$3" \
+    --scales="$4" --providers=fp8jit,cublaslt --out="$OUT/$1" > "$OUT/$1.txt" 2>&1
+  echo "== $1"
+  sed -n '/^| M/,$p' "$OUT/$1.txt" | cut -d'|' -f2-7,11
+}
+
 # ab_all TARGET PATCH...: the base (AB_BASE_BUILD=DIR reuses that build tree), then each patch.
 ab_all() {
-  local target=$1 patch name dir
+  local target=$1 patch name
   shift
   ab_variant "$target" base "$PWD" "${AB_BASE_BUILD:-}"
   for patch in "$@"; do
     name=$(basename "$patch" .patch)
-    dir=/tmp/fp8jit-ab-src/$name
-    # A plain copy (the device machine's tree may have no .git), build trees left out.
-    rm -rf "$dir" && mkdir -p "$dir" &&
-      tar -c --exclude='./build*' --exclude=./.git --exclude='./bench/results' . | tar -x -C "$dir"
-    patch -s -p1 -d "$dir" < "$patch" || { echo "== $name: patch does not apply"; continue; }
-    ab_variant "$target" "$name" "$dir"
+    ab_patch_tree "$patch" || { echo "== $name: patch does not apply"; continue; }
+    ab_variant "$target" "$name" "/tmp/fp8jit-ab-src/$name"
   done
 }

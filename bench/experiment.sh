@@ -10,10 +10,7 @@ OUT=${OUT:-/tmp/fp8jit-experiment}
 mkdir -p "$OUT"
 export FP8JIT_CACHE_DIR=/tmp/fp8jit-cache
 log() { echo "=== $* ($(date +%T))"; }
-sqlite_args=()
-if [ ! -f /usr/include/sqlite3.h ] && [ -f .carry/sqlite/sqlite3.h ]; then
-  sqlite_args=(-DSQLite3_INCLUDE_DIR="$PWD/.carry/sqlite" -DSQLite3_LIBRARY=/lib/x86_64-linux-gnu/libsqlite3.so.0)
-fi
+source bench/ab_common.sh  # sqlite_args
 log build
 targets=(fp8jit_cli fp8jit_gpu_tests)
 [ "${BENCH:-1}" = 1 ] && targets+=(fp8jit_bench)

@@ -18,22 +18,14 @@ SCALES=${SCALES:-block,tensor}
 AB_SHAPES=$(realpath "${AB_SHAPES:-bench/shapes/ab_two.csv}")
 AB_SCALES=${AB_SCALES:-block,tensor}
 log() { echo "=== $* ($(date +%T))" | tee -a "$OUT/session.txt"; }
-sqlite_args=()
-if [ ! -f /usr/include/sqlite3.h ] && [ -f .carry/sqlite/sqlite3.h ]; then
-  sqlite_args=(-DSQLite3_INCLUDE_DIR="$PWD/.carry/sqlite" -DSQLite3_LIBRARY=/lib/x86_64-linux-gnu/libsqlite3.so.0)
-fi
+source bench/ab_common.sh  # sqlite_args, ab_patch_tree, ab_gemm_table (writing under $OUT/ab)
 
 # Patched trees build at low priority beside the main build; they outlive nothing (same call).
 pids=()
 for patch in "$@"; do
   name=$(basename "$patch" .patch)
   src=/tmp/fp8jit-ab-src/$name
-  rm -rf "$src" && mkdir -p "$src"
-  tar -c --exclude='./build*' --exclude=./.git --exclude='./bench/results' . | tar -x -C "$src"
-  if ! patch -s -p1 -d "$src" < "$patch"; then
-    log "$name: patch does not apply"
-    continue
-  fi
+  ab_patch_tree "$patch" || { log "$name: patch does not apply"; continue; }
   (nice -n 10 cmake -S "$src" -B "/tmp/fp8jit-ab-build/$name" -DCMAKE_BUILD_TYPE=Release "${sqlite_args[@]}" &&
     nice -n 10 cmake --build "/tmp/fp8jit-ab-build/$name" -j8 --target fp8jit_bench fp8jit_cli \
       ${PATCH_GTESTS:+fp8jit_gpu_tests}) > "$OUT/ab/$name.build.log" 2>&1 &
@@ -53,12 +45,7 @@ log "GEMM bench exit $?"
 sed -n '/^GEMM on/,$p' "$OUT/bench/gemm.txt"
 
 [ ${#pids[@]} -gt 0 ] && wait "${pids[@]}"
-measure() {  # name, build tree
-  FP8JIT_CACHE_DIR=/tmp/fp8jit-ab-cache/$1 "$2/bench/fp8jit_bench" --benchmark_filter='^Gemm/' \
-    --shapes="$AB_SHAPES" --scales="$AB_SCALES" --providers=fp8jit,cublaslt --out="$OUT/ab/$1" > "$OUT/ab/$1.txt" 2>&1
-  echo "== $1"
-  sed -n '/^| M/,$p' "$OUT/ab/$1.txt" | cut -d'|' -f2-7,11
-}
+measure() { OUT=$OUT/ab ab_gemm_table "$1" "$2" "$AB_SHAPES" "$AB_SCALES"; }  # name, build tree
 if [ $# -gt 0 ]; then
   log "A/B on $AB_SHAPES ($AB_SCALES)"
   cmake --build build-gpu -j"$(nproc)" --target fp8jit_bench > /dev/null 2>&1
