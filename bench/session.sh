@@ -8,6 +8,8 @@
 #   4b. with PATCH_GTESTS set (a gtest filter), those GPU tests on each patch's build
 #   5. bench/configs.sh for each list in CONFIGS (space-separated paths), on the base and on each
 #      patch's build (a config the base cannot run reports its error there)
+# TESTS=0 skips step 2 (the base is then only built), BENCH=0 step 3: for an exploratory call
+# whose results are confirmed by a full one later.
 # Usage (repo root, on the device): bash bench/session.sh [PATCH...]
 # Logs under $OUT: tests/, bench/, ab/, and session.txt (the step times).
 set -uo pipefail
@@ -32,17 +34,26 @@ for patch in "$@"; do
   pids+=($!)
 done
 
-log "GPU tests (build included)"
-OUT=$OUT/tests bash tests/gpu/run-on-gpu.sh quick > "$OUT/tests/run.txt" 2>&1
-log "GPU tests exit $?"
-tail -40 "$OUT/tests/run.txt"
+if [ "${TESTS:-1}" != 0 ]; then
+  log "GPU tests (build included)"
+  OUT=$OUT/tests bash tests/gpu/run-on-gpu.sh quick > "$OUT/tests/run.txt" 2>&1
+  log "GPU tests exit $?"
+  tail -40 "$OUT/tests/run.txt"
+else
+  log "build (GPU tests skipped: TESTS=0)"
+  { cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release "${sqlite_args[@]}" &&
+    cmake --build build-gpu -j"$(nproc)" --target fp8jit_cli fp8jit_bench fp8jit_gpu_tests; } \
+    > "$OUT/tests/build.log" 2>&1 || { log "build failed"; tail -30 "$OUT/tests/build.log"; }
+fi
 
-log "GEMM bench ($SCALES)"
-cmake --build build-gpu -j"$(nproc)" --target fp8jit_cli > /dev/null 2>&1
-FP8JIT_CACHE_DIR=/tmp/fp8jit-cache ./build-gpu/fp8jit bench --suite deepseek-v3 --scale "$SCALES" \
-  --providers fp8jit,cublaslt --out "$OUT/bench" > "$OUT/bench/gemm.txt" 2>&1
-log "GEMM bench exit $?"
-sed -n '/^GEMM on/,$p' "$OUT/bench/gemm.txt"
+if [ "${BENCH:-1}" != 0 ]; then
+  log "GEMM bench ($SCALES)"
+  cmake --build build-gpu -j"$(nproc)" --target fp8jit_cli > /dev/null 2>&1
+  FP8JIT_CACHE_DIR=/tmp/fp8jit-cache ./build-gpu/fp8jit bench --suite deepseek-v3 --scale "$SCALES" \
+    --providers fp8jit,cublaslt --out "$OUT/bench" > "$OUT/bench/gemm.txt" 2>&1
+  log "GEMM bench exit $?"
+  sed -n '/^GEMM on/,$p' "$OUT/bench/gemm.txt"
+fi
 
 [ ${#pids[@]} -gt 0 ] && wait "${pids[@]}"
 measure() { OUT=$OUT/ab ab_gemm_table "$1" "$2" "$AB_SHAPES" "$AB_SCALES"; }  # name, build tree
