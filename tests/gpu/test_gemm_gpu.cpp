@@ -259,6 +259,9 @@ TEST(GemmGpu, WideTilesInColumnHalves) {
       {{e4, e5, DType::fp32, ScaleMode::tensor, true}, {128, 224, 2, 8}, {257, 700, 272}},
       {{e4, e4, DType::bf16, ScaleMode::rowwise, true}, {128, 224, 3, 1}, {300, 1000, 2048}},
       {{e4, e4, DType::fp16, ScaleMode::rowwise}, {128, 240, 3, 4}, {129, 4000, 144}},
+      // One K block per tile, ~4 tiles per CTA: a half written out under the next tile's first
+      // wgmmas, then the slab reacquired in the same K block.
+      {{e4, e4, DType::bf16, ScaleMode::tensor}, {128, 256, 3, 16}, {4096, 4000, 128}},
   };
   for (const ConfigCase& c : cases) ASSERT_EQ(gemm_chunks(c.p, c.c), 2) << c.c.block_n;
   run_config_cases(cases, 700, 3);

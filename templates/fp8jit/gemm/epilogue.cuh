@@ -21,7 +21,8 @@ template <int BLOCK_N, int kMmaM, int kRowsPerWG, int SCALE, int OUT, bool kBias
   // column col0 + 8 j + c. Column pairs outermost, both row halves inside: a pair's bias (and
   // rowwise scales of B) is loaded once and used at once, so it needs no registers across the
   // loop (hoisting them for all columns spilled 256-wide tiles with bias).
-  template <class F>
+  // J0, J1: the range of column octets (j) to visit, for tiles written out a column half at a time.
+  template <int J0 = 0, int J1 = BLOCK_N / 8, class F>
   static FP8JIT_DEVICE void for_each_pair(const GemmParams& p, const float (&v)[kMmaM][kAccum], int row0, int col0,
                                           F&& f) {
     float s_tensor = 1.0f;
@@ -37,7 +38,7 @@ template <int BLOCK_N, int kMmaM, int kRowsPerWG, int SCALE, int OUT, bool kBias
         }
       }
 #pragma unroll
-      for (int j = 0; j < BLOCK_N / 8; ++j) {
+      for (int j = J0; j < J1; ++j) {
         const int col = col0 + 8 * j;
         float s_col[2] = {1.0f, 1.0f}, b_col[2] = {0.0f, 0.0f};
 #pragma unroll
@@ -93,6 +94,18 @@ template <int BLOCK_N, int kMmaM, int kRowsPerWG, int SCALE, int OUT, bool kBias
       }
     });
     if (p.tma_store) slab_store(p, slab, wg, slab_y, slab_x);
+  }
+
+  // Column half `half` of a tile split in kHalves (TMA-store path): scaled, converted and written
+  // into the slab, each half under the other half's wgmmas (the caller acquires the slab before
+  // the first half and stores it after the second).
+  template <int kHalves, int half>
+  static FP8JIT_DEVICE void stage_half(const GemmParams& p, u8* slab, const float (&v)[kMmaM][kAccum], int row0,
+                                       int col0, int slab_y, int slab_x) {
+    constexpr int kOctets = BLOCK_N / 8 / kHalves;
+    for_each_pair<half * kOctets, (half + 1) * kOctets>(
+        p, v, row0, col0,
+        [&](int, int, int, int row, int col, const float (&x)[2]) { stage_pair(slab, row - slab_y, col - slab_x, x); });
   }
 
   // Deferred epilogue (16-bit D through TMA stores): at a tile's end its scaled, biased values

@@ -315,12 +315,19 @@ struct Sm90Fp8Gemm {
     int pending_y = 0, pending_x = 0;
     u8* const slab = s.epi + wg * kEpiSlab;
     const int slab_r = warp * 16 + lane / 4, slab_c = 2 * (lane % 4);  // thread's first slab row, column
+    // Tiles in two column halves write each half out under the other half's wgmmas: half 0 during
+    // the last K block's half-1 wgmmas, half 1 during the next tile's first half-0 wgmmas (its
+    // sums stay live in out's upper half meanwhile, which half 0's K blocks do not touch).
+    const bool overlap_halves = kOverlapHalves && p.tma_store && p.splits == 1;
+    bool half_pending = false;
+    int half_row0 = 0, half_col0 = 0, half_y = 0, half_x = 0;
     for (int u = first_unit(); u < units; u += unit_stride()) {
       const Unit w = unit_of(p, u, rank);
       const int tm = w.tm, tn = w.tn, first = w.first, last = w.last;
       const int r0 = wg * kRowsPerWG + warp * 16 + lane / 4;  // row within the tile; + mm*64, + 8
       const int row0 = tm * BLOCK_M + r0;
       const int col0 = tn * BLOCK_N + 2 * (lane % 4);                          // + 8*j, + 1
+      const int slab_y = tm * BLOCK_M + wg * kRowsPerWG, slab_x = tn * BLOCK_N;  // D coordinates of the slab
       const int split_j = Promotion::block_split(tn);
       // An empty K range (more splits than K blocks) yields zeros.
 #pragma unroll
@@ -329,7 +336,8 @@ struct Sm90Fp8Gemm {
         for (int i = 0; i < kChunkAccum; ++i) acc[mm][i] = 0.0f;
         if constexpr (kPromote)
 #pragma unroll
-          for (int i = 0; i < kAccum; ++i) out[mm][i] = 0.0f;
+          for (int i = 0; i < kAccum; ++i)
+            if (i < kChunkAccum || !half_pending) out[mm][i] = 0.0f;  // a pending half 1 is zeroed once stored
       }
       if constexpr (kDeferEpilogue)
         if (first == last && pending) {  // no wgmmas to hide it under: store now
@@ -366,6 +374,16 @@ struct Sm90Fp8Gemm {
               Epilogue::store_packed(p, slab, packed, wg, slab_r, slab_c, pending_y, pending_x);
               pending = false;
             }
+          if constexpr (kOverlapHalves) {
+            if (c == 0 && kb == first && half_pending) {  // the previous tile's half 1, then its store
+              write_half1(p, slab, out, wg, half_row0, half_col0, half_y, half_x);
+              half_pending = false;
+            }
+            if (c == 1 && kb == last - 1 && overlap_halves) {  // this tile's half 0 is final
+              Epilogue::slab_acquire(wg);
+              Epilogue::template stage_half<2, 0>(p, slab, out, row0, col0, slab_y, slab_x);
+            }
+          }
           warpgroup::wait<0>();
           // This warp is done with the stage once its last wgmmas are: the scales are in
           // registers, except group scaling's B, which promotion reads from the stage.
@@ -383,7 +401,16 @@ struct Sm90Fp8Gemm {
           phase ^= 1;
         }
       }
-      const int split = w.split, slab_y = tm * BLOCK_M + wg * kRowsPerWG, slab_x = tn * BLOCK_N;
+      const int split = w.split;
+      if constexpr (kOverlapHalves)
+        if (overlap_halves && last > first) {
+          half_pending = true;
+          half_row0 = row0;
+          half_col0 = col0;
+          half_y = slab_y;
+          half_x = slab_x;
+          continue;
+        }
       if constexpr (kCanSumSplitsInCluster) {
         if (p.split_cluster) {
           float* scratch = reinterpret_cast<float*>(s.a);
@@ -407,9 +434,25 @@ struct Sm90Fp8Gemm {
     }
     if constexpr (kDeferEpilogue)
       if (pending) Epilogue::store_packed(p, slab, packed, wg, slab_r, slab_c, pending_y, pending_x);
+    if constexpr (kOverlapHalves)
+      if (half_pending) write_half1(p, slab, out, wg, half_row0, half_col0, half_y, half_x);
     if constexpr (kTakeTurns)
       if (wg == 0) named_barrier_sync(kTurnBarrier, kTurnThreads);
     if (t_in_wg == 0) tma::store_wait_all();  // shared memory must outlive the last store
+  }
+
+  // A pending tile's half 1 into the slab (its half 0 is there), the slab to D, and out's upper
+  // half cleared for the tile under way.
+  static FP8JIT_DEVICE void write_half1(const GemmParams& p, u8* slab, float (&out)[kMmaM][kPromote ? kAccum : 1],
+                                        int wg, int row0, int col0, int slab_y, int slab_x) {
+    if constexpr (kOverlapHalves) {
+      Epilogue::template stage_half<2, 1>(p, slab, out, row0, col0, slab_y, slab_x);
+      Epilogue::slab_store(p, slab, wg, slab_y, slab_x);
+#pragma unroll
+      for (int mm = 0; mm < kMmaM; ++mm)
+#pragma unroll
+        for (int i = kChunkAccum; i < kAccum; ++i) out[mm][i] = 0.0f;
+    }
   }
 
   // Split-K inside a cluster (GemmParams::split_cluster): a tile's partials are summed through
@@ -424,6 +467,9 @@ struct Sm90Fp8Gemm {
   // not the sums).
   // Only where the sums, the in-flight temporaries and the packed tile fit: ptxas spills past
   // 210 of them (128x176 and wider, 256x104).
+  // Column halves (kChunks == 2) written out each under the other's wgmmas (see consumer()).
+  // Not rowwise: its per-column scales in the epilogue spill 2-8 bytes with it (ptxas).
+  static constexpr bool kOverlapHalves = kChunks == 2 && kPromote && SCALE != kPerRow;
   static constexpr bool kDeferEpilogue =
       kPromote && Epilogue::kCanPack && kMmaM * (kAccum + kChunkAccum + Epilogue::kPacked) <= 210;
 
