@@ -27,6 +27,10 @@ struct Bench {
 
 TuneResult run_sweep(const std::vector<KernelSpec>& candidates, const Bench& bench, const TuneOptions& options);
 
+// The sweep's last step: times the finalists again (TuneOptions::finalists) and returns the
+// winner; their timings in r become the second round's, a finalist that now fails is marked so.
+std::optional<std::size_t> confirm_winner(TuneResult& r, const Bench& bench, const TuneOptions& options);
+
 // Median, 20th and 80th percentile of samples in microseconds (samples are not modified).
 Timing summarize(std::vector<double> samples_us);
 

@@ -34,12 +34,17 @@ struct TuneOptions {
   int jobs = 0;            // compile threads; 0 = the FP8JIT_JOBS setting
   std::size_t top_k = 32;  // candidates kept after the analytic ranking (0: the whole space)
   int warmup = 3, iters = 20;
+  // Winner's curse: the fastest of many noisy medians is biased low. The `finalists` fastest
+  // passing candidates and the first one (the heuristic's choice) are timed a second time, and
+  // the second round decides; a challenger must beat the first candidate by `min_gain` there.
+  int finalists = 3;
+  double min_gain = 0.02;
   std::function<void(const TuneProgress&)> progress;
 };
 
 struct TuneResult {
   std::vector<CandidateResult> candidates;  // in the order given
-  std::optional<std::size_t> best;          // index of the fastest passing candidate
+  std::optional<std::size_t> best;          // index of the winner (see TuneOptions::finalists)
 };
 
 }  // namespace fp8jit

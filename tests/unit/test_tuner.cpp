@@ -59,6 +59,56 @@ TEST(TunerSweep, NothingPassesNoWinner) {
   for (const auto& x : r.candidates) EXPECT_EQ(x.status, CandidateStatus::compile_failed);
 }
 
+// A scripted Bench whose timings differ between the first round and the confirmation round.
+struct TwoRounds {
+  std::vector<KernelSpec> c;
+  std::vector<double> first, second;
+  std::vector<int> timed;  // how often each candidate was timed
+  Bench bench() {
+    timed.assign(c.size(), 0);
+    Bench b;
+    b.compile = [](const KernelSpec&) {};
+    b.time = [this](const KernelSpec& s) {
+      const std::size_t i = std::find(c.begin(), c.end(), s) - c.begin();
+      Timing t;
+      t.median_us = timed[i]++ == 0 ? first[i] : second[i];
+      return t;
+    };
+    b.verify = [](const KernelSpec&) { return std::string(); };
+    return b;
+  }
+};
+
+TEST(TunerSweep, ALuckyFirstRoundDoesNotDisplaceTheDefault) {
+  TwoRounds t{some_gemm_specs(5), {10.0, 9.5, 12.0, 9.8, 11.0}, {10.0, 10.1, 12.0, 10.3, 11.0}, {}};
+  const TuneResult r = run_sweep(t.c, t.bench(), {});
+  ASSERT_TRUE(r.best.has_value());
+  EXPECT_EQ(*r.best, 0u);
+  // The three fastest of the first round (the default among them) were timed again, no others.
+  EXPECT_EQ(t.timed, (std::vector<int>{2, 2, 1, 2, 1}));
+  EXPECT_DOUBLE_EQ(r.candidates[1].timing.median_us, 10.1);
+}
+
+TEST(TunerSweep, AChallengerMustBeatTheDefaultByTheMargin) {
+  TwoRounds near{some_gemm_specs(4), {10.0, 9.0, 12.0, 12.0}, {10.0, 9.9, 12.0, 12.0}, {}};
+  EXPECT_EQ(run_sweep(near.c, near.bench(), {}).best, 0u);  // 1 % faster: within the 2 % margin
+  TwoRounds clear{some_gemm_specs(4), {10.0, 9.0, 8.0, 12.0}, {10.0, 9.0, 8.5, 12.0}, {}};
+  EXPECT_EQ(run_sweep(clear.c, clear.bench(), {}).best, 2u);
+  TuneOptions single_round;
+  single_round.finalists = 0;
+  TwoRounds off{some_gemm_specs(4), {10.0, 9.9, 12.0, 12.0}, {10.0, 11.0, 12.0, 12.0}, {}};
+  EXPECT_EQ(run_sweep(off.c, off.bench(), single_round).best, 1u);
+}
+
+TEST(TunerSweep, WithoutAPassingDefaultTheSecondRoundDecides) {
+  TwoRounds t{some_gemm_specs(4), {10.0, 9.0, 9.5, 12.0}, {10.0, 9.8, 9.6, 12.0}, {}};
+  Bench b = t.bench();
+  b.verify = [&](const KernelSpec& s) { return s == t.c[0] ? std::string("relative error 1e-1") : std::string(); };
+  const TuneResult r = run_sweep(t.c, b, {});
+  EXPECT_EQ(r.best, 2u);
+  EXPECT_EQ(t.timed[0], 1);  // a default that failed is not timed again
+}
+
 TEST(TunerTiming, Percentiles) {
   const Timing t = summarize({9, 1, 5, 3, 7});
   EXPECT_DOUBLE_EQ(t.median_us, 5);
