@@ -6,6 +6,9 @@
 #   3. the GEMM bench on DeepSeek-V3 shapes against cuBLASLt (SCALES, default block,tensor)
 #   4. A/B of each patch against the base on AB_SHAPES (default bench/shapes/ab_two.csv)
 #   4b. with PATCH_GTESTS set (a gtest filter), those GPU tests on each patch's build
+#   4c. with AB_ENVS set (space-separated VAR=VALUE[,VAR=VALUE] variants), bench/ab_env.sh on
+#      AB_SHAPES: the base build run once per setting; ENV_GTESTS (a gtest filter) runs those GPU
+#      tests under each setting too
 #   5. bench/configs.sh for each list in CONFIGS (space-separated paths), on the base and on each
 #      patch's build (a config the base cannot run reports its error there)
 # TESTS=0 skips step 2 (the base is then only built), BENCH=0 step 3: for an exploratory call
@@ -79,6 +82,21 @@ if [ -n "${PATCH_GTESTS:-}" ]; then
       --gtest_filter="$PATCH_GTESTS" > "$OUT/ab/$name.gpu_tests.log" 2>&1
     echo "exit $?"; tail -3 "$OUT/ab/$name.gpu_tests.log"; grep -E "FAILED|Failure" "$OUT/ab/$name.gpu_tests.log" | head -10
   done
+fi
+if [ -n "${AB_ENVS:-}" ]; then
+  log "A/B of settings $AB_ENVS on $AB_SHAPES ($AB_SCALES)"
+  cmake --build build-gpu -j"$(nproc)" --target fp8jit_bench > /dev/null 2>&1
+  # shellcheck disable=SC2086  # one word per variant
+  OUT=$OUT/ab_env bash bench/ab_env.sh "$AB_SHAPES" "$AB_SCALES" $AB_ENVS
+  if [ -n "${ENV_GTESTS:-}" ]; then
+    for variant in $AB_ENVS; do
+      name=$(echo "$variant" | tr ',=' '__')
+      log "GPU tests $ENV_GTESTS with $variant"
+      env FP8JIT_CACHE_DIR=/tmp/fp8jit-env-cache ${variant//,/ } ./build-gpu/tests/fp8jit_gpu_tests --gtest_brief=1 \
+        --gtest_filter="$ENV_GTESTS" > "$OUT/ab_env/$name.gpu_tests.log" 2>&1
+      echo "exit $?"; tail -3 "$OUT/ab_env/$name.gpu_tests.log"
+    done
+  fi
 fi
 for list in ${CONFIGS:-}; do
   log "configs $list"

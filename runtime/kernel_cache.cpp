@@ -12,9 +12,17 @@
 namespace fp8jit {
 
 std::string binary_cache_key(const std::string& source, CompileTarget target) {
-  return fmt::format("fp8jit {}\nnvrtc {}\noptions {}\nheaders {:016x}\n{}", FP8JIT_VERSION,
-                     nvrtc_version(), fmt::join(nvrtc_options(target), " "),
-                     embedded_headers().hash, source);
+  // The cubin post-pass (FFMA runs) changes the bytes: its setting is part of a cubin's key.
+  const int ffma_yield = target == CompileTarget::cubin ? Settings::get().ffma_yield : 0;
+  return fmt::format("fp8jit {}\nnvrtc {}\noptions {}\nheaders {:016x}\nffma_yield {}\n{}", FP8JIT_VERSION,
+                     nvrtc_version(), fmt::join(nvrtc_options(target), " "), embedded_headers().hash, ffma_yield,
+                     source);
+}
+
+FfmaYieldStats post_pass(const std::string& name, std::string& cubin) {
+  const FfmaYieldStats st = release_ffma_runs(cubin, Settings::get().ffma_yield);
+  if (st.runs) log::at(log::debug, "{}: {} FFMAs in {} runs may yield", name, st.released, st.runs);
+  return st;
 }
 
 KernelCache::KernelCache(std::string disk_dir) : disk_(std::move(disk_dir)) {}
@@ -32,6 +40,7 @@ std::string KernelCache::cubin(const KernelSpec& spec) {
   compile_micros_ += static_cast<std::uint64_t>(r.seconds * 1e6);
   log::at(log::info, "{}: compiled in {:.3f} s", name, r.seconds);
   if (!r.log.empty()) log::at(log::debug, "{}: NVRTC log:\n{}", name, r.log);
+  post_pass(name, r.binary);
   disk_.store(key, r.binary);
   if (Settings::get().keep_source && !disk_.dir().empty()) {
     // Beside the cubin, so `cuobjdump` output and source can be read together.

@@ -14,6 +14,7 @@
 #include "fp8jit/kernel_spec.hpp"
 #include "fp8jit/runtime.hpp"
 #include "runtime/binary_cache.hpp"
+#include "runtime/ffma_yield.hpp"
 #include "runtime/module.hpp"
 #include "runtime/nvrtc.hpp"
 
@@ -37,6 +38,10 @@ struct LoadedKernel {
 // Everything that decides the bytes of a binary: library version, NVRTC version, options,
 // target, the embedded headers' hash and the rendered source. No paths.
 std::string binary_cache_key(const std::string& source, CompileTarget target);
+
+// The cubin post-pass every compiled gemm goes through (FP8JIT_FFMA_YIELD, runtime/ffma_yield.hpp),
+// applied in place; the NVRTC output and `fp8jit compile --cubin` share it.
+FfmaYieldStats post_pass(const std::string& name, std::string& cubin);
 
 class KernelCache {
  public:

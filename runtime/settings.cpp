@@ -61,6 +61,7 @@ Settings Settings::from_env() {
     else if (t == "workspace") s.split_sum = SplitSum::workspace;
     else throw_invalid("FP8JIT_SPLIT_SUM", v, "expected cluster or workspace");
   }
+  if (const char* v = env("FP8JIT_FFMA_YIELD")) s.ffma_yield = parse_int("FP8JIT_FFMA_YIELD", v, 0, 16);
   return s;
 }
 
@@ -79,6 +80,8 @@ std::vector<std::pair<std::string, std::string>> Settings::documented() {
       {"FP8JIT_JOBS", "compile threads (default: all cores)"},
       {"FP8JIT_KEEP_SOURCE", "1 writes each generated .cu beside its cubin"},
       {"FP8JIT_SPLIT_SUM", "cluster | workspace: how split-K ranges are summed (default cluster, where it fits)"},
+      {"FP8JIT_FFMA_YIELD", "0..16: sixteenths of each run of 16+ FFMAs in a cubin whose reuse hints are dropped so "
+                            "warps may switch inside it (default 0: off)"},
   };
 }
 

@@ -10,6 +10,7 @@
 #include "generator/family.hpp"
 #include "runtime/driver.hpp"
 #include "runtime/headers.hpp"
+#include "runtime/kernel_cache.hpp"
 #include "runtime/nvrtc.hpp"
 #include "runtime/parallel.hpp"
 #include "runtime/settings.hpp"
@@ -93,10 +94,13 @@ int cmd_compile(const Args& args) {
   if (!s) throw_invalid("--spec", "<missing>", "a spec as JSON or a file holding it");
   const KernelSpec spec = read_spec(*s);
   const std::string name = spec_name(spec), source = render_source(spec);
-  const CompileResult cubin = nvrtc_compile(name, source, CompileTarget::cubin);
+  CompileResult cubin = nvrtc_compile(name, source, CompileTarget::cubin);
+  const FfmaYieldStats ffma = post_pass(name, cubin.binary);  // the bytes the runtime would load
   if (auto path = args.get("cubin")) write_file(*path, cubin.binary);
   if (auto path = args.get("ptx")) write_file(*path, nvrtc_compile(name, source, CompileTarget::ptx).binary);
   fmt::print("{}: sm_90a cubin {} bytes, compiled in {:.3f} s\n", name, cubin.binary.size(), cubin.seconds);
+  if (ffma.runs) fmt::print("FP8JIT_FFMA_YIELD={}: {} FFMAs in {} runs may yield\n", Settings::get().ffma_yield,
+                            ffma.released, ffma.runs);
   if (!cubin.log.empty()) fmt::print("nvrtc log:\n{}\n", cubin.log);
   return 0;
 }

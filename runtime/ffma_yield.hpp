@@ -1,0 +1,33 @@
+// A post-pass over compiled sm_90a cubins: lets the warp scheduler switch warps inside long runs of
+// FFMA instructions (block scaling's promotion).
+//
+// Why: promotion multiplies each K block's wgmma sums by a scale and adds them to the FP32 tile,
+// one FFMA per accumulator, 64-128 in a row per thread. ptxas marks every other one to keep the
+// shared scale in the operand reuse cache, and an instruction that fills the reuse cache also
+// carries the "do not yield" flag (a warp switch would lose the cached operand). So a consumer warp
+// holds its scheduler for the whole run, and the other consumer warpgroup's warp on the same
+// scheduler waits to issue its wgmmas: the tensor cores idle. Dropping the reuse hint (the operand
+// is then read from the register file: same result) frees the flag. DeepGEMM reported this trick
+// ("FFMA SASS interleaving") as a gain for its block-scaled kernels; the encoding bits below were
+// checked against nvdisasm on this project's kernels (bench/NOTES.md, G25).
+#pragma once
+
+#include <string>
+
+namespace fp8jit {
+
+struct FfmaYieldStats {
+  int runs = 0;      // runs of kMinFfmaRun or more register-form FFMAs
+  int released = 0;  // instructions whose reuse hint and no-yield flag were dropped
+};
+
+constexpr int kMinFfmaRun = 16;
+
+// Rewrites, in every executable section of `cubin`, the leading `sixteenths`/16 of each run of
+// kMinFfmaRun or more consecutive register-form FFMAs: where an instruction carries a reuse hint
+// and the no-yield flag, both are cleared. Nothing else changes (not even the size). 0 leaves the
+// cubin as it is. Throws fp8jit::Error (internal) for a cubin that is not a well-formed ELF64,
+// leaving it unmodified.
+FfmaYieldStats release_ffma_runs(std::string& cubin, int sixteenths);
+
+}  // namespace fp8jit
