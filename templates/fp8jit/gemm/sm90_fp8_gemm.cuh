@@ -22,6 +22,7 @@
 #include "fp8jit/gemm/epilogue.cuh"
 #include "fp8jit/gemm/params.cuh"
 #include "fp8jit/gemm/promotion.cuh"
+#include "fp8jit/gemm/scale_loads.cuh"
 #include "fp8jit/gemm/split_sum.cuh"
 
 namespace fp8jit {
@@ -184,7 +185,7 @@ struct Sm90Fp8Gemm {
       for (int kb = w.first; kb < w.last; ++kb) {
         float sb[2];
         if constexpr (kScalesBByLane0)
-          if (p.scale_tma) load_block_scales_b(p, tn, kb, sb);
+          if (p.scale_tma) ScaleLoads::load_block_scales_b(p, tn, kb, sb);
         barrier::wait(&s.empty[stage], phase ^ 1);
         float* scales = s.scales + stage * kStageScales;
         if (lane == 0) {
@@ -196,11 +197,11 @@ struct Sm90Fp8Gemm {
           barrier::arrive_expect_tx(&s.full[stage], kStageA + kStageB + p.scale_tx);
           load_operands(p, s, stage, tm, tn, kb, rank);
           if constexpr (kStagedScales)
-            if (p.scale_tma) load_scales_tma(p, scales, &s.full[stage], tm, tn, kb);
+            if (p.scale_tma) ScaleLoads::load_scales_tma(p, scales, &s.full[stage], tm, tn, kb);
         }
         if constexpr (kStagedScales) {
-          if (!p.scale_tma) stage_scales(p, scales, tm, tn, kb, lane);
-          else if (b_scales_by_cp_async(p)) stage_block_scales_b(p, scales, tn, kb, lane);
+          if (!p.scale_tma) ScaleLoads::stage_scales(p, scales, tm, tn, kb, lane);
+          else if (b_scales_by_cp_async(p)) ScaleLoads::stage_block_scales_b(p, scales, tn, kb, lane);
           if (!p.scale_tma || b_scales_by_cp_async(p)) async_copy::arrive_on(&s.full[stage]);
         }
         if (++stage == kStages) {
@@ -240,48 +241,7 @@ struct Sm90Fp8Gemm {
     }
   }
 
-  // K block kb's scales of tile (tm, tn) by TMA (see GemmParams): A's, and group scaling's B;
-  // past the edges TMA fills zeros.
-  static FP8JIT_DEVICE void load_scales_tma(const GemmParams& p, float* dst, u64* bar, int tm, int tn, int kb) {
-    tma::load_2d(dst, &p.tma_sa, bar, tm * BLOCK_M, kb);
-    if constexpr (SCALE == kGroupScale) tma::load_2d(dst + BLOCK_M, &p.tma_sb, bar, tn * BLOCK_N, kb);
-  }
-
-  // Block scaling: the scales of the 128-wide blocks of B holding the tile's first and last
-  // column (past the edge of B: its last block), for the stage's BLOCK_M and BLOCK_M + 1.
-  static FP8JIT_DEVICE void load_block_scales_b(const GemmParams& p, int tn, int kb, float (&sb)[2]) {
-    const int last = (p.N - 1) / 128;
-    const int lo = min(tn * BLOCK_N / 128, last), hi = min((tn * BLOCK_N + BLOCK_N - 1) / 128, last);
-    sb[0] = __ldg(p.scale_b + lo * p.sb_rs + kb * p.sb_cs);
-    sb[1] = __ldg(p.scale_b + hi * p.sb_rs + kb * p.sb_cs);
-  }
-  // The same by cp.async from lanes 0 and 1 (GemmParams::sb_hi).
-  static FP8JIT_DEVICE void stage_block_scales_b(const GemmParams& p, float* dst, int tn, int kb, int lane) {
-    if (lane < 2) {
-      const int nb = min((tn * BLOCK_N + lane * (BLOCK_N - 1)) / 128, (p.N - 1) / 128);
-      async_copy::word(dst + BLOCK_M + lane, p.scale_b + nb * p.sb_rs + kb * p.sb_cs, true);
-    }
-  }
-
-  // The same by cp.async, for scale layouts TMA cannot read; rows and columns past the edge read
-  // as 0. Block scaling puts the second block's scale at index 1 (GemmParams::sb_hi).
-  static FP8JIT_DEVICE void stage_scales(const GemmParams& p, float* dst, int tm, int tn, int kb, int lane) {
-#pragma unroll
-    for (int i = lane; i < BLOCK_M; i += 32) {
-      const int row = tm * BLOCK_M + i;
-      async_copy::word(dst + i, p.scale_a + (row < p.M ? row * p.sa_rs + kb * p.sa_cs : 0), row < p.M);
-    }
-    if constexpr (SCALE == kBlockScale) {
-      stage_block_scales_b(p, dst, tn, kb, lane);
-    } else {
-#pragma unroll
-      for (int i = lane; i < BLOCK_N; i += 32) {
-        const int col = tn * BLOCK_N + i;
-        async_copy::word(dst + BLOCK_M + i, p.scale_b + (col < p.N ? col * p.sb_rs + kb * p.sb_cs : 0), col < p.N);
-      }
-    }
-  }
-
+  using ScaleLoads = Sm90GemmScaleLoads<BLOCK_M, BLOCK_N, SCALE>;
   using Promotion = Sm90GemmPromotion<BLOCK_M, BLOCK_N, kMmaM, kChunks, SCALE>;
   using BlockScales = typename Promotion::BlockScales;
 
