@@ -289,16 +289,7 @@ struct Sm90Fp8Gemm {
       const int col0 = tn * BLOCK_N + 2 * (lane % 4);                          // + 8*j, + 1
       const int slab_y = tm * BLOCK_M + wg * kRowsPerWG, slab_x = tn * BLOCK_N;  // D coordinates of the slab
       const int split_j = Promotion::block_split(tn);
-      // An empty K range (more splits than K blocks) yields zeros.
-#pragma unroll
-      for (int mm = 0; mm < kMmaM; ++mm) {
-#pragma unroll
-        for (int i = 0; i < kChunkAccum; ++i) acc[mm][i] = 0.0f;
-        if constexpr (kPromote)
-#pragma unroll
-          for (int i = 0; i < kAccum; ++i)
-            if (i < kChunkAccum || !half_pending) out[mm][i] = 0.0f;  // a pending half 1 is zeroed once stored
-      }
+      clear_sums(acc, out, half_pending);  // an empty K range (more splits than K blocks) yields zeros
       if constexpr (kDeferEpilogue)
         if (first == last && pending) {  // no wgmmas to hide it under: store now
           Epilogue::store_packed(p, slab, packed, wg, slab_r, slab_c, pending_y, pending_x);
@@ -316,18 +307,7 @@ struct Sm90Fp8Gemm {
         for (int c = 0; c < kChunks; ++c) {
           const u64 desc_b = warpgroup::smem_desc_k128_swizzle(s.b + stage * kStageB + c * kChunkN * BLOCK_K);
           if constexpr (kTakeTurns) named_barrier_sync(kTurnBarrier + wg, kTurnThreads);
-          warpgroup::arrive();
-#pragma unroll
-          for (int k = 0; k < BLOCK_K / 32; ++k) {
-#pragma unroll
-            for (int mm = 0; mm < kMmaM; ++mm) {
-              const u64 desc_a = warpgroup::smem_desc_k128_swizzle(a_tile + mm * 64 * BLOCK_K);
-              // +2 per k-step: 32 bytes further along K, in the descriptor's 16-byte units.
-              Wgmma<kChunkN, FA, FB>::mma(desc_a + 2 * k, desc_b + 2 * k, acc[mm],
-                                          (kPromote ? k > 0 : (kb > first || k > 0)) ? 1 : 0);
-            }
-          }
-          warpgroup::commit();
+          issue_wgmmas(a_tile, desc_b, acc, !kPromote && kb > first);
           if constexpr (kTakeTurns) named_barrier_arrive(kTurnBarrier + (wg ^ 1), kTurnThreads);
           if constexpr (kDeferEpilogue)
             if (c == 0 && kb == first && pending) {  // the previous tile's store, under these wgmmas
@@ -399,6 +379,38 @@ struct Sm90Fp8Gemm {
     if constexpr (kTakeTurns)
       if (wg == 0) named_barrier_sync(kTurnBarrier, kTurnThreads);
     if (t_in_wg == 0) tma::store_wait_all();  // shared memory must outlive the last store
+  }
+
+  // Zeroes the wgmma temporaries and the FP32 sums for a new tile; with `keep_half1`, out's upper
+  // half still holds the previous tile's pending half 1 (zeroed once written).
+  static FP8JIT_DEVICE void clear_sums(float (&acc)[kMmaM][kChunkAccum], float (&out)[kMmaM][kPromote ? kAccum : 1],
+                                       bool keep_half1) {
+#pragma unroll
+    for (int mm = 0; mm < kMmaM; ++mm) {
+#pragma unroll
+      for (int i = 0; i < kChunkAccum; ++i) acc[mm][i] = 0.0f;
+      if constexpr (kPromote)
+#pragma unroll
+        for (int i = 0; i < kAccum; ++i)
+          if (i < kChunkAccum || !keep_half1) out[mm][i] = 0.0f;
+    }
+  }
+
+  // One column chunk's wgmmas for a K block (kMmaM m64 slabs x BLOCK_K / 32 k-steps), fenced and
+  // committed; `keep`: add to acc (fast accumulation past a K range's first block), else start
+  // from its first k-step's products.
+  static FP8JIT_DEVICE void issue_wgmmas(const u8* a_tile, u64 desc_b, float (&acc)[kMmaM][kChunkAccum], bool keep) {
+    warpgroup::arrive();
+#pragma unroll
+    for (int k = 0; k < BLOCK_K / 32; ++k) {
+#pragma unroll
+      for (int mm = 0; mm < kMmaM; ++mm) {
+        const u64 desc_a = warpgroup::smem_desc_k128_swizzle(a_tile + mm * 64 * BLOCK_K);
+        // +2 per k-step: 32 bytes further along K, in the descriptor's 16-byte units.
+        Wgmma<kChunkN, FA, FB>::mma(desc_a + 2 * k, desc_b + 2 * k, acc[mm], (keep || k > 0) ? 1 : 0);
+      }
+    }
+    warpgroup::commit();
   }
 
   // A pending tile's half 1 into the slab (its half 0 is there), the slab to D, and out's upper
