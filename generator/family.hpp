@@ -17,7 +17,7 @@ struct ParamDef {
   std::string doc;
   // A config parameter added after specs were first saved: JSON without it reads as this value,
   // so specs written before it existed still parse (they name the same kernel as before).
-  std::optional<ParamValue> absent_means;
+  std::optional<ParamValue> absent_means = std::nullopt;
 };
 
 struct FamilyDef {

@@ -280,7 +280,8 @@ fp8jit_status create(const char* function, fp8jit_runtime** out, bool from_setti
     require(out, "out", function, "a place for the new runtime (fp8jit_runtime**)");
     const fp8jit::RuntimeOptions options =
         from_settings ? fp8jit::RuntimeOptions::from_settings()
-                      : fp8jit::RuntimeOptions{cache_dir ? std::string(cache_dir) : std::string()};
+                      : fp8jit::RuntimeOptions{cache_dir ? std::string(cache_dir) : std::string(), std::string(),
+                                               fp8jit::TunePolicy::cached};  // no database: heuristics
     *out = new fp8jit_runtime(options);
   });
 }
