@@ -113,6 +113,11 @@ std::optional<std::size_t> confirm_winner(TuneResult& r, const Bench& bench, con
     }
     if (!best || c.timing.median_us < r.candidates[*best].timing.median_us) best = i;
   }
+  if (!best)  // every finalist failed its second run: the fastest of the rest, by the first round
+    for (std::size_t i = 0; i < r.candidates.size(); ++i)
+      if (r.candidates[i].status == CandidateStatus::passed &&
+          (!best || r.candidates[i].timing.median_us < r.candidates[*best].timing.median_us))
+        best = i;
   if (best && *best != 0 && incumbent && r.candidates[0].status == CandidateStatus::passed &&
       r.candidates[*best].timing.median_us > r.candidates[0].timing.median_us * (1.0 - options.min_gain))
     best = 0;

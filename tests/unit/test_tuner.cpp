@@ -109,6 +109,24 @@ TEST(TunerSweep, WithoutAPassingDefaultTheSecondRoundDecides) {
   EXPECT_EQ(t.timed[0], 1);  // a default that failed is not timed again
 }
 
+TEST(TunerSweep, FinalistsThatFailTheirSecondRunLeaveTheRest) {
+  TwoRounds t{some_gemm_specs(5), {10.0, 9.0, 9.5, 12.0, 11.0}, {}, {}};
+  Bench b = t.bench();
+  int runs = 0;
+  b.time = [&](const KernelSpec& s) {
+    const std::size_t i = std::find(t.c.begin(), t.c.end(), s) - t.c.begin();
+    if (t.timed[i]++ > 0) throw std::runtime_error("CUDA_ERROR_LAUNCH_FAILED");
+    ++runs;
+    Timing x;
+    x.median_us = t.first[i];
+    return x;
+  };
+  const TuneResult r = run_sweep(t.c, b, {});
+  EXPECT_EQ(runs, 5);
+  EXPECT_EQ(r.candidates[1].status, CandidateStatus::launch_failed);
+  EXPECT_EQ(r.best, 4u);  // the only one not re-run
+}
+
 TEST(TunerTiming, Percentiles) {
   const Timing t = summarize({9, 1, 5, 3, 7});
   EXPECT_DOUBLE_EQ(t.median_us, 5);
