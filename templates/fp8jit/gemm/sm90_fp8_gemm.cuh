@@ -351,16 +351,8 @@ struct Sm90Fp8Gemm {
           half_x = slab_x;
           continue;
         }
-      if constexpr (kCanSumSplitsInCluster) {
-        if (p.split_cluster) {
-          float* scratch = reinterpret_cast<float*>(s.a);
-          const int tid = wg * warpgroup::kThreads + t_in_wg;
-          bool holds_sum;
-          if constexpr (kPromote) holds_sum = SplitSum::run(out, scratch, tid, split, p.splits);
-          else holds_sum = SplitSum::run(acc, scratch, tid, split, p.splits);
-          if (!holds_sum) continue;
-        }
-      }
+      if constexpr (kCanSumSplitsInCluster)
+        if (p.split_cluster && !sum_splits(p, s, acc, out, wg * warpgroup::kThreads + t_in_wg, split)) continue;
       if constexpr (kDeferEpilogue)
         if (defer) {
           Epilogue::pack(p, out, row0, col0, packed);
@@ -432,6 +424,15 @@ struct Sm90Fp8Gemm {
   static constexpr bool kCanSumSplitsInCluster =
       kCluster == 1 && kStages * (kStageA + kStageB) >= BLOCK_M * BLOCK_N * 4;
   using SplitSum = ClusterSplitSum<kMathWGs * warpgroup::kThreads, kMmaM * kAccum>;
+
+  // This thread's part of a tile's split-K sum (the sums, or fast accumulation's wgmma
+  // registers); true where this CTA holds the total and writes the tile.
+  static FP8JIT_DEVICE bool sum_splits(const GemmParams& p, const Smem& s, float (&acc)[kMmaM][kChunkAccum],
+                                       float (&out)[kMmaM][kPromote ? kAccum : 1], int tid, int split) {
+    float* scratch = reinterpret_cast<float*>(s.a);
+    if constexpr (kPromote) return SplitSum::run(out, scratch, tid, split, p.splits);
+    else return SplitSum::run(acc, scratch, tid, split, p.splits);
+  }
 
   using Epilogue = Sm90GemmEpilogue<BLOCK_N, kMmaM, kRowsPerWG, SCALE, OUT, kBias>;
   // A tile's 16-bit D waits in registers, packed, until the next tile's first wgmmas are issued
