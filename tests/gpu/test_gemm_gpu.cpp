@@ -1,17 +1,21 @@
 // gemm on the GPU against the float64 reference of the dequantized operands: every scale mode x
 // output dtype x operand formats, shapes with ragged tails, poisoned outputs (NaN never passes).
 #include <gtest/gtest.h>
+#include <stdlib.h>
 
+#include <filesystem>
 #include <random>
 
 #include "fp8jit/error.hpp"
 #include "fp8jit/fp8.hpp"
 #include "fp8jit/reference.hpp"
 #include "fp8jit/runtime.hpp"
+#include "runtime/ffma_yield.hpp"
 #include "runtime/gemm_op.hpp"
 #include "runtime/kernel_cache.hpp"
 #include "runtime/parallel.hpp"
 #include "runtime/settings.hpp"
+#include "tests/common/child_process.hpp"
 #include "tests/common/gpu_env.hpp"
 
 namespace fp8jit::test {
@@ -265,6 +269,44 @@ TEST(GemmGpu, WideTilesInColumnHalves) {
   };
   for (const ConfigCase& c : cases) ASSERT_EQ(gemm_chunks(c.p, c.c), 2) << c.c.block_n;
   run_config_cases(cases, 700, 3);
+}
+
+// Promotion's FFMA runs with their reuse hints dropped (FP8JIT_FFMA_YIELD, runtime/ffma_yield.hpp):
+// a setting read once per process, so the cases run in a second process with it at 16.
+TEST(GemmGpu, FfmaRunsThatYieldKeepResults) {
+  FP8JIT_REQUIRE_GPU();
+  char dir[] = "/tmp/fp8jit-ffma-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const int status = run_self("GemmGpuChild.FfmaRunsThatYield",
+                              {"FP8JIT_FFMA_YIELD=16", std::string("FP8JIT_CACHE_DIR=") + dir, "FP8JIT_CHILD_FFMA=1"});
+  std::filesystem::remove_all(dir);
+  EXPECT_EQ(status, 0) << "the second process failed (see its output above)";
+}
+
+// Runs only as the child of the test above.
+TEST(GemmGpuChild, FfmaRunsThatYield) {
+  if (!std::getenv("FP8JIT_CHILD_FFMA")) GTEST_SKIP() << "runs as the second process of GemmGpu.FfmaRunsThatYield...";
+  FP8JIT_REQUIRE_GPU();
+  ASSERT_EQ(Settings::get().ffma_yield, 16);
+  const Fp8Format e4 = Fp8Format::e4m3, e5 = Fp8Format::e5m2;
+  const std::vector<ConfigCase> cases = {
+      {{e4, e4, DType::bf16, ScaleMode::block}, {128, 256, 3, 16}, {1000, 2112, 7168}},  // column halves
+      {{e5, e4, DType::fp32, ScaleMode::block}, {128, 256, 2, 8}, {130, 600, 1040}},
+      {{e4, e4, DType::bf16, ScaleMode::block}, {128, 192, 4, 16}, {4096, 2112, 1024}},
+      {{e5, e4, DType::bf16, ScaleMode::block}, {128, 144, 5, 8}, {300, 1000, 2048}},   // deferred epilogue
+      {{e4, e4, DType::fp16, ScaleMode::block}, {64, 64, 6, 8}, {64, 2112, 7168}},      // split-K
+      {{e4, e4, DType::bf16, ScaleMode::group}, {128, 128, 5, 16}, {257, 640, 1536}},
+  };
+  // The kernels that run are the rewritten ones: a second pass finds nothing left to release.
+  for (const ConfigCase& c : cases) {
+    const KernelSpec spec = make_gemm_spec(c.p, c.c);
+    std::string cubin = default_runtime().compile(spec);
+    std::string fresh = nvrtc_compile(spec_name(spec), render_source(spec), CompileTarget::cubin).binary;
+    const int before = release_ffma_runs(fresh, 16).released;
+    EXPECT_EQ(release_ffma_runs(cubin, 16).released, 0) << spec_name(spec);
+    if (c.p.scale == ScaleMode::block) EXPECT_GT(before, 0) << spec_name(spec);
+  }
+  run_config_cases(cases, 900, 2);
 }
 
 TEST(GemmGpu, NanInputNeverPasses) {

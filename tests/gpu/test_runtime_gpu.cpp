@@ -2,10 +2,7 @@
 // without compiling, CUDA-graph capture of gemm, concurrent callers, routes per problem, and no
 // host allocation on a repeated call.
 #include <gtest/gtest.h>
-#include <spawn.h>
 #include <stdlib.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <filesystem>
@@ -19,10 +16,9 @@
 #include "fp8jit/fp8.hpp"
 #include "fp8jit/reference.hpp"
 #include "fp8jit/runtime.hpp"
+#include "tests/common/child_process.hpp"
 #include "tests/common/gpu_env.hpp"
 #include "tests/gpu/host_allocations.hpp"
-
-extern char** environ;
 
 namespace fp8jit::test {
 namespace {
@@ -123,21 +119,8 @@ TEST_F(RuntimeGpu, TunedRowsBeatTheHeuristicAndASecondProcessUsesThem) {
   shapes.close();
   // A second process: same cache and database, a fresh runtime. It must find every row and load
   // every kernel from the disk cache, compiling nothing.
-  const std::string self = std::filesystem::read_symlink("/proc/self/exe");
-  std::vector<std::string> env_s = {"FP8JIT_CHILD_DIR=" + dir_, "PATH=/usr/bin:/bin"};
-  for (char** e = environ; *e; ++e)
-    if (std::string(*e).rfind("LD_LIBRARY_PATH=", 0) == 0 || std::string(*e).rfind("CUDA_", 0) == 0) env_s.push_back(*e);
-  std::vector<char*> envp;
-  for (auto& e : env_s) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  std::string filter = "--gtest_filter=RuntimeGpuChild.UsesStoredRowsWithoutCompiling";
-  char* argv[] = {const_cast<char*>(self.c_str()), filter.data(), nullptr};
-  pid_t pid;
-  ASSERT_EQ(posix_spawn(&pid, self.c_str(), nullptr, nullptr, argv, envp.data()), 0);
-  int status = 0;
-  ASSERT_EQ(waitpid(pid, &status, 0), pid);
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 0) << "the second process failed (see its output above)";
+  EXPECT_EQ(run_self("RuntimeGpuChild.UsesStoredRowsWithoutCompiling", {"FP8JIT_CHILD_DIR=" + dir_}), 0)
+      << "the second process failed (see its output above)";
 }
 
 // Runs only as the child of the test above (FP8JIT_CHILD_DIR set).
