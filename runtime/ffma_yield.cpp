@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <string_view>
 #include <vector>
 
 #include "fp8jit/error.hpp"
@@ -24,6 +25,7 @@ constexpr std::size_t kInstrBytes = 16;
 constexpr std::size_t kEhdrBytes = 64, kShdrBytes = 64;
 constexpr std::uint32_t kProgbits = 1;
 constexpr std::uint64_t kExecInstr = 0x4;
+constexpr std::string_view kElfMagic = "\177ELF";
 
 template <class T>
 T load(const std::string& b, std::size_t at) {
@@ -33,8 +35,9 @@ T load(const std::string& b, std::size_t at) {
 }
 
 [[noreturn]] void malformed(const std::string& what) {
-  throw Error(ErrorKind::internal, "release_ffma_runs: the cubin is not a well-formed ELF64 file (" + what +
-                                       "); report this with the kernel's spec");
+  throw Error(ErrorKind::internal,
+              "release_ffma_runs: the cubin is not a well-formed ELF64 file (" + what +
+                  "); report this with the kernel's spec");
 }
 
 struct Span {
@@ -43,13 +46,15 @@ struct Span {
 
 // The executable sections' byte ranges, each checked to lie inside the file.
 std::vector<Span> code_sections(const std::string& elf) {
-  if (elf.size() < kEhdrBytes || elf.compare(0, 4, "\x7f" "ELF") != 0) malformed("no ELF header");
+  if (elf.size() < kEhdrBytes || std::string_view(elf).substr(0, 4) != kElfMagic)
+    malformed("no ELF header");
   if (elf[4] != 2 || elf[5] != 1) malformed("not 64-bit little-endian");
   const auto shoff = load<std::uint64_t>(elf, 40);
   const auto shentsize = load<std::uint16_t>(elf, 58), shnum = load<std::uint16_t>(elf, 60);
   if (shentsize != kShdrBytes) malformed(fmt::format("section header size {}", shentsize));
   if (shoff > elf.size() || shnum > (elf.size() - shoff) / kShdrBytes)
-    malformed(fmt::format("{} section headers at offset {} past the end ({} bytes)", shnum, shoff, elf.size()));
+    malformed(fmt::format("{} section headers at offset {} past the end ({} bytes)", shnum, shoff,
+                          elf.size()));
   std::vector<Span> out;
   for (std::size_t i = 0; i < shnum; ++i) {
     const std::size_t h = shoff + i * kShdrBytes;
@@ -58,7 +63,8 @@ std::vector<Span> code_sections(const std::string& elf) {
     const auto offset = load<std::uint64_t>(elf, h + 24), size = load<std::uint64_t>(elf, h + 32);
     if (type != kProgbits || !(flags & kExecInstr)) continue;
     if (offset > elf.size() || size > elf.size() - offset || size % kInstrBytes != 0)
-      malformed(fmt::format("code section {} spans [{}, +{}) of {} bytes", i, offset, size, elf.size()));
+      malformed(
+          fmt::format("code section {} spans [{}, +{}) of {} bytes", i, offset, size, elf.size()));
     out.push_back({static_cast<std::size_t>(offset), static_cast<std::size_t>(size)});
   }
   return out;
@@ -87,7 +93,8 @@ int release_run(std::string& b, std::size_t first, std::size_t n, int sixteenths
 
 FfmaYieldStats release_ffma_runs(std::string& cubin, int sixteenths) {
   if (sixteenths < 0 || sixteenths > 16)
-    throw_invalid("sixteenths", std::to_string(sixteenths), "the share of each FFMA run to release, 0 to 16");
+    throw_invalid("sixteenths", std::to_string(sixteenths),
+                  "the share of each FFMA run to release, 0 to 16");
   FfmaYieldStats stats;
   if (sixteenths == 0) return stats;
   for (const Span& s : code_sections(cubin)) {

@@ -35,7 +35,7 @@ std::string elf_with(const std::vector<Instr>& code) {
   const std::size_t code_bytes = code.size() * 16, shoff = 64 + code_bytes;
   std::string b(shoff + 2 * 64, '\0');
   auto put = [&](std::size_t at, auto v) { std::memcpy(b.data() + at, &v, sizeof v); };
-  b.replace(0, 4, "\x7f" "ELF");
+  b.replace(0, 4, "\177ELF");
   b[4] = 2;  // 64-bit
   b[5] = 1;  // little-endian
   put(40, std::uint64_t{shoff});
@@ -116,29 +116,36 @@ TEST(FfmaYield, TheLeadingShareOfEachRun) {
 }
 
 TEST(FfmaYield, MalformedInputIsAnErrorAndLeftAlone) {
-  std::string not_elf = "definitely not an ELF file, but long enough to hold a header of 64 bytes....";
+  std::string not_elf =
+      "definitely not an ELF file, but long enough to hold a header of 64 bytes....";
   const std::string copy = not_elf;
-  expect_error(ErrorKind::internal, [&] { release_ffma_runs(not_elf, 16); }, "not a well-formed ELF64");
+  expect_error(
+      ErrorKind::internal, [&] { release_ffma_runs(not_elf, 16); }, "not a well-formed ELF64");
   EXPECT_EQ(not_elf, copy);
   std::string cut = elf_with(sample_code());
   cut.resize(cut.size() - 64);  // the code section's header is gone
   const std::string cut_copy = cut;
-  expect_error(ErrorKind::internal, [&] { release_ffma_runs(cut, 16); }, "section headers");
+  expect_error(
+      ErrorKind::internal, [&] { release_ffma_runs(cut, 16); }, "section headers");
   EXPECT_EQ(cut, cut_copy);
   std::string odd = elf_with(sample_code());
-  const std::size_t size_at = odd.size() - 64 + 32;  // the code section's size: not whole instructions
+  const std::size_t size_at =
+      odd.size() - 64 + 32;  // the code section's size: not whole instructions
   const std::uint64_t size = word(odd, size_at) - 8;
   std::memcpy(odd.data() + size_at, &size, sizeof size);
-  expect_error(ErrorKind::internal, [&] { release_ffma_runs(odd, 16); }, "code section 1");
+  expect_error(
+      ErrorKind::internal, [&] { release_ffma_runs(odd, 16); }, "code section 1");
   std::string ok = elf_with(sample_code());
-  expect_error(ErrorKind::invalid_argument, [&] { release_ffma_runs(ok, 17); }, "0 to 16");
+  expect_error(
+      ErrorKind::invalid_argument, [&] { release_ffma_runs(ok, 17); }, "0 to 16");
 }
 
 TEST(FfmaYield, BlockScaledGemmCubinFromNvrtc) {
   GemmProblem block{};
   block.scale = ScaleMode::block;
   const KernelSpec spec = make_gemm_spec(block, GemmConfig{128, 256, 3, 16});
-  const std::string before = nvrtc_compile(spec_name(spec), render_source(spec), CompileTarget::cubin).binary;
+  const std::string before =
+      nvrtc_compile(spec_name(spec), render_source(spec), CompileTarget::cubin).binary;
   std::string after = before;
   const FfmaYieldStats st = release_ffma_runs(after, 16);
   // Promotion of the two column halves: one run each (58 and 59 FFMAs with CUDA 13.0).
@@ -157,7 +164,8 @@ TEST(FfmaYield, SettingIsReadAndChecked) {
   ::setenv("FP8JIT_FFMA_YIELD", "9", 1);
   EXPECT_EQ(Settings::from_env().ffma_yield, 9);
   ::setenv("FP8JIT_FFMA_YIELD", "17", 1);
-  expect_error(ErrorKind::invalid_argument, [&] { Settings::from_env(); }, "FP8JIT_FFMA_YIELD");
+  expect_error(
+      ErrorKind::invalid_argument, [&] { Settings::from_env(); }, "FP8JIT_FFMA_YIELD");
   ::unsetenv("FP8JIT_FFMA_YIELD");
   EXPECT_EQ(Settings::from_env().ffma_yield, 0);
 }
