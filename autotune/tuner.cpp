@@ -99,8 +99,8 @@ std::optional<std::size_t> confirm_winner(TuneResult& r, const Bench& bench, con
     return r.candidates[a].timing.median_us < r.candidates[b].timing.median_us;
   });
   passed.resize(std::min<std::size_t>(passed.size(), options.finalists));
-  const bool incumbent = r.candidates[0].status == CandidateStatus::passed;
-  if (incumbent && std::find(passed.begin(), passed.end(), 0) == passed.end()) passed.push_back(0);
+  auto default_passed = [&] { return r.candidates[0].status == CandidateStatus::passed; };
+  if (default_passed() && std::find(passed.begin(), passed.end(), 0) == passed.end()) passed.push_back(0);
   std::optional<std::size_t> best;
   for (std::size_t i : passed) {
     CandidateResult& c = r.candidates[i];
@@ -118,7 +118,7 @@ std::optional<std::size_t> confirm_winner(TuneResult& r, const Bench& bench, con
       if (r.candidates[i].status == CandidateStatus::passed &&
           (!best || r.candidates[i].timing.median_us < r.candidates[*best].timing.median_us))
         best = i;
-  if (best && *best != 0 && incumbent && r.candidates[0].status == CandidateStatus::passed &&
+  if (best && *best != 0 && default_passed() &&  // still passed: its second run may have failed
       r.candidates[*best].timing.median_us > r.candidates[0].timing.median_us * (1.0 - options.min_gain))
     best = 0;
   return best;

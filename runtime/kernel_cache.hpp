@@ -39,8 +39,9 @@ struct LoadedKernel {
 // target, the embedded headers' hash and the rendered source. No paths.
 std::string binary_cache_key(const std::string& source, CompileTarget target);
 
-// The cubin post-pass every compiled gemm goes through (FP8JIT_FFMA_YIELD, runtime/ffma_yield.hpp),
-// applied in place; the NVRTC output and `fp8jit compile --cubin` share it.
+// The post-pass every cubin NVRTC compiles for the runtime goes through (FP8JIT_FFMA_YIELD,
+// runtime/ffma_yield.hpp; only long FFMA runs change, i.e. promotion), applied in place;
+// `fp8jit compile --cubin` writes the same bytes.
 FfmaYieldStats post_pass(const std::string& name, std::string& cubin);
 
 class KernelCache {
