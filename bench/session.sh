@@ -9,6 +9,9 @@
 #   4c. with AB_ENVS set (space-separated VAR=VALUE[,VAR=VALUE] variants), bench/ab_env.sh on
 #      AB_SHAPES: the base build run once per setting; ENV_GTESTS (a gtest filter) runs those GPU
 #      tests under each setting too
+#   4d. with PATCH_BENCH=1 (or the names of some patches, space-separated), the GEMM bench
+#      (SCALES) on those patches' builds as well, under $OUT/bench_<patch>: the closing table of
+#      a change in the call that A/Bs it
 #   5. bench/configs.sh for each list in CONFIGS (space-separated paths), on the base and on each
 #      patch's build (a config the base cannot run reports its error there)
 # TESTS=0 skips step 2 (the base is then only built), BENCH=0 step 3: for an exploratory call
@@ -81,6 +84,20 @@ if [ -n "${PATCH_GTESTS:-}" ]; then
     FP8JIT_CACHE_DIR=/tmp/fp8jit-ab-cache/$name "/tmp/fp8jit-ab-build/$name/tests/fp8jit_gpu_tests" --gtest_brief=1 \
       --gtest_filter="$PATCH_GTESTS" > "$OUT/ab/$name.gpu_tests.log" 2>&1
     echo "exit $?"; tail -3 "$OUT/ab/$name.gpu_tests.log"; grep -E "FAILED|Failure" "$OUT/ab/$name.gpu_tests.log" | head -10
+  done
+fi
+if [ "${PATCH_BENCH:-0}" != 0 ]; then
+  for patch in "$@"; do
+    name=$(basename "$patch" .patch)
+    [ -x "/tmp/fp8jit-ab-build/$name/fp8jit" ] || continue
+    [ "$PATCH_BENCH" = 1 ] || [[ " $PATCH_BENCH " == *" $name "* ]] || continue
+    log "GEMM bench ($SCALES) on $name"
+    mkdir -p "$OUT/bench_$name"
+    FP8JIT_CACHE_DIR=/tmp/fp8jit-ab-cache/$name "/tmp/fp8jit-ab-build/$name/fp8jit" bench \
+      --shapes bench/shapes/deepseek_v3.csv --scale "$SCALES" --providers fp8jit,cublaslt \
+      --out "$OUT/bench_$name" > "$OUT/bench_$name/gemm.txt" 2>&1
+    log "GEMM bench on $name exit $?"
+    sed -n '/^GEMM on/,$p' "$OUT/bench_$name/gemm.txt" | tail -4
   done
 fi
 if [ -n "${AB_ENVS:-}" ]; then
