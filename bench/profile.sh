@@ -18,9 +18,8 @@ metrics+=,lts__t_sectors.avg.pct_of_peak_sustained_elapsed,lts__t_bytes.sum.per_
 metrics+=,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_op_write.sum
 metrics+=,dram__bytes_read.sum,dram__bytes_write.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed
 metrics+=,sm__cycles_elapsed.avg.per_second,launch__grid_size,launch__registers_per_thread
-# Shared-memory traffic of the wgmmas (operand reads) against the pipe's peak.
-metrics+=,l1tex__data_pipe_lsu_wavefronts_mem_shared_op_gmma.sum
-metrics+=,l1tex__data_pipe_lsu_wavefronts_mem_shared.sum.pct_of_peak_sustained_elapsed
+source bench/ncu_common.sh  # ncu_sections, ncu_gmma_metrics, ncu_summary_lines
+metrics+=,$ncu_gmma_metrics
 summary=$OUT/summary.txt
 : > "$summary"
 # Metric names vary between ncu versions: drop the tensor-pipe one where this ncu lacks it.
@@ -32,13 +31,11 @@ fi
 
 profile() {  # name, filter options (one string), shape csv, scale, provider
   # shellcheck disable=SC2086
-  ncu --clock-control none $2 --metrics "$metrics" --section WarpStateStats --section SchedulerStats \
-    --section SpeedOfLight --print-units base \
+  ncu --clock-control none $2 --metrics "$metrics" "${ncu_sections[@]}" --print-units base \
     "$bench" --benchmark_filter=^Gemm/ --shapes="$3" --scales="$4" --providers="$5" > "$OUT/$1.log" 2>&1
   {
     echo "== $1"
-    grep -E "^  [^ ]|gpu__time|gmma|wavefronts|lts__|dram__|sm__cycles|launch__|[Ss]tall|Issued Warp|Eligible|SM Active|Compute \(SM\)|Warp Cycles Per Issued" \
-      "$OUT/$1.log" | head -50
+    grep -E "^  [^ ]|gpu__time|lts__|dram__|sm__cycles|launch__|$ncu_summary_lines" "$OUT/$1.log" | head -50
   } >> "$summary"
 }
 

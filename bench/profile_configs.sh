@@ -12,9 +12,8 @@ B=${BUILD_DIR:-build-gpu}
 OUT=${OUT:-/tmp/fp8jit-profile}
 mkdir -p "$OUT"
 export FP8JIT_CACHE_DIR=${FP8JIT_CACHE_DIR:-/tmp/fp8jit-cache}
-metrics=l1tex__data_pipe_lsu_wavefronts_mem_shared_op_gmma.sum
-metrics+=,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_gmma.sum
-metrics+=,l1tex__data_pipe_lsu_wavefronts_mem_shared.sum.pct_of_peak_sustained_elapsed
+source bench/ncu_common.sh  # ncu_sections, ncu_gmma_metrics, ncu_summary_lines
+metrics=$ncu_gmma_metrics,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_gmma.sum
 metrics+=,sm__cycles_elapsed.avg.per_second,gpu__time_duration.sum
 summary=$OUT/summary.txt
 : > "$summary"
@@ -26,11 +25,11 @@ for item in "$@"; do
   log=$OUT/item$((i += 1)).log
   # The third launch of the kernel: past the first (cold instruction cache, TMA descriptors).
   ncu --clock-control none -k regex:^fp8jit_gemm\$ --launch-skip 2 -c 1 --print-units base \
-    --section SpeedOfLight --section MemoryWorkloadAnalysis --section SchedulerStats \
-    --section WarpStateStats --metrics "$metrics" "./$B/fp8jit" "${args[@]}" > "$log" 2>&1
+    "${ncu_sections[@]}" --section MemoryWorkloadAnalysis --metrics "$metrics" "./$B/fp8jit" "${args[@]}" \
+    > "$log" 2>&1
   {
     echo "== $item"
-    grep -E "Duration|Throughput|Busy|Issued|Eligible|Active Warps|No Eligible|Warp Cycles|gmma|wavefronts|Bank|L2 Hit|Mem Pipes|SM Frequency|stall|Stall" "$log" | head -40
+    grep -E "Throughput|Busy|Active Warps|No Eligible|Bank|L2 Hit|Mem Pipes|SM Frequency|$ncu_summary_lines" "$log" | head -40
   } >> "$summary"
 done
 cat "$summary"

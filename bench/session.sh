@@ -52,13 +52,23 @@ else
     > "$OUT/tests/build.log" 2>&1 || { log "build failed"; tail -30 "$OUT/tests/build.log"; }
 fi
 
+# gemm_bench NAME BUILD_DIR OUT_DIR: the DeepSeek-V3 GEMM bench (SCALES) of one build against
+# cuBLASLt (the base with the GPU tests' kernel cache, a patch with its own); prints the table,
+# or its last TABLE_TAIL lines.
+gemm_bench() {
+  local cache=/tmp/fp8jit-cache
+  [ "$1" = base ] || cache=/tmp/fp8jit-ab-cache/$1
+  log "GEMM bench ($SCALES) on $1"
+  mkdir -p "$3"
+  FP8JIT_CACHE_DIR=$cache "$2/fp8jit" bench --shapes bench/shapes/deepseek_v3.csv \
+    --scale "$SCALES" --providers fp8jit,cublaslt --out "$3" > "$3/gemm.txt" 2>&1
+  log "GEMM bench on $1 exit $?"
+  sed -n '/^GEMM on/,$p' "$3/gemm.txt" | tail -n "${TABLE_TAIL:-+1}"
+}
+
 if [ "${BENCH:-1}" != 0 ]; then
-  log "GEMM bench ($SCALES)"
   cmake --build build-gpu -j"$(nproc)" --target fp8jit_cli > /dev/null 2>&1
-  FP8JIT_CACHE_DIR=/tmp/fp8jit-cache ./build-gpu/fp8jit bench --suite deepseek-v3 --scale "$SCALES" \
-    --providers fp8jit,cublaslt --out "$OUT/bench" > "$OUT/bench/gemm.txt" 2>&1
-  log "GEMM bench exit $?"
-  sed -n '/^GEMM on/,$p' "$OUT/bench/gemm.txt"
+  gemm_bench base build-gpu "$OUT/bench"
 fi
 
 [ ${#pids[@]} -gt 0 ] && wait "${pids[@]}"
@@ -91,13 +101,7 @@ if [ "${PATCH_BENCH:-0}" != 0 ]; then
     name=$(basename "$patch" .patch)
     [ -x "/tmp/fp8jit-ab-build/$name/fp8jit" ] || continue
     [ "$PATCH_BENCH" = 1 ] || [[ " $PATCH_BENCH " == *" $name "* ]] || continue
-    log "GEMM bench ($SCALES) on $name"
-    mkdir -p "$OUT/bench_$name"
-    FP8JIT_CACHE_DIR=/tmp/fp8jit-ab-cache/$name "/tmp/fp8jit-ab-build/$name/fp8jit" bench \
-      --shapes bench/shapes/deepseek_v3.csv --scale "$SCALES" --providers fp8jit,cublaslt \
-      --out "$OUT/bench_$name" > "$OUT/bench_$name/gemm.txt" 2>&1
-    log "GEMM bench on $name exit $?"
-    sed -n '/^GEMM on/,$p' "$OUT/bench_$name/gemm.txt" | tail -4
+    TABLE_TAIL=4 gemm_bench "$name" "/tmp/fp8jit-ab-build/$name" "$OUT/bench_$name"
   done
 fi
 if [ -n "${AB_ENVS:-}" ]; then
