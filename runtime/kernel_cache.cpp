@@ -12,16 +12,24 @@
 namespace fp8jit {
 
 std::string binary_cache_key(const std::string& source, CompileTarget target) {
-  // The cubin post-pass (FFMA runs) changes the bytes: its setting is part of a cubin's key.
-  const int ffma_yield = target == CompileTarget::cubin ? Settings::get().ffma_yield : 0;
-  return fmt::format("fp8jit {}\nnvrtc {}\noptions {}\nheaders {:016x}\nffma_yield {}\n{}", FP8JIT_VERSION,
-                     nvrtc_version(), fmt::join(nvrtc_options(target), " "), embedded_headers().hash, ffma_yield,
-                     source);
+  // The cubin post-passes (FFMA runs) change the bytes: their settings are part of a cubin's key.
+  const bool cubin = target == CompileTarget::cubin;
+  const int ffma_yield = cubin ? Settings::get().ffma_yield : 0;
+  const int ffma_reuse = cubin && Settings::get().ffma_reuse ? 1 : 0;
+  return fmt::format("fp8jit {}\nnvrtc {}\noptions {}\nheaders {:016x}\nffma_yield {}\nffma_reuse {}\n{}",
+                     FP8JIT_VERSION, nvrtc_version(), fmt::join(nvrtc_options(target), " "), embedded_headers().hash,
+                     ffma_yield, ffma_reuse, source);
 }
 
-FfmaYieldStats post_pass(const std::string& name, std::string& cubin) {
-  const FfmaYieldStats st = release_ffma_runs(cubin, Settings::get().ffma_yield);
-  if (st.runs) log::at(log::debug, "{}: {} FFMAs in {} runs may yield", name, st.released, st.runs);
+PostPassStats post_pass(const std::string& name, std::string& cubin) {
+  PostPassStats st;
+  // Reuse hints first: a yield share set as well then releases the leading part of each run.
+  if (Settings::get().ffma_reuse) st.reuse = hold_ffma_factors(cubin);
+  st.yield = release_ffma_runs(cubin, Settings::get().ffma_yield);
+  if (st.reuse.runs)
+    log::at(log::debug, "{}: {} FFMAs keep their factor cached ({} runs, {} left alone)", name, st.reuse.held,
+            st.reuse.runs, st.reuse.skipped);
+  if (st.yield.runs) log::at(log::debug, "{}: {} FFMAs in {} runs may yield", name, st.yield.released, st.yield.runs);
   return st;
 }
 

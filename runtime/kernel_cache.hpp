@@ -14,6 +14,7 @@
 #include "fp8jit/kernel_spec.hpp"
 #include "fp8jit/runtime.hpp"
 #include "runtime/binary_cache.hpp"
+#include "runtime/ffma_reuse.hpp"
 #include "runtime/ffma_yield.hpp"
 #include "runtime/module.hpp"
 #include "runtime/nvrtc.hpp"
@@ -39,10 +40,14 @@ struct LoadedKernel {
 // target, the embedded headers' hash and the rendered source. No paths.
 std::string binary_cache_key(const std::string& source, CompileTarget target);
 
-// The post-pass every cubin NVRTC compiles for the runtime goes through (FP8JIT_FFMA_YIELD,
-// runtime/ffma_yield.hpp; only long FFMA runs change, i.e. promotion), applied in place;
-// `fp8jit compile --cubin` writes the same bytes.
-FfmaYieldStats post_pass(const std::string& name, std::string& cubin);
+// The post-passes every cubin NVRTC compiles for the runtime goes through (FP8JIT_FFMA_REUSE,
+// runtime/ffma_reuse.hpp; FP8JIT_FFMA_YIELD, runtime/ffma_yield.hpp; only long FFMA runs change,
+// i.e. promotion), applied in place; `fp8jit compile --cubin` writes the same bytes.
+struct PostPassStats {
+  FfmaReuseStats reuse;
+  FfmaYieldStats yield;
+};
+PostPassStats post_pass(const std::string& name, std::string& cubin);
 
 class KernelCache {
  public:

@@ -62,6 +62,7 @@ Settings Settings::from_env() {
     else throw_invalid("FP8JIT_SPLIT_SUM", v, "expected cluster or workspace");
   }
   if (const char* v = env("FP8JIT_FFMA_YIELD")) s.ffma_yield = parse_int("FP8JIT_FFMA_YIELD", v, 0, 16);
+  if (const char* v = env("FP8JIT_FFMA_REUSE")) s.ffma_reuse = parse_bool("FP8JIT_FFMA_REUSE", v);
   return s;
 }
 
@@ -82,6 +83,8 @@ std::vector<std::pair<std::string, std::string>> Settings::documented() {
       {"FP8JIT_SPLIT_SUM", "cluster | workspace: how split-K ranges are summed (default cluster, where it fits)"},
       {"FP8JIT_FFMA_YIELD", "0..16: sixteenths of each run of 16+ FFMAs in a cubin whose reuse hints are dropped so "
                             "warps may switch inside it (default 0: off)"},
+      {"FP8JIT_FFMA_REUSE", "1: every FFMA of a run of 16+ that shares its scale operand with the next keeps it in the "
+                            "operand reuse cache (default 0: as ptxas left it)"},
   };
 }
 

@@ -95,12 +95,16 @@ int cmd_compile(const Args& args) {
   const KernelSpec spec = read_spec(*s);
   const std::string name = spec_name(spec), source = render_source(spec);
   CompileResult cubin = nvrtc_compile(name, source, CompileTarget::cubin);
-  const FfmaYieldStats ffma = post_pass(name, cubin.binary);  // the bytes the runtime would load
+  const PostPassStats post = post_pass(name, cubin.binary);  // the bytes the runtime would load
   if (auto path = args.get("cubin")) write_file(*path, cubin.binary);
   if (auto path = args.get("ptx")) write_file(*path, nvrtc_compile(name, source, CompileTarget::ptx).binary);
   fmt::print("{}: sm_90a cubin {} bytes, compiled in {:.3f} s\n", name, cubin.binary.size(), cubin.seconds);
-  if (ffma.runs) fmt::print("FP8JIT_FFMA_YIELD={}: {} FFMAs in {} runs may yield\n", Settings::get().ffma_yield,
-                            ffma.released, ffma.runs);
+  if (post.reuse.runs)
+    fmt::print("FP8JIT_FFMA_REUSE=1: {} FFMAs keep their factor cached ({} runs, {} left alone)\n", post.reuse.held,
+               post.reuse.runs, post.reuse.skipped);
+  if (post.yield.runs)
+    fmt::print("FP8JIT_FFMA_YIELD={}: {} FFMAs in {} runs may yield\n", Settings::get().ffma_yield,
+               post.yield.released, post.yield.runs);
   if (!cubin.log.empty()) fmt::print("nvrtc log:\n{}\n", cubin.log);
   return 0;
 }

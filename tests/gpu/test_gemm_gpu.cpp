@@ -10,6 +10,7 @@
 #include "fp8jit/fp8.hpp"
 #include "fp8jit/reference.hpp"
 #include "fp8jit/runtime.hpp"
+#include "runtime/ffma_reuse.hpp"
 #include "runtime/ffma_yield.hpp"
 #include "runtime/gemm_op.hpp"
 #include "runtime/kernel_cache.hpp"
@@ -271,23 +272,40 @@ TEST(GemmGpu, WideTilesInColumnHalves) {
   run_config_cases(cases, 700, 3);
 }
 
-// Promotion's FFMA runs with their reuse hints dropped (FP8JIT_FFMA_YIELD, runtime/ffma_yield.hpp):
-// a setting read once per process, so the cases run in a second process with it at 16.
-TEST(GemmGpu, FfmaRunsThatYieldKeepResults) {
-  FP8JIT_REQUIRE_GPU();
+// Promotion's FFMA runs rewritten by the cubin post-passes, settings read once per process: the
+// cases run in a second process with FP8JIT_FFMA_YIELD=16 (reuse hints dropped,
+// runtime/ffma_yield.hpp), and in another with FP8JIT_FFMA_REUSE=1 (a hint on every FFMA that
+// shares its factor with the next, runtime/ffma_reuse.hpp).
+void run_ffma_child(const std::string& setting, const std::string& pass) {
   char dir[] = "/tmp/fp8jit-ffma-XXXXXX";
   ASSERT_NE(mkdtemp(dir), nullptr);
-  const int status = run_self("GemmGpuChild.FfmaRunsThatYield",
-                              {"FP8JIT_FFMA_YIELD=16", std::string("FP8JIT_CACHE_DIR=") + dir, "FP8JIT_CHILD_FFMA=1"});
+  const int status = run_self("GemmGpuChild.FfmaRunsRewritten",
+                              {setting, std::string("FP8JIT_CACHE_DIR=") + dir, "FP8JIT_CHILD_FFMA=" + pass});
   std::filesystem::remove_all(dir);
-  EXPECT_EQ(status, 0) << "the second process failed (see its output above)";
+  EXPECT_EQ(status, 0) << "the second process (" << setting << ") failed (see its output above)";
+}
+TEST(GemmGpu, FfmaRunsThatYieldKeepResults) {
+  FP8JIT_REQUIRE_GPU();
+  run_ffma_child("FP8JIT_FFMA_YIELD=16", "yield");
+}
+TEST(GemmGpu, FfmaRunsThatHoldTheirFactorKeepResults) {
+  FP8JIT_REQUIRE_GPU();
+  run_ffma_child("FP8JIT_FFMA_REUSE=1", "reuse");
 }
 
-// Runs only as the child of the test above.
-TEST(GemmGpuChild, FfmaRunsThatYield) {
-  if (!std::getenv("FP8JIT_CHILD_FFMA")) GTEST_SKIP() << "runs as the second process of GemmGpu.FfmaRunsThatYield...";
+// What the pass would still change in a cubin, and what it changes in a fresh one.
+int ffma_pass(const std::string& pass, std::string& cubin) {
+  return pass == "yield" ? release_ffma_runs(cubin, 16).released : hold_ffma_factors(cubin).held;
+}
+
+// Runs only as the child of the tests above.
+TEST(GemmGpuChild, FfmaRunsRewritten) {
+  const char* pass_env = std::getenv("FP8JIT_CHILD_FFMA");
+  if (!pass_env) GTEST_SKIP() << "runs as the second process of GemmGpu.FfmaRuns...";
   FP8JIT_REQUIRE_GPU();
-  ASSERT_EQ(Settings::get().ffma_yield, 16);
+  const std::string pass = pass_env;
+  if (pass == "yield") ASSERT_EQ(Settings::get().ffma_yield, 16);
+  else ASSERT_TRUE(Settings::get().ffma_reuse);
   const Fp8Format e4 = Fp8Format::e4m3, e5 = Fp8Format::e5m2;
   const std::vector<ConfigCase> cases = {
       {{e4, e4, DType::bf16, ScaleMode::block}, {128, 256, 3, 16}, {1000, 2112, 7168}},  // column halves
@@ -297,15 +315,19 @@ TEST(GemmGpuChild, FfmaRunsThatYield) {
       {{e4, e4, DType::fp16, ScaleMode::block}, {64, 64, 6, 8}, {64, 2112, 7168}},      // split-K
       {{e4, e4, DType::bf16, ScaleMode::group}, {128, 128, 5, 16}, {257, 640, 1536}},
   };
-  // The kernels that run are the rewritten ones: a second pass finds nothing left to release.
+  // The kernels that run are the rewritten ones: a second pass finds nothing left to change.
+  // Every block-scaled kernel has hints to drop; ptxas already hints every FFMA of some (64x64).
+  int rewritten = 0;
   for (const ConfigCase& c : cases) {
     const KernelSpec spec = make_gemm_spec(c.p, c.c);
     std::string cubin = default_runtime().compile(spec);
     std::string fresh = nvrtc_compile(spec_name(spec), render_source(spec), CompileTarget::cubin).binary;
-    const int before = release_ffma_runs(fresh, 16).released;
-    EXPECT_EQ(release_ffma_runs(cubin, 16).released, 0) << spec_name(spec);
-    if (c.p.scale == ScaleMode::block) EXPECT_GT(before, 0) << spec_name(spec);
+    const int before = ffma_pass(pass, fresh);
+    EXPECT_EQ(ffma_pass(pass, cubin), 0) << spec_name(spec);
+    if (pass == "yield" && c.p.scale == ScaleMode::block) EXPECT_GT(before, 0) << spec_name(spec);
+    rewritten += before;
   }
+  EXPECT_GT(rewritten, 100);
   run_config_cases(cases, 900, 2);
 }
 

@@ -14,6 +14,7 @@
 #include "runtime/ffma_yield.hpp"
 #include "runtime/nvrtc.hpp"
 #include "runtime/settings.hpp"
+#include "tests/common/cubin_builder.hpp"
 #include "tests/common/expect_error.hpp"
 
 namespace fp8jit {
@@ -21,37 +22,14 @@ namespace {
 
 constexpr std::uint64_t kFreedBits = (std::uint64_t{1} << 45) | (std::uint64_t{0xf} << 58);
 
-struct Instr {
-  std::uint64_t lo, hi;
-};
+using test::elf_with;
+using test::Instr;
+
 // As ptxas writes promotion (nvdisasm): `FFMA R192, R24, R196.reuse, R192` (reuse hint on operand
 // b, no-yield flag), then the same without reuse; and an instruction that is not an FFMA.
 constexpr Instr kFfmaReuse{0x000000c418c07223, 0x080fe200000000c0};
 constexpr Instr kFfmaPlain{0x000000c419c17223, 0x000fc200000000c1};
 constexpr Instr kOther{0x000000c418c07224, 0x080fe200000000c0};  // IMAD's opcode, same controls
-
-// An ELF64 file holding `code` in one executable section (plus the null section header).
-std::string elf_with(const std::vector<Instr>& code) {
-  const std::size_t code_bytes = code.size() * 16, shoff = 64 + code_bytes;
-  std::string b(shoff + 2 * 64, '\0');
-  auto put = [&](std::size_t at, auto v) { std::memcpy(b.data() + at, &v, sizeof v); };
-  b.replace(0, 4, "\177ELF");
-  b[4] = 2;  // 64-bit
-  b[5] = 1;  // little-endian
-  put(40, std::uint64_t{shoff});
-  put(58, std::uint16_t{64});
-  put(60, std::uint16_t{2});
-  for (std::size_t i = 0; i < code.size(); ++i) {
-    put(64 + 16 * i, code[i].lo);
-    put(64 + 16 * i + 8, code[i].hi);
-  }
-  const std::size_t sh = shoff + 64;  // section 1: PROGBITS, ALLOC | EXECINSTR
-  put(sh + 4, std::uint32_t{1});
-  put(sh + 8, std::uint64_t{0x6});
-  put(sh + 24, std::uint64_t{64});
-  put(sh + 32, std::uint64_t{code_bytes});
-  return b;
-}
 
 // fn throws fp8jit::Error(kind) whose message names `part`.
 template <class F>
@@ -60,11 +38,7 @@ void expect_error(ErrorKind kind, F&& fn, const std::string& part) {
   EXPECT_NE(what.find(part), std::string::npos) << what;
 }
 
-std::uint64_t word(const std::string& b, std::size_t at) {
-  std::uint64_t v;
-  std::memcpy(&v, b.data() + at, sizeof v);
-  return v;
-}
+std::uint64_t word(const std::string& b, std::size_t at) { return test::word_at(b, at); }
 
 // Indices of the instructions whose bytes changed; fails if anything but the freed bits did.
 std::vector<std::size_t> changed(const std::string& before, const std::string& after) {

@@ -1,0 +1,49 @@
+#include "runtime/ffma_reuse.hpp"
+
+#include <algorithm>
+#include <optional>
+#include <vector>
+
+#include "runtime/cubin_code.hpp"
+#include "runtime/ffma_yield.hpp"
+
+namespace fp8jit {
+namespace {
+
+// Whether a branch may land on one of the run's instructions after its first.
+bool entered_inside(const std::vector<std::size_t>& sorted_targets, std::size_t first, std::size_t n) {
+  const auto it = std::upper_bound(sorted_targets.begin(), sorted_targets.end(), first);
+  return it != sorted_targets.end() && *it < first + n * cubin::kInstrBytes;
+}
+
+int hold_run(std::string& b, std::size_t first, std::size_t n) {
+  int held = 0;
+  for (std::size_t i = 0; i + 1 < n; ++i) {
+    const std::size_t at = first + i * cubin::kInstrBytes, next = at + cubin::kInstrBytes;
+    const int reg = cubin::ffma_b(b, at);
+    if (cubin::ffma_b(b, next) != reg || cubin::ffma_dest(b, at) == reg) continue;
+    const std::uint64_t hi = cubin::high_word(b, at);
+    const std::uint64_t want = hi | cubin::kReuseB | cubin::kNoYield;
+    if (want == hi) continue;
+    cubin::set_high_word(b, at, want);
+    ++held;
+  }
+  return held;
+}
+
+}  // namespace
+
+FfmaReuseStats hold_ffma_factors(std::string& b) {
+  FfmaReuseStats stats;
+  for (const cubin::Span& s : cubin::code_sections(b, "hold_ffma_factors")) {
+    std::optional<std::vector<std::size_t>> targets = cubin::branch_targets(b, s);
+    if (targets) std::sort(targets->begin(), targets->end());
+    stats.runs += cubin::for_each_ffma_run(b, {s}, kMinFfmaRun, [&](std::size_t first, std::size_t n) {
+      if (!targets || entered_inside(*targets, first, n)) ++stats.skipped;
+      else stats.held += hold_run(b, first, n);
+    });
+  }
+  return stats;
+}
+
+}  // namespace fp8jit
