@@ -84,7 +84,7 @@ std::vector<std::pair<std::string, std::string>> Settings::documented() {
       {"FP8JIT_FFMA_YIELD", "0..16: sixteenths of each run of 16+ FFMAs in a cubin whose reuse hints are dropped so "
                             "warps may switch inside it (default 0: off)"},
       {"FP8JIT_FFMA_REUSE", "1: every FFMA of a run of 16+ that shares its scale operand with the next keeps it in the "
-                            "operand reuse cache (default 0: as ptxas left it)"},
+                            "operand reuse cache (default 1; 0: as ptxas left it)"},
   };
 }
 

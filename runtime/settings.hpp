@@ -22,7 +22,7 @@ struct Settings {
   bool keep_source = false;     // FP8JIT_KEEP_SOURCE=1 writes generated .cu next to cubins
   SplitSum split_sum = SplitSum::cluster;  // FP8JIT_SPLIT_SUM=cluster|workspace
   int ffma_yield = 0;           // FP8JIT_FFMA_YIELD=0..16: share of FFMA runs let yield (runtime/ffma_yield.hpp)
-  bool ffma_reuse = false;      // FP8JIT_FFMA_REUSE=1: FFMA runs keep their factor cached (runtime/ffma_reuse.hpp)
+  bool ffma_reuse = true;       // FP8JIT_FFMA_REUSE=0|1: FFMA runs keep their factor cached (runtime/ffma_reuse.hpp)
 
   // Reads the environment. Throws fp8jit::Error naming the variable for a malformed value.
   static Settings from_env();

@@ -189,13 +189,13 @@ TEST(FfmaReuse, BlockScaledGemmCubinFromNvrtc) {
 }
 
 TEST(FfmaReuse, SettingIsReadAndChecked) {
-  ::setenv("FP8JIT_FFMA_REUSE", "1", 1);
-  EXPECT_TRUE(Settings::from_env().ffma_reuse);
+  EXPECT_TRUE(Settings::from_env().ffma_reuse);  // on by default
+  ::setenv("FP8JIT_FFMA_REUSE", "0", 1);
+  EXPECT_FALSE(Settings::from_env().ffma_reuse);
   ::setenv("FP8JIT_FFMA_REUSE", "maybe", 1);
   const std::string what = test::error_message(ErrorKind::invalid_argument, [] { Settings::from_env(); });
   EXPECT_NE(what.find("FP8JIT_FFMA_REUSE"), std::string::npos) << what;
   ::unsetenv("FP8JIT_FFMA_REUSE");
-  EXPECT_FALSE(Settings::from_env().ffma_reuse);
 }
 
 }  // namespace
