@@ -47,13 +47,16 @@ std::optional<std::vector<std::size_t>> branch_targets(const std::string& b, con
 
 // A register-form FFMA and its registers.
 bool is_ffma(const std::string& b, std::size_t at);
+// Guarded by PT (bits 12-15: predicate 7, not negated): the instruction always executes.
+bool unpredicated(const std::string& b, std::size_t at);
 int ffma_dest(const std::string& b, std::size_t at);
 int ffma_b(const std::string& b, std::size_t at);
 
 // Calls fn(first, n) for each run of `min_run` or more consecutive register-form FFMAs in the
 // code sections (`first`: the byte offset of the run's first instruction); returns how many.
 template <class F>
-int for_each_ffma_run(const std::string& b, const std::vector<Span>& code, std::size_t min_run, F&& fn) {
+int for_each_ffma_run(const std::string& b, const std::vector<Span>& code, std::size_t min_run,
+                      F&& fn) {
   int runs = 0;
   for (const Span& s : code) {
     std::size_t run = 0;  // FFMAs in a row ending before `at`

@@ -18,14 +18,15 @@
 namespace fp8jit {
 
 struct FfmaReuseStats {
-  int runs = 0;  // runs of kMinFfmaRun or more register-form FFMAs
-  int held = 0;  // instructions given the slot-b reuse hint (and no-yield flag) they lacked
+  int runs = 0;     // runs of kMinFfmaRun or more register-form FFMAs
+  int held = 0;     // instructions given the slot-b reuse hint (and no-yield flag) they lacked
   int skipped = 0;  // runs left alone: a branch may enter them after their first instruction
 };
 
 // Sets, in every run of kMinFfmaRun (runtime/ffma_yield.hpp) or more consecutive register-form
 // FFMAs of `cubin`'s executable sections, the slot-b reuse hint and the no-yield flag of each
-// FFMA whose successor in the run reads the same slot-b register and that does not write it;
+// FFMA whose successor in the run reads the same slot-b register (not RZ) and that does not write
+// it, both unpredicated;
 // a run that a branch may enter other than at its first instruction (a branch target inside it)
 // is left alone. Nothing else changes (not even the size). Throws fp8jit::Error (internal) for
 // a cubin that is not a well-formed ELF64, leaving it unmodified.

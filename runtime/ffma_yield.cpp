@@ -26,13 +26,15 @@ int release_run(std::string& b, std::size_t first, std::size_t n, int sixteenths
 
 FfmaYieldStats release_ffma_runs(std::string& b, int sixteenths) {
   if (sixteenths < 0 || sixteenths > 16)
-    throw_invalid("sixteenths", std::to_string(sixteenths), "the share of each FFMA run to release, 0 to 16");
+    throw_invalid("sixteenths", std::to_string(sixteenths),
+                  "the share of each FFMA run to release, 0 to 16");
   FfmaYieldStats stats;
   if (sixteenths == 0) return stats;
   const auto code = cubin::code_sections(b, "release_ffma_runs");
-  stats.runs = cubin::for_each_ffma_run(b, code, kMinFfmaRun, [&](std::size_t first, std::size_t n) {
-    stats.released += release_run(b, first, n, sixteenths);
-  });
+  stats.runs =
+      cubin::for_each_ffma_run(b, code, kMinFfmaRun, [&](std::size_t first, std::size_t n) {
+        stats.released += release_run(b, first, n, sixteenths);
+      });
   return stats;
 }
 

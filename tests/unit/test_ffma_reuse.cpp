@@ -30,14 +30,20 @@ constexpr std::uint64_t kHeldBits = cubin::kReuseB | cubin::kNoYield;
 
 // `FFMA Rd, R24, Rb, Rd` with ptxas's controls, hint-free or with the slot-b hint and no-yield.
 constexpr Instr ffma(int d, int b, bool hinted = false) {
-  const std::uint64_t lo = 0x223 | (std::uint64_t(d) << 16) | (std::uint64_t{24} << 24) | (std::uint64_t(b) << 32);
+  const std::uint64_t lo =
+      0x7223 | (std::uint64_t(d) << 16) | (std::uint64_t{24} << 24) | (std::uint64_t(b) << 32);
   return {lo, (hinted ? 0x080fe20000000000 : 0x000fc20000000000) | std::uint64_t(d)};
 }
 constexpr Instr kOther{0x000000c418c07224, 0x000fc200000000c0};  // IMAD's opcode
 // `BRA` (or `BSSY B0`) to the instruction `k` after the next one; k < 64.
-constexpr Instr bra(int k) { return {0x947 | (std::uint64_t(4 * k) << 16), 0x000fea0003800000}; }
-constexpr Instr bssy(int k) { return {0x945 | (std::uint64_t(4 * k) << 34), 0x000fe20003800000}; }
-constexpr Instr kIndirect{0x949, 0x000fea0003800000};  // a branch-unit opcode without a decoded target
+constexpr Instr bra(int k) {
+  return {0x947 | (std::uint64_t(4 * k) << 16), 0x000fea0003800000};
+}
+constexpr Instr bssy(int k) {
+  return {0x945 | (std::uint64_t(4 * k) << 34), 0x000fe20003800000};
+}
+constexpr Instr kIndirect{0x949,
+                          0x000fea0003800000};  // a branch-unit opcode without a decoded target
 
 // Indices of the instructions whose bytes changed; fails if anything but the held bits did.
 std::vector<std::size_t> changed(const std::string& before, const std::string& after) {
@@ -82,18 +88,19 @@ TEST(FfmaReuse, EveryFfmaWhoseSuccessorReadsTheSameFactor) {
   EXPECT_EQ(again, after);
 }
 
-TEST(FfmaReuse, NotWhereTheFactorIsOverwrittenOrTheRunIsShort) {
+TEST(FfmaReuse, NotWhereTheFactorIsOverwrittenPredicatedOrRzOrTheRunIsShort) {
   std::vector<Instr> c;
-  for (int i = 0; i < 16; ++i) c.push_back(ffma(i == 5 ? 196 : 100 + i, 196));  // #5 writes R196
+  for (int i = 0; i < 16; ++i) {
+    Instr f = ffma(i == 5 ? 196 : 100 + i, i == 12 ? 255 : 196);  // #5 writes R196, #12 reads RZ
+    if (i == 9) f.lo &= ~std::uint64_t{0xf000};                   // #9: @P0
+    c.push_back(f);
+  }
   c.push_back(kOther);
   for (int i = 0; i < 15; ++i) c.push_back(ffma(140 + i, 196));  // too short
   const std::string before = elf_with(c);
   std::string after = before;
   EXPECT_EQ(hold_ffma_factors(after).runs, 1);
-  std::vector<std::size_t> expect;
-  for (std::size_t i = 0; i < 15; ++i)
-    if (i != 5) expect.push_back(i);
-  EXPECT_EQ(changed(before, after), expect);
+  EXPECT_EQ(changed(before, after), (std::vector<std::size_t>{0, 1, 2, 3, 4, 6, 7, 10, 13, 14}));
 }
 
 TEST(FfmaReuse, RunsThatABranchMayEnterInsideAreLeftAlone) {
@@ -137,7 +144,8 @@ TEST(FfmaReuse, MalformedInputIsAnErrorAndLeftAlone) {
   std::string cut = elf_with(promotion_runs());
   cut.resize(cut.size() - 64);
   const std::string copy = cut;
-  const std::string what = test::error_message(ErrorKind::internal, [&] { hold_ffma_factors(cut); });
+  const std::string what =
+      test::error_message(ErrorKind::internal, [&] { hold_ffma_factors(cut); });
   EXPECT_NE(what.find("hold_ffma_factors"), std::string::npos) << what;
   EXPECT_EQ(cut, copy);
 }
@@ -169,7 +177,8 @@ TEST(FfmaReuse, BlockScaledGemmCubinFromNvrtc) {
   GemmProblem block{};
   block.scale = ScaleMode::block;
   const KernelSpec spec = make_gemm_spec(block, GemmConfig{128, 256, 3, 16});
-  const std::string before = nvrtc_compile(spec_name(spec), render_source(spec), CompileTarget::cubin).binary;
+  const std::string before =
+      nvrtc_compile(spec_name(spec), render_source(spec), CompileTarget::cubin).binary;
   expect_targets_decode(before);
   std::string after = before;
   const FfmaReuseStats st = hold_ffma_factors(after);
@@ -193,7 +202,8 @@ TEST(FfmaReuse, SettingIsReadAndChecked) {
   ::setenv("FP8JIT_FFMA_REUSE", "0", 1);
   EXPECT_FALSE(Settings::from_env().ffma_reuse);
   ::setenv("FP8JIT_FFMA_REUSE", "maybe", 1);
-  const std::string what = test::error_message(ErrorKind::invalid_argument, [] { Settings::from_env(); });
+  const std::string what =
+      test::error_message(ErrorKind::invalid_argument, [] { Settings::from_env(); });
   EXPECT_NE(what.find("FP8JIT_FFMA_REUSE"), std::string::npos) << what;
   ::unsetenv("FP8JIT_FFMA_REUSE");
 }

@@ -38,7 +38,9 @@ void expect_error(ErrorKind kind, F&& fn, const std::string& part) {
   EXPECT_NE(what.find(part), std::string::npos) << what;
 }
 
-std::uint64_t word(const std::string& b, std::size_t at) { return test::word_at(b, at); }
+std::uint64_t word(const std::string& b, std::size_t at) {
+  return test::word_at(b, at);
+}
 
 // Indices of the instructions whose bytes changed; fails if anything but the freed bits did.
 std::vector<std::size_t> changed(const std::string& before, const std::string& after) {
