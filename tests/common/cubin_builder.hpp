@@ -2,6 +2,8 @@
 // holds chosen sm_90 instructions (runtime/cubin_code.hpp has the encoding).
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -42,6 +44,23 @@ inline std::uint64_t word_at(const std::string& b, std::size_t at) {
   std::uint64_t v;
   std::memcpy(&v, b.data() + at, sizeof v);
   return v;
+}
+
+// Indices of the instructions whose bytes differ between two such files; fails the test if any
+// bits other than `allowed` (of the high, control word) changed, or the size did.
+inline std::vector<std::size_t> changed_instructions(const std::string& before,
+                                                     const std::string& after,
+                                                     std::uint64_t allowed) {
+  EXPECT_EQ(before.size(), after.size());
+  std::vector<std::size_t> out;
+  for (std::size_t at = 0; at + 8 <= before.size() && at + 8 <= after.size(); at += 8) {
+    const std::uint64_t x = word_at(before, at) ^ word_at(after, at);
+    if (!x) continue;
+    EXPECT_EQ(x & ~allowed, 0u) << "word at " << at;
+    EXPECT_EQ(at % 16, 8u) << "only high words (controls) may change";
+    out.push_back((at - kCodeOffset) / 16);
+  }
+  return out;
 }
 
 }  // namespace fp8jit::test

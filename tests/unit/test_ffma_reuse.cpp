@@ -24,7 +24,6 @@ namespace {
 using test::elf_with;
 using test::Instr;
 using test::kCodeOffset;
-using test::word_at;
 
 constexpr std::uint64_t kHeldBits = cubin::kReuseB | cubin::kNoYield;
 
@@ -45,18 +44,8 @@ constexpr Instr bssy(int k) {
 constexpr Instr kIndirect{0x949,
                           0x000fea0003800000};  // a branch-unit opcode without a decoded target
 
-// Indices of the instructions whose bytes changed; fails if anything but the held bits did.
 std::vector<std::size_t> changed(const std::string& before, const std::string& after) {
-  EXPECT_EQ(before.size(), after.size());
-  std::vector<std::size_t> out;
-  for (std::size_t at = 0; at + 8 <= before.size(); at += 8) {
-    const std::uint64_t x = word_at(before, at) ^ word_at(after, at);
-    if (!x) continue;
-    EXPECT_EQ(x & ~kHeldBits, 0u) << "word at " << at;
-    EXPECT_EQ(at % 16, 8u) << "only high words (controls) may change";
-    out.push_back((at - kCodeOffset) / 16);
-  }
-  return out;
+  return test::changed_instructions(before, after, kHeldBits);
 }
 
 // Promotion as ptxas leaves it: 20 FFMAs reading R196 with the hint on every other one, then 18

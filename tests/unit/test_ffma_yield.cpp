@@ -38,22 +38,8 @@ void expect_error(ErrorKind kind, F&& fn, const std::string& part) {
   EXPECT_NE(what.find(part), std::string::npos) << what;
 }
 
-std::uint64_t word(const std::string& b, std::size_t at) {
-  return test::word_at(b, at);
-}
-
-// Indices of the instructions whose bytes changed; fails if anything but the freed bits did.
 std::vector<std::size_t> changed(const std::string& before, const std::string& after) {
-  EXPECT_EQ(before.size(), after.size());
-  std::vector<std::size_t> out;
-  for (std::size_t at = 0; at + 8 <= before.size(); at += 8) {
-    const std::uint64_t x = word(before, at) ^ word(after, at);
-    if (!x) continue;
-    EXPECT_EQ(x & ~kFreedBits, 0u) << "word at " << at;
-    EXPECT_EQ(at % 16, 8u) << "only high words (controls) may change";
-    out.push_back((at - 64) / 16);
-  }
-  return out;
+  return test::changed_instructions(before, after, kFreedBits);
 }
 
 // A run of 20 FFMAs (reuse hints on the even ones), a break, a run of 8 (too short), a break and
@@ -107,7 +93,7 @@ TEST(FfmaYield, MalformedInputIsAnErrorAndLeftAlone) {
   std::string odd = elf_with(sample_code());
   const std::size_t size_at =
       odd.size() - 64 + 32;  // the code section's size: not whole instructions
-  const std::uint64_t size = word(odd, size_at) - 8;
+  const std::uint64_t size = test::word_at(odd, size_at) - 8;
   std::memcpy(odd.data() + size_at, &size, sizeof size);
   expect_error(
       ErrorKind::internal, [&] { release_ffma_runs(odd, 16); }, "code section 1");
