@@ -6,6 +6,7 @@
 
 #include "fp8jit/error.hpp"
 #include "fp8jit/gemm/params.cuh"
+#include "runtime/dims.hpp"
 #include "runtime/driver.hpp"
 #include "runtime/settings.hpp"
 #include "runtime/tensor_map_cache.hpp"
@@ -112,14 +113,7 @@ void encode_scale_maps(dev::GemmParams& p, const GemmArgs& a, const GemmConfig& 
 
 GemmArgs normalize(const GemmArgs& in) {
   GemmArgs a = in;
-  if (a.m <= 0) throw_invalid("m", std::to_string(a.m), "must be positive");
-  if (a.n <= 0) throw_invalid("n", std::to_string(a.n), "must be positive");
-  if (a.k <= 0) throw_invalid("k", std::to_string(a.k), "must be positive");
-  if (a.m > INT_MAX || a.n > INT_MAX || a.k > INT_MAX)
-    throw_invalid("m/n/k", fmt::format("{}/{}/{}", a.m, a.n, a.k), "each must be below 2^31");
-  if (a.k % 16 != 0)
-    throw_invalid("k", std::to_string(a.k),
-                  "must be a multiple of 16: TMA needs 16-byte aligned rows of the FP8 operands; pad K with zeros");
+  check_gemm_dims(a.m, a.n, a.k);
   if (a.a_format == Fp8Format::e5m2 && a.b_format == Fp8Format::e5m2)
     throw_invalid("a_format/b_format", "e5m2/e5m2", "at least one operand must be E4M3");
   if (a.fast_accum && (a.scale_mode == ScaleMode::block || a.scale_mode == ScaleMode::group))

@@ -5,6 +5,7 @@
 #include <climits>
 
 #include "fp8jit/error.hpp"
+#include "runtime/dims.hpp"
 #include "runtime/ops.hpp"
 
 namespace fp8jit::ops {
@@ -19,16 +20,6 @@ void require_ptr(const void* p, const char* name) {
 void require_aligned(const void* p, std::size_t bytes, const char* name) {
   if (reinterpret_cast<std::uintptr_t>(p) % bytes != 0)
     throw_invalid(name, ptr_str(p), fmt::format("must be aligned to {} bytes", bytes));
-}
-
-// Sizes are passed to kernels as int and segment counts as u32.
-void require_dims(std::int64_t m, std::int64_t k) {
-  if (m <= 0) throw_invalid("m", std::to_string(m), "must be positive");
-  if (k <= 0) throw_invalid("k", std::to_string(k), "must be positive");
-  if (m > INT_MAX) throw_invalid("m", std::to_string(m), "must be at most 2^31-1");
-  if (k > INT_MAX) throw_invalid("k", std::to_string(k), "must be at most 2^31-1");
-  if (m * ((k + 3) / 4) >= (std::int64_t{1} << 32))
-    throw_invalid("m*k", std::to_string(m * k), "must be below 2^34 elements; split the tensor");
 }
 
 std::int64_t leading_dim(std::int64_t ld, std::int64_t min, const char* name) {
@@ -57,7 +48,7 @@ std::int64_t scale_count_impl(Granularity g, ScaleLayout layout, std::int64_t m,
 
 QuantizeArgs normalize(const QuantizeArgs& in) {
   QuantizeArgs a = in;
-  require_dims(a.m, a.k);
+  check_quant_dims(a.m, a.k);
   require_ptr(a.x, "x");
   require_ptr(a.q, "q");
   require_ptr(a.scales, "scales");
@@ -87,7 +78,7 @@ QuantizeArgs normalize(const QuantizeArgs& in) {
 
 DequantizeArgs normalize(const DequantizeArgs& in) {
   DequantizeArgs a = in;
-  require_dims(a.m, a.k);
+  check_quant_dims(a.m, a.k);
   require_ptr(a.q, "q");
   require_ptr(a.y, "y");
   require_ptr(a.scales, "scales");
@@ -134,8 +125,38 @@ void check_matches(const KernelSpec& spec, const DequantizeArgs& a) {
 namespace fp8jit {
 
 std::int64_t scale_count(Granularity g, ScaleLayout layout, std::int64_t m, std::int64_t k) {
-  if (m <= 0 || k <= 0) throw_invalid("m/k", fmt::format("{}/{}", m, k), "must be positive");
+  check_scale_dims(m, k);
   return ops::scale_count_impl(g, layout, m, k);
+}
+
+namespace {
+
+void check_dim(const char* name, std::int64_t v) {
+  if (v <= 0) throw_invalid(name, std::to_string(v), "must be positive");
+  if (v > kMaxDim) throw_invalid(name, std::to_string(v), "must be at most 2^31-1");
+}
+
+}  // namespace
+
+void check_gemm_dims(std::int64_t m, std::int64_t n, std::int64_t k) {
+  check_dim("m", m);
+  check_dim("n", n);
+  check_dim("k", k);
+  if (k % 16 != 0)
+    throw_invalid("k", std::to_string(k),
+                  "must be a multiple of 16: TMA needs 16-byte aligned rows of the FP8 operands; pad K with zeros");
+}
+
+void check_quant_dims(std::int64_t m, std::int64_t k) {
+  check_dim("m", m);
+  check_dim("k", k);
+  if (m * ((k + 3) / 4) >= (std::int64_t{1} << 32))
+    throw_invalid("m*k", std::to_string(m * k), "must be below 2^34 elements; split the tensor");
+}
+
+void check_scale_dims(std::int64_t m, std::int64_t k) {
+  check_dim("m", m);
+  check_dim("k", k);
 }
 
 }  // namespace fp8jit

@@ -15,6 +15,7 @@
 #include "fp8jit/error.hpp"
 #include "autotune/gemm_tuning.hpp"
 #include "autotune/lookup.hpp"
+#include "runtime/dims.hpp"
 #include "runtime/driver.hpp"
 #include "runtime/gemm_op.hpp"
 #include "runtime/gemm_routes.hpp"
@@ -245,8 +246,7 @@ TuneResult Runtime::tune(const GemmArgs& args, const TuneOptions& options) {
 std::size_t Runtime::precompile(const GemmProblem& problem, const std::vector<GemmShape>& shapes, int jobs) {
   std::vector<KernelSpec> specs;
   for (const GemmShape& s : shapes) {
-    if (s.m <= 0 || s.n <= 0 || s.k <= 0 || s.k % 16)
-      throw_invalid("shape", fmt::format("{}x{}x{}", s.m, s.n, s.k), "m, n, k positive and k a multiple of 16");
+    check_gemm_dims(s.m, s.n, s.k);
     const KernelSpec spec = impl_->select_gemm(problem, s.m, s.n, s.k).spec;
     if (std::find(specs.begin(), specs.end(), spec) == specs.end()) specs.push_back(spec);
   }
