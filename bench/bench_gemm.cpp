@@ -10,16 +10,18 @@
 #include <algorithm>
 #include <cmath>
 #include <exception>
-#include <fstream>
 #include <functional>
+#include <optional>
 #include <random>
 #include <sstream>
+#include <utility>
 
 #include "bench/bench_gemm.hpp"
 #include "bench/bench_timing.hpp"
 #include "bench/gemm_peer.hpp"
 #include "fp8jit/fp8.hpp"
 #include "fp8jit/runtime.hpp"
+#include "runtime/file_io.hpp"
 
 namespace fp8jit::bench {
 namespace {
@@ -88,9 +90,8 @@ double relative_difference(const std::vector<unsigned char>& x, const std::vecto
   return norm > 0 ? std::sqrt(diff / norm) : INFINITY;
 }
 
-void run_case(benchmark::State& state, GemmShape s, ScaleMode mode, bool fast, GemmProviders providers) {
-  int n_dev = 0;
-  if (cudaGetDeviceCount(&n_dev) != cudaSuccess || n_dev == 0) return state.SkipWithError("no GPU");
+// main() has checked for a usable GPU and the shapes before any benchmark runs.
+void time_case(benchmark::State& state, GemmShape s, ScaleMode mode, bool fast, GemmProviders providers) {
   GemmArgs g;
   g.m = s.m; g.n = s.n; g.k = s.k;
   g.scale_mode = mode;
@@ -185,10 +186,29 @@ void run_case(benchmark::State& state, GemmShape s, ScaleMode mode, bool fast, G
     state.SkipWithError(("nothing timed: fp8jit skipped, cuBLASLt " + why + ", BF16 cuBLASLt " + bf16_why).c_str());
 }
 
+// An exception escaping a benchmark would end the whole run (std::terminate): it becomes this
+// benchmark's error instead, and the run goes on to the next shape.
+void run_case(benchmark::State& state, GemmShape s, ScaleMode mode, bool fast, GemmProviders providers) {
+  try {
+    time_case(state, s, mode, fast, providers);
+  } catch (const std::exception& e) {
+    state.SkipWithError(e.what());
+  }
+}
+
+// "m" or "m_fast": the scale mode and whether it accumulates fast; nullopt for an unknown mode.
+std::optional<std::pair<ScaleMode, bool>> parse_gemm_mode(const std::string& m) {
+  const bool fast = m.size() > 5 && m.substr(m.size() - 5) == "_fast";
+  const auto mode = parse_scale_mode(fast ? m.substr(0, m.size() - 5) : m);
+  if (!mode) return std::nullopt;
+  return std::pair{*mode, fast};
+}
+
 }  // namespace
 
 std::vector<GemmShape> read_shapes(const std::string& path) {
-  std::ifstream f(path);
+  // read_regular_file: a FIFO or directory given as --shapes fails at once with its name.
+  std::istringstream f(read_regular_file(path, "--shapes"));
   std::vector<GemmShape> out;
   std::string line;
   while (std::getline(f, line)) {
@@ -205,19 +225,22 @@ std::vector<std::string> register_gemm_benchmarks(const std::vector<GemmShape>& 
                                                   GemmProviders providers) {
   std::vector<std::string> unknown;
   for (const std::string& m : modes) {
-    const bool fast = m.size() > 5 && m.substr(m.size() - 5) == "_fast";
-    const auto mode = parse_scale_mode(fast ? m.substr(0, m.size() - 5) : m);
-    if (!mode) {
+    const auto parsed = parse_gemm_mode(m);
+    if (!parsed) {
       unknown.push_back(m);
       continue;
     }
+    const ScaleMode mode = parsed->first;
+    const bool fast = parsed->second;
     for (const GemmShape& s : shapes)
       benchmark::RegisterBenchmark(fmt::format("Gemm/{}/{}x{}x{}", m, s.m, s.n, s.k).c_str(),
-                                   [s, mode = *mode, fast, providers](benchmark::State& st) { run_case(st, s, mode, fast, providers); })
+                                   [s, mode, fast, providers](benchmark::State& st) { run_case(st, s, mode, fast, providers); })
           ->UseManualTime()->Iterations(1)->Unit(benchmark::kMicrosecond);
   }
   return unknown;
 }
+
+bool is_gemm_mode(const std::string& mode) { return parse_gemm_mode(mode).has_value(); }
 
 const std::vector<GemmRow>& gemm_results() { return rows(); }
 

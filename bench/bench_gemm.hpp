@@ -7,6 +7,10 @@
 
 #include "fp8jit/runtime.hpp"
 
+namespace fp8jit {
+class OutputFiles;  // runtime/file_io.hpp
+}
+
 namespace fp8jit::bench {
 
 using fp8jit::GemmShape;  // m, n, k
@@ -30,14 +34,26 @@ struct GemmProviders {
   bool fp8jit = true, cublaslt = true, cublaslt_bf16 = false;
 };
 
+// The m,n,k rows of a shape CSV (header and # comment lines skipped). Throws Error(io) naming
+// the file when it cannot be read.
 std::vector<GemmShape> read_shapes(const std::string& csv_path);
-// Modes: tensor, rowwise, block, group, each optionally with "_fast" (fast accumulation). Returns
-// the modes it does not know (nothing registered for those).
+// Modes: tensor, rowwise, block, group, each optionally with "_fast" (fast accumulation).
+bool is_gemm_mode(const std::string& mode);
+// Returns the modes it does not know (nothing registered for those).
 std::vector<std::string> register_gemm_benchmarks(const std::vector<GemmShape>& shapes, const std::vector<std::string>& modes,
                                                   GemmProviders providers = {});
 const std::vector<GemmRow>& gemm_results();
-// Markdown table (stdout, <dir>/gemm.md), CSV (<dir>/gemm.csv) and JSON (<dir>/gemm_rows.json)
-// of the results; geometric-mean ratio per mode. No files when dir is empty.
-void write_gemm_report(const std::string& dir, const std::string& gpu);
+
+// The report's three files as text: markdown table, CSV and JSON of the rows, with the
+// geometric-mean ratio to cuBLASLt per mode.
+struct GemmReport {
+  std::string md, csv, json;
+};
+GemmReport format_gemm_report(const std::vector<GemmRow>& rows, const std::string& gpu);
+// Prints the markdown table and stages <dir>/gemm.md, gemm.csv and gemm_rows.json in `files`
+// (committed by the caller with the run's other outputs). Nothing when there are no rows; no
+// files when dir is empty.
+void stage_gemm_report(const std::vector<GemmRow>& rows, const std::string& gpu,
+                       const std::string& dir, OutputFiles& files);
 
 }  // namespace fp8jit::bench

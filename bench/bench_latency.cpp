@@ -1,9 +1,10 @@
-// JIT latency: cold NVRTC compile per family (no GPU needed), load from the disk cache, host time
+// JIT latency: cold NVRTC compile per family (NVRTC alone), load from the disk cache, host time
 // per call of an in-memory kernel through the runtime against a bare cuLaunchKernelEx (quantize;
 // gemm with its parameters prepared once) and against cublasLtMatmul (a small block-scaled GEMM).
 //
 // Host time per call: std::chrono around the call only; every 256 calls a cudaDeviceSynchronize
-// outside the timed region keeps the launch queue from filling.
+// outside the timed region keeps the launch queue from filling. main() checks for a usable GPU
+// before any of these runs.
 #include "bench/bench_latency.hpp"
 
 #include <benchmark/benchmark.h>
@@ -29,11 +30,6 @@
 namespace fp8jit::bench {
 namespace {
 
-bool have_gpu() {
-  int n = 0;
-  return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
-}
-
 using Buf = DeviceScratch;
 
 // The default variant of each family, as the runtime would pick it before any tuning.
@@ -51,7 +47,6 @@ void cold_compile(benchmark::State& state, const KernelSpec& spec) {
 // A fresh KernelCache per iteration (empty memory cache): disk read, verify, cuModuleLoadData,
 // function lookup.
 void disk_cache_load(benchmark::State& state, const KernelSpec& spec) {
-  if (!have_gpu()) return state.SkipWithError("no GPU");
   cudaFree(nullptr);  // create the primary context
   const std::string dir = std::filesystem::temp_directory_path() / "fp8jit-bench-cache";
   try {
@@ -85,7 +80,6 @@ void time_host_calls(benchmark::State& state, Call&& call) {
 
 // Host time per call of a cached quantize kernel through the runtime, against cuLaunchKernelEx alone.
 void dispatch_loop(benchmark::State& state, bool raw) {
-  if (!have_gpu()) return state.SkipWithError("no GPU");
   Buf x(4096), q(4096), s(64);
   QuantizeArgs a;
   a.x = x.p; a.m = 1; a.k = 128; a.q = q.p; a.scales = static_cast<float*>(s.p);
@@ -141,7 +135,6 @@ struct SmallGemm {
 // Host time per call of fp8jit::gemm (tuning lookup + argument checks + tensor maps + launch of
 // the in-memory kernel) after the first call compiled or loaded it.
 void BM_GemmDispatchFp8jit(benchmark::State& state) {
-  if (!have_gpu()) return state.SkipWithError("no GPU");
   SmallGemm s;
   try {
     gemm(s.g, nullptr);
@@ -157,7 +150,6 @@ void BM_GemmDispatchFp8jit(benchmark::State& state) {
 // (tensor maps encoded) once, then only cuLaunchKernelEx per call. BM_GemmDispatchFp8jit minus
 // this is what fp8jit's lookup, checks and encoding add.
 void BM_GemmDispatchPrepared(benchmark::State& state) {
-  if (!have_gpu()) return state.SkipWithError("no GPU");
   SmallGemm s;
   try {
     static KernelCache cache{std::string()};
@@ -178,7 +170,6 @@ void BM_GemmDispatchPrepared(benchmark::State& state) {
 
 // The same shape and scale mode through cublasLtMatmul, planned once (best heuristic algorithm).
 void BM_GemmDispatchCublasLt(benchmark::State& state) {
-  if (!have_gpu()) return state.SkipWithError("no GPU");
   SmallGemm s;
   CublasLtGemm peer;
   std::string why;

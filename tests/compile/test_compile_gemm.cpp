@@ -232,7 +232,7 @@ TEST(CompileGemm, SpreadSampleOfTheConfigSpace) {
 
 TEST(CompileGemm, DeepSeekV3Defaults) {
   const std::vector<Shape> shapes = deepseek_shapes();
-  if (shapes.empty()) GTEST_SKIP() << "no " FP8JIT_SOURCE_DIR "/../shared/shapes/deepseek_v3.csv";
+  ASSERT_FALSE(shapes.empty()) << "no shapes from " << test::kDeepseekShapesCsv;
   std::vector<KernelSpec> specs;
   std::set<std::string> seen;
   for (const Shape& sh : shapes)
@@ -253,7 +253,7 @@ TEST(CompileGemm, DeepSeekV3Defaults) {
 // and bias, must not spill either.
 TEST(CompileGemm, GroupScalingDefaultsDoNotSpill) {
   const std::vector<Shape> shapes = deepseek_shapes();
-  if (shapes.empty()) GTEST_SKIP() << "no " FP8JIT_SOURCE_DIR "/../shared/shapes/deepseek_v3.csv";
+  ASSERT_FALSE(shapes.empty()) << "no shapes from " << test::kDeepseekShapesCsv;
   std::vector<KernelSpec> specs;
   std::set<std::string> seen;
   for (const Shape& sh : shapes)

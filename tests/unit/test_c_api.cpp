@@ -379,7 +379,7 @@ TEST(CApiLastError, SuccessKeepsTheLastFailureUntilCleared) {
             FP8JIT_ERROR_INVALID_ARGUMENT);
   const std::string failure = last_error();
   EXPECT_EQ(failure, cpp_message([] { (void)scale_count(Granularity::row, ScaleLayout::row_major, 0, 4); }));
-  EXPECT_TRUE(contains(failure, "invalid m/k = 0/4")) << failure;
+  EXPECT_TRUE(contains(failure, "invalid m = 0: must be positive")) << failure;
 
   EXPECT_EQ(fp8jit_scale_count(FP8JIT_GRANULARITY_ROW, FP8JIT_SCALE_LAYOUT_ROW_MAJOR, 3, 4, &n), FP8JIT_SUCCESS);
   EXPECT_EQ(n, 3);
@@ -516,6 +516,130 @@ TEST(CApiScaleCount, MatchesTheCppFunction) {
   ASSERT_EQ(fp8jit_scale_count(FP8JIT_GRANULARITY_GROUP128, FP8JIT_SCALE_LAYOUT_COL_MAJOR_TMA, 250, 1040, &n),
             FP8JIT_SUCCESS);
   EXPECT_EQ(n, 9 * 252);  // 9 groups of 128 along K, rows padded 250 -> 252
+}
+
+// ---- size ranges
+// ---------------------------------------------------------------------------------
+
+constexpr int64_t kTwo31 = int64_t{1} << 31;
+
+// Sizes beyond int: M*K/128 once wrapped to 0 with status OK. Now every granularity and layout
+// refuses them by name and value with the C++ message, and *out keeps its value.
+TEST(CApiScaleCount, SizesOutOfRangeAreRefusedByNameAndValue) {
+  struct Case {
+    int64_t m, k;
+    const char* message;
+  };
+  const Case cases[] = {
+      {INT64_MAX, INT64_MAX, "invalid m = 9223372036854775807: must be at most 2^31-1"},
+      {kTwo31, 128, "invalid m = 2147483648: must be at most 2^31-1"},
+      {128, kTwo31, "invalid k = 2147483648: must be at most 2^31-1"},
+      {128, INT64_MAX, "invalid k = 9223372036854775807: must be at most 2^31-1"},
+      {128, -1, "invalid k = -1: must be positive"},
+      {-1, 128, "invalid m = -1: must be positive"},
+      {0, 128, "invalid m = 0: must be positive"},
+      {128, 0, "invalid k = 0: must be positive"},
+  };
+  for (int g = 0; g < 4; ++g)
+    for (int l = 0; l < 2; ++l)
+      for (const Case& c : cases) {
+        fp8jit_clear_last_error();
+        int64_t out = -7;
+        const auto cg = static_cast<fp8jit_granularity>(g);
+        const auto cl = static_cast<fp8jit_scale_layout>(l);
+        EXPECT_EQ(fp8jit_scale_count(cg, cl, c.m, c.k, &out), FP8JIT_ERROR_INVALID_ARGUMENT)
+            << c.message;
+        EXPECT_EQ(fp8jit_get_last_status(), FP8JIT_ERROR_INVALID_ARGUMENT);
+        EXPECT_EQ(last_error(), c.message) << g << " " << l;
+        EXPECT_EQ(last_error(), cpp_message([&] {
+                    (void)scale_count(static_cast<Granularity>(g), static_cast<ScaleLayout>(l), c.m,
+                                      c.k);
+                  }));
+        EXPECT_EQ(out, -7) << c.message;
+      }
+}
+
+// The largest size accepted gives the exact count: no wrap, no truncation to int.
+TEST(CApiScaleCount, LargestSizesGiveExactCounts) {
+  const int64_t max = kTwo31 - 1;
+  const int64_t groups = (max + 127) / 128;  // 2^24
+  const struct {
+    fp8jit_granularity g;
+    fp8jit_scale_layout l;
+    int64_t want;
+  } cases[] = {
+      {FP8JIT_GRANULARITY_TENSOR, FP8JIT_SCALE_LAYOUT_ROW_MAJOR, 1},
+      {FP8JIT_GRANULARITY_ROW, FP8JIT_SCALE_LAYOUT_ROW_MAJOR, max},
+      {FP8JIT_GRANULARITY_GROUP128, FP8JIT_SCALE_LAYOUT_ROW_MAJOR, max * groups},
+      {FP8JIT_GRANULARITY_GROUP128, FP8JIT_SCALE_LAYOUT_COL_MAJOR_TMA,
+       kTwo31 * groups},  // rows to 4
+      {FP8JIT_GRANULARITY_BLOCK128, FP8JIT_SCALE_LAYOUT_ROW_MAJOR, groups * groups},
+  };
+  for (const auto& c : cases) {
+    int64_t out = -1;
+    ASSERT_EQ(fp8jit_scale_count(c.g, c.l, max, max, &out), FP8JIT_SUCCESS) << last_error();
+    EXPECT_EQ(out, c.want) << c.g << " " << c.l;
+    EXPECT_EQ(out,
+              scale_count(static_cast<Granularity>(c.g), static_cast<ScaleLayout>(c.l), max, max));
+  }
+}
+
+// GEMM sizes are refused by the argument checks, before anything needs a GPU: the status is
+// invalid-argument here, where a valid call gets a driver error, and nothing is compiled.
+TEST(CApiArguments, GemmSizesOutOfRangeAreRefusedBeforeTheGpu) {
+  Handle h;
+  struct Case {
+    int64_t fp8jit_gemm_args::*field;
+    int64_t value;
+    const char* message;
+  };
+  const Case cases[] = {
+      {&fp8jit_gemm_args::k, 100, "invalid k = 100: must be a multiple of 16"},
+      {&fp8jit_gemm_args::m, kTwo31, "invalid m = 2147483648: must be at most 2^31-1"},
+      {&fp8jit_gemm_args::n, kTwo31, "invalid n = 2147483648: must be at most 2^31-1"},
+      {&fp8jit_gemm_args::k, INT64_MAX, "invalid k = 9223372036854775807: must be at most 2^31-1"},
+      {&fp8jit_gemm_args::n, 0, "invalid n = 0: must be positive"},
+      {&fp8jit_gemm_args::m, -1, "invalid m = -1: must be positive"},
+  };
+  for (const Case& c : cases) {
+    fp8jit_gemm_args g = valid_gemm();
+    g.*c.field = c.value;
+    fp8jit_clear_last_error();
+    EXPECT_EQ(fp8jit_gemm(h.rt, &g, nullptr), FP8JIT_ERROR_INVALID_ARGUMENT) << c.message;
+    EXPECT_TRUE(contains(last_error(), c.message)) << last_error();
+    char name[256] = "untouched";
+    EXPECT_EQ(fp8jit_gemm_select(h.rt, &g, name, sizeof name), FP8JIT_ERROR_INVALID_ARGUMENT);
+    EXPECT_TRUE(contains(last_error(), c.message)) << last_error();
+    EXPECT_STREQ(name, "untouched");
+    EXPECT_EQ(fp8jit_gemm_tune(h.rt, &g, 4), FP8JIT_ERROR_INVALID_ARGUMENT) << last_error();
+    EXPECT_TRUE(contains(last_error(), c.message)) << last_error();
+    const int64_t mnk[] = {g.m, g.n, g.k};
+    EXPECT_EQ(fp8jit_gemm_precompile(h.rt, &g, mnk, 1), FP8JIT_ERROR_INVALID_ARGUMENT);
+    EXPECT_TRUE(contains(last_error(), c.message)) << last_error();
+  }
+  fp8jit_cache_stats stats;
+  ASSERT_EQ(fp8jit_runtime_cache_stats(h.rt, &stats), FP8JIT_SUCCESS);
+  EXPECT_EQ(stats.compiles, 0u);
+  EXPECT_EQ(stats.memory_misses, 0u);
+}
+
+// Quantize and dequantize share the bound, plus m*k below 2^34 elements.
+TEST(CApiArguments, QuantizeSizesOutOfRangeAreRefused) {
+  Handle h;
+  fp8jit_quantize_args q = valid_quantize();
+  q.m = kTwo31;
+  EXPECT_EQ(fp8jit_quantize(h.rt, &q, nullptr), FP8JIT_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(contains(last_error(), "invalid m = 2147483648: must be at most 2^31-1"))
+      << last_error();
+  q = valid_quantize();
+  q.m = int64_t{1} << 20, q.k = int64_t{1} << 14;  // 2^34 elements
+  EXPECT_EQ(fp8jit_quantize(h.rt, &q, nullptr), FP8JIT_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(contains(last_error(), "invalid m*k = 17179869184: must be below 2^34"))
+      << last_error();
+  fp8jit_dequantize_args dq = valid_dequantize();
+  dq.k = -1;
+  EXPECT_EQ(fp8jit_dequantize(h.rt, &dq, nullptr), FP8JIT_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(contains(last_error(), "invalid k = -1: must be positive")) << last_error();
 }
 
 }  // namespace

@@ -337,7 +337,7 @@ TEST(GemmSpecDefault, ValidFittingAndSmallTilesForSmallM) {
   // 3 format pairs x 3 outputs x bias x (4 scale modes precise + tensor and rowwise fast).
   ASSERT_EQ(problems.size(), 108u);
   const std::vector<Shape> shapes = default_shapes();
-  if (shapes.empty()) GTEST_SKIP() << "no " FP8JIT_SOURCE_DIR "/../shared/shapes/deepseek_v3.csv";
+  ASSERT_FALSE(shapes.empty()) << "no shapes from " << test::kDeepseekShapesCsv;
   std::map<std::string, int> widest;  // by scale mode and accumulation
   for (const GemmProblem& p : problems)
     for (const Shape& sh : shapes)
@@ -370,7 +370,7 @@ TEST(GemmSpecDefault, ValidFittingAndSmallTilesForSmallM) {
 // where even two stages of the usual ones (plus the staged tile of D) do not fit.
 TEST(GemmSpecDefault, FitsASmallerSharedMemoryLimit) {
   const std::vector<Shape> shapes = default_shapes();
-  if (shapes.empty()) GTEST_SKIP() << "no " FP8JIT_SOURCE_DIR "/../shared/shapes/deepseek_v3.csv";
+  ASSERT_FALSE(shapes.empty()) << "no shapes from " << test::kDeepseekShapesCsv;
   int shrunk = 0;
   for (const GemmProblem& p : gemm_problems())
     for (const Shape& sh : shapes) {
