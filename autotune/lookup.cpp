@@ -6,6 +6,7 @@
 
 #include "autotune/tuning_db.hpp"
 #include "generator/family.hpp"
+#include "runtime/file_io.hpp"
 #include "runtime/hash.hpp"
 #include "runtime/headers.hpp"
 #include "runtime/log.hpp"
@@ -14,12 +15,12 @@ namespace fp8jit {
 
 std::string tuning_space_hash(const std::string& family) {
   const FamilyDef& f = find_family(family);
-  std::uint64_t h = fnv1a64(f.name);
+  std::uint64_t h = stable_hash64(f.name);
   for (const ParamDef& p : f.params) {
-    h = fnv1a64(p.name + (p.is_config ? ":c:" : ":p:"), h);
-    for (const ParamValue& v : p.allowed) h = fnv1a64(param_to_string(v) + ",", h);
+    h = stable_hash64(p.name + (p.is_config ? ":c:" : ":p:"), h);
+    for (const ParamValue& v : p.allowed) h = stable_hash64(param_to_string(v) + ",", h);
   }
-  h = fnv1a64(hex64(embedded_headers().hash), h);
+  h = stable_hash64(hex64(embedded_headers().hash), h);
   return hex64(h);
 }
 
@@ -53,6 +54,12 @@ GemmLookup lookup_gemm(const GemmProblem& problem, std::int64_t m, std::int64_t 
   // not leave an empty SQLite file behind (tune and import create it).
   std::error_code ec;
   if (!std::filesystem::exists(db_path, ec)) return out;
+  // SQLite would open a FIFO and block reading it; anything but a file cannot be a database.
+  if (const std::string kind = special_file_kind(db_path); !kind.empty()) {
+    log::at(log::warning, "tuning database {} is {}, not a file; falling back to the heuristic", printable(db_path),
+            kind);
+    return out;
+  }
   try {
     TuningDb* db = thread_db(db_path);
     const std::string key = problem_key(out.spec), space = tuning_space_hash("gemm");

@@ -90,7 +90,7 @@ std::string spec_to_json(const KernelSpec& spec, int indent) {
 
 std::uint64_t spec_hash(const KernelSpec& spec) {
   // nlohmann::json objects sort their keys, so the dump is canonical.
-  return fnv1a64(spec_to_json(spec));
+  return stable_hash64(spec_to_json(spec));
 }
 
 namespace {

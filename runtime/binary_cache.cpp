@@ -2,22 +2,16 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <fmt/format.h>
-
-#include <cstdio>
-#include <cstring>
-#include <functional>
-#include <random>
-#include <system_error>
-#include <thread>
 #include <utility>
 
 #include "fp8jit/error.hpp"
-#include "hash.hpp"
-#include "log.hpp"
+#include "runtime/file_io.hpp"
+#include "runtime/hash.hpp"
+#include "runtime/log.hpp"
 
 namespace fp8jit {
 namespace {
@@ -37,70 +31,14 @@ std::uint64_t get_le(const char* p, int bytes) {
   return v;
 }
 
-std::string errno_text(int err) { return std::error_code(err, std::system_category()).message(); }
-
 [[noreturn]] void throw_io(const std::string& what, const std::string& path, int err) {
-  throw Error(ErrorKind::io, what + " '" + path + "': " + errno_text(err));
-}
-
-// Owns a file descriptor so that every early return closes it.
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() { close_now(); }
-  int get() const { return fd_; }
-  int close_now() {  // returns close()'s result so the writer can see deferred write errors
-    int rc = 0;
-    if (fd_ >= 0) rc = ::close(fd_);
-    fd_ = -1;
-    return rc;
-  }
-
- private:
-  int fd_;
-};
-
-int open_retry(const char* path, int flags, mode_t mode = 0) {
-  int fd;
-  do fd = ::open(path, flags, mode);
-  while (fd < 0 && errno == EINTR);
-  return fd;
-}
-
-// Reads exactly n bytes. False on error or early end of file (a truncated entry).
-bool read_exact(int fd, char* buf, std::uint64_t n) {
-  while (n > 0) {
-    ssize_t got = ::read(fd, buf, n);
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) return false;
-    buf += got;
-    n -= static_cast<std::uint64_t>(got);
-  }
-  return true;
-}
-
-// Writes all n bytes despite short writes and signals; false with errno set on failure.
-bool write_all(int fd, const char* buf, std::size_t n) {
-  while (n > 0) {
-    ssize_t put = ::write(fd, buf, n);
-    if (put < 0 && errno == EINTR) continue;
-    if (put < 0) return false;
-    if (put == 0) {  // should not happen for regular files; avoid spinning forever
-      errno = EIO;
-      return false;
-    }
-    buf += put;
-    n -= static_cast<std::size_t>(put);
-  }
-  return true;
+  throw Error(ErrorKind::io, what + " '" + path + "': " + io::errno_text(err));
 }
 
 // Parses and verifies one entry. Any mismatch (size, magic, version, key, checksum) => nullopt.
 std::optional<std::string> read_entry(int fd, std::uint64_t file_size, std::string_view key) {
   char prefix[kPrefixSize];
-  if (file_size < kPrefixSize || !read_exact(fd, prefix, kPrefixSize)) return std::nullopt;
+  if (file_size < kPrefixSize || !io::read_exact(fd, prefix, kPrefixSize)) return std::nullopt;
   if (std::string_view(prefix, kMagic.size()) != kMagic) return std::nullopt;
   if (get_le(prefix + 8, 4) != kFormatVersion) return std::nullopt;
   if (get_le(prefix + 12, 8) != key.size()) return std::nullopt;
@@ -109,16 +47,16 @@ std::optional<std::string> read_entry(int fd, std::uint64_t file_size, std::stri
   const std::uint64_t fixed = kPrefixSize + key.size() + kSuffixSize;
   if (file_size < fixed) return std::nullopt;
   std::string stored_key(key.size(), '\0');
-  if (!read_exact(fd, stored_key.data(), key.size()) || stored_key != key) return std::nullopt;
+  if (!io::read_exact(fd, stored_key.data(), key.size()) || stored_key != key) return std::nullopt;
 
   char suffix[kSuffixSize];
-  if (!read_exact(fd, suffix, kSuffixSize)) return std::nullopt;
+  if (!io::read_exact(fd, suffix, kSuffixSize)) return std::nullopt;
   const std::uint64_t payload_size = get_le(suffix, 8);
   // Written as a subtraction so a huge bogus size cannot overflow into a match.
   if (payload_size != file_size - fixed) return std::nullopt;
   std::string payload(payload_size, '\0');
-  if (!read_exact(fd, payload.data(), payload_size)) return std::nullopt;
-  if (fnv1a64(payload) != get_le(suffix + 8, 8)) return std::nullopt;
+  if (!io::read_exact(fd, payload.data(), payload_size)) return std::nullopt;
+  if (stable_hash64(payload) != get_le(suffix + 8, 8)) return std::nullopt;
   return payload;
 }
 
@@ -146,16 +84,6 @@ void make_dirs(const std::string& path) {
   }
 }
 
-// pid + thread + counter already make the name unique among live writers; the random part guards
-// against pid reuse meeting a stale temp file left by a crashed process.
-std::string temp_name_for(const std::string& final_path) {
-  static std::atomic<std::uint64_t> counter{0};
-  thread_local std::mt19937_64 rng{std::random_device{}()};
-  const auto tid = std::hash<std::thread::id>{}(std::this_thread::get_id());
-  return fmt::format("{}.tmp.{}.{:x}.{}.{:016x}", final_path, ::getpid(), tid,
-                     counter.fetch_add(1, std::memory_order_relaxed), rng());
-}
-
 std::string encode_header(std::string_view key, std::string_view payload) {
   std::string h;
   h.reserve(kPrefixSize + key.size() + kSuffixSize);
@@ -164,43 +92,20 @@ std::string encode_header(std::string_view key, std::string_view payload) {
   put_le(h, key.size(), 8);
   h.append(key);
   put_le(h, payload.size(), 8);
-  put_le(h, fnv1a64(payload), 8);
+  put_le(h, stable_hash64(payload), 8);
   return h;
 }
 
-// Returns an empty string on success, else what failed. The temp file is removed on failure; it
-// is only unlinked once we know we created it (O_EXCL), never someone else's.
-std::string write_file_durably(const std::string& path, std::string_view header,
-                               std::string_view payload) {
-  Fd fd(open_retry(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
-  if (fd.get() < 0) {
-    const int err = errno;
-    return "cannot create '" + path + "': " + errno_text(err);
-  }
-  const char* failed = nullptr;
-  if (!write_all(fd.get(), header.data(), header.size()) ||
-      !write_all(fd.get(), payload.data(), payload.size()))
-    failed = "cannot write";
-  // Without fsync a crash after the rename could leave a named but empty or partial file.
-  else if (::fsync(fd.get()) != 0)
-    failed = "cannot fsync";
-  else if (fd.close_now() != 0)
-    failed = "cannot close";
-  if (!failed) return {};
-  const int err = errno;
-  const std::string why = std::string(failed) + " '" + path + "': " + errno_text(err);
-  fd.close_now();
-  ::unlink(path.c_str());
-  return why;
+// Why a file that is not ours sits where an entry would be; empty when nothing or a regular file
+// is there. Such a file is never read, replaced or removed: only its owner may do that.
+std::string foreign_entry(const std::string& path, std::string_view action) {
+  const std::string kind = special_file_kind(path);
+  if (kind.empty()) return {};
+  return fmt::format(
+      "binary cache entry {} is {}, not a file fp8jit wrote; {} (remove it to let the cache use "
+      "this entry)",
+      printable(path, 4096), kind, action);
 }
-
-// Makes the rename itself durable. Best effort: the entry is already valid without it.
-void fsync_dir(const std::string& dir) {
-  Fd fd(open_retry(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (fd.get() >= 0) ::fsync(fd.get());
-}
-
-std::string parent_of(const std::string& path) { return path.substr(0, path.rfind('/')); }
 
 }  // namespace
 
@@ -208,7 +113,7 @@ BinaryCache::BinaryCache(std::string dir) : dir_(std::move(dir)) {}
 
 std::string BinaryCache::path_for(std::string_view key) const {
   if (dir_.empty()) return {};
-  const std::string h = hex64(fnv1a64(key));
+  const std::string h = hex64(stable_hash64(key));
   return dir_ + "/" + h.substr(0, 2) + "/" + h + ".cubin";
 }
 
@@ -218,16 +123,24 @@ std::optional<std::string> BinaryCache::load(std::string_view key) {
     return std::nullopt;
   }
   const std::string path = path_for(key);
-  Fd fd(open_retry(path.c_str(), O_RDONLY | O_CLOEXEC));
-  struct stat st {};
-  // Absent or unreadable: a plain miss, nothing to clean up.
-  if (fd.get() < 0 || ::fstat(fd.get(), &st) != 0) {
+  // O_NONBLOCK: a FIFO at the entry's path would otherwise block open() until a writer comes.
+  io::Fd fd(io::open_retry(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+  if (fd.get() < 0) {
+    const int err = errno;
+    // Absent: a plain miss, nothing to clean up. Otherwise (no permission, or a socket, which
+    // fails open with ENXIO) foreign_miss() tells a file that is not ours from a plain miss.
+    if (err != ENOENT) return foreign_miss(path);
     misses_.fetch_add(1, std::memory_order_relaxed);
     return std::nullopt;
   }
-  std::optional<std::string> payload;
-  if (S_ISREG(st.st_mode))
-    payload = read_entry(fd.get(), static_cast<std::uint64_t>(st.st_size), key);
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) {
+    misses_.fetch_add(1, std::memory_order_relaxed);
+    return std::nullopt;
+  }
+  if (!S_ISREG(st.st_mode)) return foreign_miss(path);
+  std::optional<std::string> payload =
+      read_entry(fd.get(), static_cast<std::uint64_t>(st.st_size), key);
   if (!payload) {
     corrupt_.fetch_add(1, std::memory_order_relaxed);
     misses_.fetch_add(1, std::memory_order_relaxed);
@@ -238,21 +151,34 @@ std::optional<std::string> BinaryCache::load(std::string_view key) {
   return payload;
 }
 
+std::optional<std::string> BinaryCache::foreign_miss(const std::string& path) {
+  misses_.fetch_add(1, std::memory_order_relaxed);
+  const std::string why = foreign_entry(path, "left alone and read as a miss");
+  if (!why.empty()) {
+    corrupt_.fetch_add(1, std::memory_order_relaxed);
+    log::at(log::warning, "{}", why);
+  }
+  return std::nullopt;
+}
+
 void BinaryCache::store(std::string_view key, std::string_view payload) {
   if (dir_.empty()) return;
   const std::string path = path_for(key);
   try {
-    const std::string sub = parent_of(path);
+    const std::string sub = io::parent_of(path);
     make_dirs(sub);
-    const std::string temp = temp_name_for(path);
-    const std::string why = write_file_durably(temp, encode_header(key, payload), payload);
-    if (!why.empty()) throw Error(ErrorKind::io, why);
+    // A rename would replace a FIFO or socket there; like load(), leave what is not ours alone.
+    if (std::string why = foreign_entry(path, "not replaced"); !why.empty())
+      throw Error(ErrorKind::io, why);
+    const std::string temp = io::temp_name_for(path);
+    if (auto f = io::write_new_file(temp, {encode_header(key, payload), payload}, 0644))
+      throw_io(fmt::format("cannot {} cache file", f->step), temp, f->err);
     if (::rename(temp.c_str(), path.c_str()) != 0) {
       const int err = errno;
       ::unlink(temp.c_str());
       throw_io("cannot rename cache file to", path, err);
     }
-    fsync_dir(sub);
+    io::fsync_dir(sub);
     writes_.fetch_add(1, std::memory_order_relaxed);
   } catch (const std::exception& e) {
     // Includes bad_alloc and random_device failures: a cache write is never worth an exception.

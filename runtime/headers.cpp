@@ -10,13 +10,13 @@ namespace fp8jit {
 const HeaderSet& embedded_headers() {
   static const HeaderSet set = [] {
     HeaderSet s;
-    std::uint64_t h = kFnvOffset;
+    std::uint64_t h = kStableHashSeed;
     for (std::size_t i = 0; i < detail::kNumEmbeddedHeaders; ++i) {
       const auto& e = detail::kEmbeddedHeaders[i];
       s.names.push_back(e.name);
       s.contents.push_back(e.text);
-      h = fnv1a64(e.name, h);
-      h = fnv1a64(std::string_view(e.text, e.size), h);
+      h = stable_hash64(e.name, h);
+      h = stable_hash64(std::string_view(e.text, e.size), h);
     }
     s.hash = h;
     return s;

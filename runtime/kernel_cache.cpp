@@ -3,8 +3,7 @@
 #include <fmt/format.h>
 
 #include "runtime/driver.hpp"
-#include <fstream>
-
+#include "runtime/file_io.hpp"
 #include "runtime/headers.hpp"
 #include "runtime/log.hpp"
 #include "runtime/settings.hpp"
@@ -52,9 +51,16 @@ std::string KernelCache::cubin(const KernelSpec& spec) {
   disk_.store(key, r.binary);
   if (Settings::get().keep_source && !disk_.dir().empty()) {
     // Beside the cubin, so `cuobjdump` output and source can be read together.
+    // Temp + rename: a FIFO there fails instead of blocking, a failed write leaves no partial file.
     const std::string path = disk_.path_for(key) + ".cu";
-    std::ofstream(path) << source;
-    log::at(log::info, "{}: source kept at {}", name, path);
+    try {
+      OutputFiles out;
+      out.add(path, source);
+      out.commit();
+      log::at(log::info, "{}: source kept at {}", name, path);
+    } catch (const std::exception& e) {  // a debugging aid, never worth failing the compile
+      log::at(log::warning, "{}: source not kept: {}", name, e.what());
+    }
   }
   return std::move(r.binary);
 }

@@ -32,7 +32,7 @@ void validate_spec(const KernelSpec& spec);
 
 // Canonical procedural name, e.g. "quant_sm90_bf16_e4m3_1x128_v8_t256_u2". Validates.
 std::string spec_name(const KernelSpec& spec);
-// Stable across runs, platforms and builds: FNV-1a of the canonical JSON. Validates.
+// Stable across runs, platforms and builds: a 64-bit hash of the canonical JSON. Validates.
 std::uint64_t spec_hash(const KernelSpec& spec);
 
 // {"family": ..., "problem": {...}, "config": {...}} with keys in the family's order.

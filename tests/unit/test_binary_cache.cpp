@@ -2,15 +2,18 @@
 // concurrent threads and processes.
 #include "runtime/binary_cache.hpp"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <iterator>
 #include <random>
 #include <string>
@@ -41,13 +44,13 @@ void write_bytes(const std::string& path, std::string_view data) {
 std::string make_payload(std::string_view key, std::string_view tag, std::size_t size, char fill) {
   std::string p = "key=" + std::string(key) + ";tag=" + std::string(tag) + ";";
   if (p.size() + 16 < size) p.resize(size - 16, fill);
-  return p + hex64(fnv1a64(p));
+  return p + hex64(stable_hash64(p));
 }
 
 bool payload_valid(std::string_view p, std::string_view key) {
   const std::string prefix = "key=" + std::string(key) + ";";
   if (p.size() < prefix.size() + 16 || p.substr(0, prefix.size()) != prefix) return false;
-  return hex64(fnv1a64(p.substr(0, p.size() - 16))) == p.substr(p.size() - 16);
+  return hex64(stable_hash64(p.substr(0, p.size() - 16))) == p.substr(p.size() - 16);
 }
 
 // Files whose name is not a finished entry: leftovers of a writer that did not clean up.
@@ -123,7 +126,7 @@ TEST_F(BinaryCacheTest, StoreLoadRoundTrip) {
 TEST_F(BinaryCacheTest, PathLayout) {
   BinaryCache c(dir_);
   EXPECT_EQ(c.dir(), dir_);
-  const std::string h = hex64(fnv1a64("k"));
+  const std::string h = hex64(stable_hash64("k"));
   EXPECT_EQ(c.path_for("k"), dir_ + "/" + h.substr(0, 2) + "/" + h + ".cubin");
   EXPECT_NE(c.path_for("k"), c.path_for("k2"));
 }
@@ -300,6 +303,61 @@ TEST_F(BinaryCacheTest, ReadOnlyDirectoryWarnsAndCounts) {
   ::chmod(sub.c_str(), 0755);
   expect_stats(c, 0, 0, 1, 0, 1);
   EXPECT_EQ(c.load("seed").value_or("<miss>"), "x");
+}
+
+// Runs fn on another thread. Should it still be running after a few seconds (blocked opening the
+// FIFO), opening the FIFO for writing releases it so that the test fails instead of hanging.
+template <class F>
+auto within_deadline(F fn, const std::string& fifo) {
+  auto done = std::async(std::launch::async, fn);
+  if (done.wait_for(std::chrono::seconds(3)) != std::future_status::ready) {
+    ADD_FAILURE() << "blocked on the FIFO " << fifo;
+    const int fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
+    if (fd >= 0) ::close(fd);
+  }
+  return done.get();
+}
+
+bool is_fifo(const std::string& path) {
+  struct stat st {};
+  return ::lstat(path.c_str(), &st) == 0 && S_ISFIFO(st.st_mode);
+}
+
+TEST_F(BinaryCacheTest, FifoAtEntryPathIsLeftAloneAndNeverBlocks) {
+  BinaryCache c(dir_);
+  const std::string path = c.path_for("k");
+  fs::create_directories(fs::path(path).parent_path());
+  ASSERT_EQ(::mkfifo(path.c_str(), 0644), 0);
+
+  ::testing::internal::CaptureStderr();
+  EXPECT_FALSE(within_deadline([&] { return c.load("k"); }, path).has_value());
+  std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find(path + " is a FIFO"), std::string::npos) << err;
+  expect_stats(c, 0, 1, 0, 1, 0);
+  EXPECT_TRUE(is_fifo(path)) << "not ours: must not be removed";
+
+  ::testing::internal::CaptureStderr();
+  within_deadline([&] { c.store("k", "payload"); return 0; }, path);
+  err = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("warning"), std::string::npos) << err;
+  expect_stats(c, 0, 1, 0, 1, 1);
+  EXPECT_TRUE(is_fifo(path)) << "not ours: must not be replaced";
+  EXPECT_EQ(count_temp_files(dir_), 0);
+}
+
+TEST_F(BinaryCacheTest, DirectoryAtEntryPathIsAMissAndAFailedWrite) {
+  BinaryCache c(dir_);
+  const std::string path = c.path_for("k");
+  fs::create_directories(path);
+  ::testing::internal::CaptureStderr();
+  EXPECT_FALSE(c.load("k").has_value());
+  expect_stats(c, 0, 1, 0, 1, 0);
+  EXPECT_NO_THROW(c.store("k", "payload"));
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find(path + " is a directory"), std::string::npos) << err;
+  expect_stats(c, 0, 1, 0, 1, 1);
+  EXPECT_TRUE(fs::is_directory(path));
+  EXPECT_EQ(count_temp_files(dir_), 0);
 }
 
 TEST_F(BinaryCacheConcurrency, ThreadsStoreAndLoadOverlappingKeys) {
