@@ -243,7 +243,8 @@ TuneResult Runtime::tune(const GemmArgs& args, const TuneOptions& options) {
   return r;
 }
 
-std::size_t Runtime::precompile(const GemmProblem& problem, const std::vector<GemmShape>& shapes, int jobs) {
+std::size_t Runtime::precompile(const GemmProblem& problem, const std::vector<GemmShape>& shapes, int jobs,
+                                const CompileProgress& progress) {
   std::vector<KernelSpec> specs;
   for (const GemmShape& s : shapes) {
     check_gemm_dims(s.m, s.n, s.k);
@@ -252,13 +253,17 @@ std::size_t Runtime::precompile(const GemmProblem& problem, const std::vector<Ge
   }
   std::mutex mutex;
   std::vector<std::string> errors;
+  std::size_t done = 0;
   parallel_for(specs.size(), jobs > 0 ? jobs : Settings::get().jobs, [&](std::size_t i) {
+    std::string error;
     try {
       compile(specs[i]);
     } catch (const std::exception& e) {
-      std::lock_guard<std::mutex> lock(mutex);
-      errors.push_back(e.what());
+      error = e.what();
     }
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!error.empty()) errors.push_back(std::move(error));
+    if (progress) progress(++done, specs.size(), specs[i]);
   });
   if (!errors.empty())
     throw Error(ErrorKind::compile, fmt::format("{} of {} kernels failed to compile; first: {}", errors.size(),

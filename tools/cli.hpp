@@ -1,47 +1,32 @@
-// Shared pieces of the `fp8jit` command-line tool.
+// The `fp8jit` command-line tool: each subcommand is declared once with CLI11, and that one
+// declaration parses its options, checks their types and ranges, and writes its `--help`.
 #pragma once
 
-#include <map>
-#include <optional>
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <functional>
 #include <string>
-#include <vector>
 
 #include "fp8jit/kernel_spec.hpp"
 
 namespace fp8jit::cli {
 
-// --name value / --flag options after the subcommand. Unknown options are errors.
-class Args {
- public:
-  Args(int argc, char** argv, int first, const std::vector<std::string>& valued,
-       const std::vector<std::string>& flags);
-  std::optional<std::string> get(const std::string& name) const;
-  std::string get_or(const std::string& name, const std::string& fallback) const;
-  long long get_int(const std::string& name, long long fallback) const;
-  bool flag(const std::string& name) const;
+// Registers each command family on the application.
+void add_kernel_commands(CLI::App& app);  // info, list, emit, compile, compile-all
+void add_run_commands(CLI::App& app);     // quantize, dequantize, demo
+void add_gemm_commands(CLI::App& app);    // gemm, select-gemm
+void add_tune_commands(CLI::App& app);    // tune, precompile
+void add_db_command(CLI::App& app);       // db list|show|export|import|prune|rebuild
+void add_bench_command(CLI::App& app);    // bench
 
- private:
-  std::map<std::string, std::string> values_;
-  std::map<std::string, bool> flags_;
-};
+// Runs `body` as the subcommand's action; its return value becomes the process's exit status.
+void on_run(CLI::App* sub, std::function<int()> body);
 
-// A spec from inline JSON or from a file holding it.
+// A spec from inline JSON or from a regular file holding it.
 KernelSpec read_spec(const std::string& json_or_path);
 
-int cmd_info(const Args& args);
-int cmd_list(const Args& args);
-int cmd_emit(const Args& args);
-int cmd_compile(const Args& args);
-int cmd_compile_all(const Args& args);
-int cmd_quantize(const Args& args);
-int cmd_dequantize(const Args& args);
-int cmd_demo(const Args& args);
-int cmd_gemm(const Args& args);
-int cmd_tune(const Args& args);
-int cmd_precompile(const Args& args);
-int cmd_select_gemm(const Args& args);
-// `db <subcommand> [options]`: argv[2] names the subcommand, its options follow.
-int cmd_db(int argc, char** argv);
-int cmd_bench(const Args& args);
+// Throws Error(driver) "needs a GPU: <why>" where no CUDA device can be used. Commands call it
+// after every other check, so a typo is reported on any machine.
+void require_gpu();
 
 }  // namespace fp8jit::cli

@@ -12,13 +12,15 @@
 #include <cstring>
 #include <ctime>
 #include <filesystem>
-#include <fstream>
+#include <memory>
 #include <set>
 #include <sstream>
 
 #include "fp8jit/error.hpp"
 #include "fp8jit/types.hpp"
+#include "runtime/file_io.hpp"
 #include "tools/cli.hpp"
+#include "tools/options.hpp"
 #include "tools/shapes.hpp"
 
 extern char** environ;
@@ -76,26 +78,22 @@ std::string shell_quote(const std::string& s) {
   return out + "'";
 }
 
-}  // namespace
+struct BenchOptions {
+  std::string suite, shapes, scale = "block,tensor", providers = "fp8jit,cublaslt", out;
+  bool dry_run = false;
+};
 
-int cmd_bench(const Args& args) {
-  const auto suite = args.get("suite"), shapes_arg = args.get("shapes");
-  if (suite && shapes_arg) throw_invalid("--suite/--shapes", *suite + " / " + *shapes_arg, "give one of them, not both");
-  if (!suite && !shapes_arg)
+int bench(const BenchOptions& o) {
+  if (o.suite.empty() && o.shapes.empty())
     throw_invalid("--suite/--shapes", "<missing>", "give --suite deepseek-v3|square or --shapes FILE.csv (m,n,k rows)");
-  const std::string scales = validated_scales(args.get_or("scale", "block,tensor"));
-  const std::string providers = validated_providers(args.get_or("providers", "fp8jit,cublaslt"));
-  std::string shapes;
-  if (shapes_arg) {
-    check_shapes_file(*shapes_arg);
-    shapes = fs::absolute(*shapes_arg).lexically_normal().string();
-  } else {
-    shapes = find_suite(*suite).string();
-  }
-  const std::string out = args.get_or("out", "fp8jit-bench-" + today());
-  if (out.empty()) throw_invalid("--out", "<empty>", "expected a directory");
+  const std::string scales = validated_scales(o.scale);
+  const std::string providers = validated_providers(o.providers);
+  std::string shapes = o.shapes.empty() ? find_suite(o.suite).string() : fs::absolute(o.shapes).lexically_normal().string();
+  read_gemm_shapes(shapes);  // every row checked here, before a GPU is asked for
+  const std::string out = o.out.empty() ? "fp8jit-bench-" + today() : o.out;
+  if (const std::string kind = special_file_kind(out); !kind.empty() && kind != "a directory")
+    throw_invalid("--out", out, "is " + kind + "; expected a directory for the results");
   const fs::path exe = find_bench_executable();
-
   std::vector<std::string> argv_s = {exe.string(),
                                      "--benchmark_filter=^Gemm/",
                                      "--shapes=" + shapes,
@@ -106,10 +104,11 @@ int cmd_bench(const Args& args) {
                                      "--benchmark_out_format=json"};
   std::vector<std::string> shown;
   for (const auto& a : argv_s) shown.push_back(shell_quote(a));
-  if (args.flag("dry-run")) {
+  if (o.dry_run) {
     fmt::print("{}\n", join(shown, " "));
     return 0;
   }
+  require_gpu();
   fmt::print("fp8jit bench: {}\n", join(shown, " "));
   std::fflush(stdout);
   std::vector<char*> argv_c;
@@ -121,20 +120,31 @@ int cmd_bench(const Args& args) {
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0)
     if (errno != EINTR) throw Error(ErrorKind::io, fmt::format("waitpid: {}", std::strerror(errno)));
-  if (WIFSIGNALED(status)) {
-    fmt::print(stderr, "fp8jit bench: fp8jit_bench killed by signal {}\n", WTERMSIG(status));
-    return 128 + WTERMSIG(status);
-  }
+  if (WIFSIGNALED(status)) throw Error(ErrorKind::io, fmt::format("fp8jit_bench killed by signal {}", WTERMSIG(status)));
   const int rc = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+  if (rc != 0) throw Error(ErrorKind::io, fmt::format("fp8jit_bench exited with status {} (see above)", rc));
   std::error_code ec;
-  if (rc == 0 && fs::exists(fs::path(out) / "gemm.csv", ec))
-    fmt::print("fp8jit bench: results in {} (gemm.md, gemm.csv, gemm_rows.json, gemm.json); charts: bash bench/plot.sh {}\n",
-               out, shell_quote(out));
-  else if (rc == 0)
-    fmt::print(stderr, "fp8jit bench: no GEMM results in {}: every benchmark failed (see above)\n", out);
-  else
-    fmt::print(stderr, "fp8jit bench: fp8jit_bench exited with status {}\n", rc);
-  return rc;
+  if (!fs::exists(fs::path(out) / "gemm.csv", ec))
+    throw Error(ErrorKind::io, fmt::format("no GEMM results in {}: every benchmark failed (see above)", out));
+  fmt::print("fp8jit bench: results in {} (gemm.md, gemm.csv, gemm_rows.json, gemm.json); charts: bash bench/plot.sh {}\n",
+             out, shell_quote(out));
+  return 0;
+}
+
+}  // namespace
+
+void add_bench_command(CLI::App& app) {
+  auto* b = app.add_subcommand("bench", "GPU: the GEMM benchmarks next to cuBLASLt (runs fp8jit_bench)");
+  auto o = std::make_shared<BenchOptions>();
+  auto* suite = b->add_option("--suite", o->suite, "a shape suite of bench/shapes (deepseek-v3, square, ...)");
+  suite->excludes(b->add_option("--shapes", o->shapes, "a CSV of m,n,k rows"));
+  b->add_option("--scale", o->scale, "scale modes, comma-separated: block, rowwise, tensor, group (each optionally _fast)")
+      ->capture_default_str();
+  b->add_option("--providers", o->providers, "fp8jit, cublaslt and/or cublaslt_bf16, comma-separated")
+      ->capture_default_str();
+  b->add_option("--out", o->out, "results directory (default: fp8jit-bench-<date>); charts: bash bench/plot.sh DIR");
+  b->add_flag("--dry-run", o->dry_run, "print the fp8jit_bench command line instead of running it");
+  on_run(b, [=] { return bench(*o); });
 }
 
 }  // namespace fp8jit::cli

@@ -3,14 +3,15 @@
 #include <fmt/format.h>
 
 #include <ctime>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
+#include <memory>
 
 #include "autotune/tuning_db.hpp"
 #include "fp8jit/error.hpp"
 #include "runtime/settings.hpp"
+#include "runtime/file_io.hpp"
 #include "tools/cli.hpp"
+#include "tools/options.hpp"
 
 namespace fp8jit::cli {
 namespace {
@@ -31,13 +32,31 @@ std::string config_label(const nlohmann::json& config) {
 
 std::string us_or_dash(const nlohmann::json& v) { return v.is_number() ? fmt::format("{:.2f}", v.get<double>()) : "-"; }
 
-std::optional<GpuKey> gpu_filter(const Args& args) {
-  if (auto g = args.get("gpu")) return GpuKey::from_string(*g);
-  return std::nullopt;
+struct DbOptions {
+  std::string db, file, gpu, op, space_hash;
+  std::int64_t m = -1, n = -1, k = -1;  // -1: any
+};
+
+std::optional<GpuKey> gpu_filter(const DbOptions& o) {
+  if (o.gpu.empty()) return std::nullopt;
+  return GpuKey::from_string(o.gpu);
 }
 
-int db_list(TuningDb& db, const Args& args) {
-  const std::vector<TuningRecord> rows = db.list(gpu_filter(args));
+std::string db_path(const DbOptions& o) { return o.db.empty() ? Settings::get().db_path : o.db; }
+
+// Commands that only read never create the database: a missing file is reported, not made.
+bool missing(const std::string& path, const char* what) {
+  if (TuningDb::exists(path)) return false;
+  fmt::print("no tuning database at {} yet: {}\n", printable(path), what);
+  return true;
+}
+
+int db_list(const DbOptions& o) {
+  const auto gpu = gpu_filter(o);
+  const std::string path = db_path(o);
+  if (missing(path, "nothing tuned")) return 0;
+  TuningDb db(path);
+  const std::vector<TuningRecord> rows = db.list(gpu);
   const std::size_t total = db.row_count();
   if (rows.empty()) fmt::print("no valid tuning results in {}\n", db.path());
   else
@@ -46,16 +65,20 @@ int db_list(TuningDb& db, const Args& args) {
   for (const TuningRecord& r : rows)
     fmt::print("{:<24} {:<10} {:>7} {:>7} {:>7} {:>10.2f}  {:<44} {}\n", r.gpu.str(), r.op, r.m, r.n, r.k, r.best_us,
                spec_name(r.best), when(r.created_at));
-  if (!args.get("gpu") && total > rows.size())
+  if (!gpu && total > rows.size())
     fmt::print("{} invalid rows ignored: `fp8jit db prune --db {}` removes them\n", total - rows.size(), db.path());
   return 0;
 }
 
-int db_show(TuningDb& db, const Args& args) {
+int db_show(const DbOptions& o) {
+  const auto gpu = gpu_filter(o);
+  const std::string path = db_path(o);
+  if (missing(path, "nothing tuned")) return 0;
+  TuningDb db(path);
   std::size_t shown = 0;
-  for (const TuningRecord& r : db.list(gpu_filter(args))) {
-    if ((args.get("op") && *args.get("op") != r.op) || (args.get("m") && args.get_int("m", 0) != r.m) ||
-        (args.get("n") && args.get_int("n", 0) != r.n) || (args.get("k") && args.get_int("k", 0) != r.k))
+  for (const TuningRecord& r : db.list(gpu)) {
+    if ((!o.op.empty() && o.op != r.op) || (o.m >= 0 && o.m != r.m) || (o.n >= 0 && o.n != r.n) ||
+        (o.k >= 0 && o.k != r.k))
       continue;
     fmt::print("{}{} m={} n={} k={} on {} (tuned {}, space {})\n", shown++ ? "\n" : "", r.op, r.m, r.n, r.k,
                r.gpu.str(), when(r.created_at), r.space_hash);
@@ -73,60 +96,88 @@ int db_show(TuningDb& db, const Args& args) {
   return 0;
 }
 
+int db_export(const DbOptions& o) {
+  const std::string path = db_path(o);
+  if (!TuningDb::exists(path)) throw Error(ErrorKind::io, fmt::format("no tuning database at {}: nothing to export", path));
+  const std::string text = TuningDb(path).export_json();
+  if (o.file.empty()) {
+    fmt::print("{}", text);
+    return 0;
+  }
+  OutputFiles outputs;
+  outputs.add(o.file, text);
+  outputs.commit();
+  fmt::print(stderr, "exported {} rows to {}\n", nlohmann::json::parse(text)["rows"].size(), o.file);
+  return 0;
+}
+
+int db_import(const DbOptions& o) {
+  const std::string text = read_regular_file(o.file, "--file", std::size_t{1} << 30);
+  const std::string path = db_path(o);
+  const ImportStats s = TuningDb(path).import_json(text);
+  fmt::print("imported {} rows into {}: {} new, {} replaced (faster), {} kept (stored row as fast or faster)\n",
+             s.inserted + s.replaced + s.kept, path, s.inserted, s.replaced, s.kept);
+  return 0;
+}
+
+int db_prune(const DbOptions& o) {
+  std::map<std::string, std::string> spaces;
+  if (!o.op.empty()) spaces[o.op] = o.space_hash;  // the options need each other
+  const std::string path = db_path(o);
+  if (missing(path, "nothing to prune")) return 0;
+  fmt::print("removed {} rows from {}\n", TuningDb(path).prune(spaces), path);
+  return 0;
+}
+
+int db_rebuild(const DbOptions& o) {
+  const std::string path = db_path(o);
+  if (missing(path, "nothing to rebuild")) return 0;
+  const RebuildStats s = TuningDb::rebuild(path);
+  if (s.healthy) {
+    fmt::print("{} is healthy ({} rows): nothing changed\n", path, s.rows);
+    return 0;
+  }
+  if (!s.moved_to.empty()) fmt::print("moved the damaged file to {}\n", s.moved_to);
+  fmt::print("rebuilt {}: {} rows read, {} copied, {} dropped (invalid)\n", path, s.rows_read, s.rows_copied,
+             s.rows_dropped);
+  return 0;
+}
+
 }  // namespace
 
-int cmd_db(int argc, char** argv) {
-  const std::string sub = argc > 2 ? argv[2] : "";
-  const std::vector<std::string> subs = {"list", "show", "export", "import", "prune", "rebuild"};
-  if (std::find(subs.begin(), subs.end(), sub) == subs.end())
-    throw_invalid("db subcommand", sub.empty() ? "<missing>" : sub, "one of list, show, export, import, prune, rebuild");
-  const Args args(argc, argv, 3, {"db", "file", "gpu", "op", "m", "n", "k", "space-hash"}, {});
-  const std::string path = args.get_or("db", Settings::get().db_path);
+void add_db_command(CLI::App& app) {
+  auto* db = app.add_subcommand("db", "the tuning database (FP8JIT_DB): list, show, export, import, prune, rebuild");
+  db->require_subcommand(1, 1);
+  auto add = [db](const char* name, const char* doc, int (*fn)(const DbOptions&)) {
+    auto* sub = db->add_subcommand(name, doc);
+    auto o = std::make_shared<DbOptions>();
+    sub->add_option("--db", o->db, "the database file (default: FP8JIT_DB)");
+    on_run(sub, [o, fn] { return fn(*o); });
+    return std::make_pair(sub, o);
+  };
+  auto [list, lo] = add("list", "one line per valid row", db_list);
+  list->add_option("--gpu", lo->gpu, "only rows of this GPU key");
 
-  if (sub == "rebuild") {  // before anything opens the (possibly damaged) file
-    const RebuildStats s = TuningDb::rebuild(path);
-    if (!s.moved_to.empty()) fmt::print("moved the old file to {}\n", s.moved_to);
-    fmt::print("rebuilt {}: {} rows read, {} copied, {} dropped (invalid)\n", path, s.rows_read, s.rows_copied,
-               s.rows_dropped);
-    return 0;
-  }
-  TuningDb db(path);
-  if (sub == "list") return db_list(db, args);
-  if (sub == "show") return db_show(db, args);
-  if (sub == "export") {
-    const std::string text = db.export_json();
-    const auto file = args.get("file");
-    if (!file) {
-      fmt::print("{}", text);
-      return 0;
-    }
-    std::ofstream out(*file, std::ios::binary | std::ios::trunc);
-    out << text;
-    if (!out.flush()) throw Error(ErrorKind::io, fmt::format("--file {}: cannot write", *file));
-    fmt::print(stderr, "exported {} rows to {}\n", nlohmann::json::parse(text)["rows"].size(), *file);
-    return 0;
-  }
-  if (sub == "import") {
-    const auto file = args.get("file");
-    if (!file) throw_invalid("--file", "<missing>", "the export file to import");
-    std::ifstream in(*file, std::ios::binary);
-    if (!in) throw Error(ErrorKind::io, fmt::format("--file {}: cannot open it for reading", *file));
-    std::stringstream text;
-    text << in.rdbuf();  // an empty file reads as "" and fails as JSON
-    const ImportStats s = db.import_json(text.str());
-    fmt::print("imported {} rows into {}: {} new, {} replaced (faster), {} kept (stored row as fast or faster)\n",
-               s.inserted + s.replaced + s.kept, path, s.inserted, s.replaced, s.kept);
-    return 0;
-  }
-  // prune
-  std::map<std::string, std::string> spaces;
-  if (args.get("op") || args.get("space-hash")) {
-    if (!args.get("op") || !args.get("space-hash"))
-      throw_invalid("--op/--space-hash", "only one given", "give both: rows of OP tuned over another space are removed");
-    spaces[*args.get("op")] = *args.get("space-hash");
-  }
-  fmt::print("removed {} rows from {}\n", db.prune(spaces), path);
-  return 0;
+  auto [show, so] = add("show", "rows with every candidate's timing", db_show);
+  show->add_option("--gpu", so->gpu, "only rows of this GPU key");
+  show->add_option("--op", so->op, "only rows of this operation")->check(CLI::IsMember({"gemm", "quantize", "dequantize"}));
+  for (auto [flag, var] : {std::pair{"--m", &so->m}, {"--n", &so->n}, {"--k", &so->k}})
+    show->add_option(flag, *var, "only rows of this size")->check(integer_in(0, INT64_MAX));
+
+  auto [exp, eo] = add("export", "every valid row as JSON (to stdout, or --file)", db_export);
+  exp->add_option("--file", eo->file, "write the export here (replaced only when complete)");
+
+  auto [imp, io] = add("import", "merge an export; the faster row wins", db_import);
+  imp->add_option("--file", io->file, "an `fp8jit db export` file")->required();
+
+  auto [prune, po] = add("prune", "remove rows that no longer validate (and, with --op, rows of another space)", db_prune);
+  auto* op = prune->add_option("--op", po->op, "also remove this op's rows tuned over another space")
+                 ->check(CLI::IsMember({"gemm", "quantize", "dequantize"}));
+  auto* space = prune->add_option("--space-hash", po->space_hash, "the space whose rows of --op are kept");
+  op->needs(space);
+  space->needs(op);
+
+  add("rebuild", "recover a damaged database (a healthy one is left as it is)", db_rebuild);
 }
 
 }  // namespace fp8jit::cli

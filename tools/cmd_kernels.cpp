@@ -2,55 +2,64 @@
 #include <fmt/format.h>
 
 #include <chrono>
-#include <fstream>
+#include <memory>
 #include <mutex>
 
 #include "fp8jit/error.hpp"
 #include "fp8jit/runtime.hpp"
 #include "generator/family.hpp"
 #include "runtime/driver.hpp"
+#include "runtime/file_io.hpp"
 #include "runtime/headers.hpp"
 #include "runtime/kernel_cache.hpp"
 #include "runtime/nvrtc.hpp"
 #include "runtime/parallel.hpp"
 #include "runtime/settings.hpp"
 #include "tools/cli.hpp"
+#include "tools/options.hpp"
+#include "tools/progress.hpp"
 
 namespace fp8jit::cli {
 namespace {
-
-void write_file(const std::string& path, const std::string& data) {
-  std::ofstream f(path, std::ios::binary);
-  f.write(data.data(), static_cast<std::streamsize>(data.size()));
-  if (!f) throw Error(ErrorKind::io, fmt::format("cannot write {}", path));
-}
-
-// --family a,b,c or every family.
-std::vector<const FamilyDef*> selected_families(const Args& args) {
-  auto f = args.get("family");
-  if (!f) return all_families();
-  std::vector<const FamilyDef*> out;
-  std::size_t start = 0;
-  while (start <= f->size()) {
-    const std::size_t comma = std::min(f->find(',', start), f->size());
-    out.push_back(&find_family(f->substr(start, comma - start)));
-    start = comma + 1;
-  }
-  return out;
-}
 
 // Families with a huge space (gemm: thousands of variants of a few seconds each) are compiled
 // by a fixed spread sample unless --sample 0 asks for everything.
 constexpr std::size_t kFullCompileLimit = 3000;
 
-}  // namespace
+std::vector<std::string> family_names() {
+  std::vector<std::string> out;
+  for (const FamilyDef* f : all_families()) out.push_back(f->name);
+  return out;
+}
 
-int cmd_info(const Args&) {
+// A comma-separated list of known family names.
+CLI::Validator families_validator() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        const auto names = family_names();
+        const auto items = split_list(text);
+        if (items.empty()) return "expected one or more of " + join(names, ", ");
+        for (const std::string& f : items)
+          if (std::find(names.begin(), names.end(), f) == names.end())
+            return fmt::format("unknown family \"{}\" (known: {})", printable(f, 40), join(names, ", "));
+        return "";
+      },
+      "FAMILY[,FAMILY...]");
+}
+
+std::vector<const FamilyDef*> selected_families(const std::string& list) {
+  if (list.empty()) return all_families();
+  std::vector<const FamilyDef*> out;
+  for (const std::string& name : split_list(list)) out.push_back(&find_family(name));
+  return out;
+}
+
+int info() {
   const Settings& s = Settings::get();
   if (driver::available()) {
     const driver::DeviceInfo d = driver::device_info(driver::current_device());
-    fmt::print("gpu:        {} (compute capability {}.{}, {} SMs, {} MiB, L2 {} KiB)\n", d.name,
-               d.cc_major, d.cc_minor, d.sm_count, d.total_mem >> 20, d.l2_bytes >> 10);
+    fmt::print("gpu:        {} (compute capability {}.{}, {} SMs, {} MiB, L2 {} KiB)\n", d.name, d.cc_major,
+               d.cc_minor, d.sm_count, d.total_mem >> 20, d.l2_bytes >> 10);
     fmt::print("driver:     CUDA {}.{}\n", d.driver_version / 1000, d.driver_version % 1000 / 10);
   } else {
     fmt::print("gpu:        none ({})\n", driver::unavailable_reason());
@@ -64,10 +73,10 @@ int cmd_info(const Args&) {
   return 0;
 }
 
-int cmd_list(const Args& args) {
-  for (const FamilyDef* f : selected_families(args)) {
+int list(const std::string& families, bool json) {
+  for (const FamilyDef* f : selected_families(families)) {
     const std::vector<KernelSpec> specs = enumerate_specs(*f);
-    if (args.flag("json")) {
+    if (json) {
       for (const KernelSpec& s : specs) fmt::print("{}\n", spec_to_json(s));
       continue;
     }
@@ -75,29 +84,26 @@ int cmd_list(const Args& args) {
     for (const ParamDef& p : f->params) {
       std::vector<std::string> vals;
       for (const auto& v : p.allowed) vals.push_back(param_to_string(v));
-      fmt::print("  {:<7} {:<12} {{{}}}  {}\n", p.is_config ? "config" : "problem", p.name,
-                 fmt::join(vals, ", "), p.doc);
+      fmt::print("  {:<7} {:<12} {{{}}}  {}\n", p.is_config ? "config" : "problem", p.name, fmt::join(vals, ", "),
+                 p.doc);
     }
   }
   return 0;
 }
 
-int cmd_emit(const Args& args) {
-  auto s = args.get("spec");
-  if (!s) throw_invalid("--spec", "<missing>", "a spec as JSON or a file holding it");
-  fmt::print("{}", render_source(read_spec(*s)));
-  return 0;
-}
+struct CompileOptions {
+  std::string spec, ptx, cubin;
+};
 
-int cmd_compile(const Args& args) {
-  auto s = args.get("spec");
-  if (!s) throw_invalid("--spec", "<missing>", "a spec as JSON or a file holding it");
-  const KernelSpec spec = read_spec(*s);
+int compile(const CompileOptions& o) {
+  const KernelSpec spec = read_spec(o.spec);
   const std::string name = spec_name(spec), source = render_source(spec);
+  OutputFiles outputs;  // checked now, written only when every compilation succeeded
   CompileResult cubin = nvrtc_compile(name, source, CompileTarget::cubin);
   const PostPassStats post = post_pass(name, cubin.binary);  // the bytes the runtime would load
-  if (auto path = args.get("cubin")) write_file(*path, cubin.binary);
-  if (auto path = args.get("ptx")) write_file(*path, nvrtc_compile(name, source, CompileTarget::ptx).binary);
+  if (!o.cubin.empty()) outputs.add(o.cubin, cubin.binary);
+  if (!o.ptx.empty()) outputs.add(o.ptx, nvrtc_compile(name, source, CompileTarget::ptx).binary);
+  outputs.commit();
   fmt::print("{}: sm_90a cubin {} bytes, compiled in {:.3f} s\n", name, cubin.binary.size(), cubin.seconds);
   if (post.reuse.runs)
     fmt::print("FP8JIT_FFMA_REUSE=1: {} FFMAs keep their factor cached ({} runs, {} left alone)\n", post.reuse.held,
@@ -109,13 +115,9 @@ int cmd_compile(const Args& args) {
   return 0;
 }
 
-int cmd_compile_all(const Args& args) {
-  const int jobs = static_cast<int>(args.get_int("jobs", Settings::get().jobs));
-  if (jobs < 1 || jobs > 1024) throw_invalid("--jobs", std::to_string(jobs), "must be in [1, 1024]");
+int compile_all(const std::string& families, int jobs, std::int64_t sample) {
   int failures = 0;
-  const long long sample = args.get_int("sample", 96);
-  if (sample < 0) throw_invalid("--sample", std::to_string(sample), "must be >= 0 (0: every variant)");
-  for (const FamilyDef* f : selected_families(args)) {
+  for (const FamilyDef* f : selected_families(families)) {
     std::vector<KernelSpec> specs = enumerate_specs(*f);
     const std::size_t total = specs.size();
     if (sample > 0 && total > kFullCompileLimit) specs = spread_sample(*f, static_cast<std::size_t>(sample));
@@ -123,9 +125,11 @@ int cmd_compile_all(const Args& args) {
     double total_seconds = 0, max_seconds = 0;
     std::size_t bytes = 0;
     const auto t0 = std::chrono::steady_clock::now();
+    Progress progress(fmt::format("compiling {} {} kernels", specs.size(), f->name), specs.size());
     parallel_for(specs.size(), jobs, [&](std::size_t i) {
+      const std::string name = spec_name(specs[i]);
       try {
-        const CompileResult r = nvrtc_compile(spec_name(specs[i]), render_source(specs[i]), CompileTarget::cubin);
+        const CompileResult r = nvrtc_compile(name, render_source(specs[i]), CompileTarget::cubin);
         std::lock_guard<std::mutex> lock(mutex);
         total_seconds += r.seconds;
         max_seconds = std::max(max_seconds, r.seconds);
@@ -133,9 +137,11 @@ int cmd_compile_all(const Args& args) {
       } catch (const std::exception& e) {
         std::lock_guard<std::mutex> lock(mutex);
         ++failures;
-        fmt::print(stderr, "FAILED {}: {}\n", spec_name(specs[i]), e.what());
+        fmt::print(stderr, "FAILED {}: {}\n", name, e.what());
       }
+      progress.advance(1, name);
     });
+    progress.finish();
     const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     fmt::print("{:<11} {:>5} of {} variants compiled for sm_90a in {:.1f} s on {} threads: mean {:.3f} s, max {:.3f} s, "
                "{:.1f} MiB of cubins\n",
@@ -144,6 +150,53 @@ int cmd_compile_all(const Args& args) {
   }
   fmt::print("{}\n", failures ? fmt::format("{} variants FAILED", failures) : std::string("all variants compiled"));
   return failures ? 1 : 0;
+}
+
+}  // namespace
+
+KernelSpec read_spec(const std::string& s) {
+  const auto first = s.find_first_not_of(" \t\r\n");
+  if (first != std::string::npos && (s[first] == '{' || s[first] == '['))
+    return spec_from_json(s);  // spec_from_json names what a non-object is
+  return spec_from_json(read_regular_file(s, "--spec", std::size_t{1} << 20));
+}
+
+void add_kernel_commands(CLI::App& app) {
+  on_run(app.add_subcommand("info", "GPU, driver, NVRTC, cache and settings"), info);
+
+  auto* l = app.add_subcommand("list", "kernel families and their config spaces");
+  auto families = std::make_shared<std::string>();
+  auto json = std::make_shared<bool>(false);
+  l->add_option("--family", *families, "only these families, comma-separated")->check(families_validator());
+  l->add_flag("--json", *json, "every valid spec as JSON, one per line");
+  on_run(l, [=] { return list(*families, *json); });
+
+  auto* e = app.add_subcommand("emit", "print the generated CUDA source of a spec");
+  auto spec = std::make_shared<std::string>();
+  e->add_option("--spec", *spec, "the spec as JSON, or a file holding it (`fp8jit list --json` prints specs)")
+      ->required();
+  on_run(e, [=] {
+    fmt::print("{}", render_source(read_spec(*spec)));
+    return 0;
+  });
+
+  auto* c = app.add_subcommand("compile", "NVRTC-compile a spec for sm_90a (no GPU needed)");
+  auto co = std::make_shared<CompileOptions>();
+  c->add_option("--spec", co->spec, "the spec as JSON, or a file holding it")->required();
+  c->add_option("--cubin", co->cubin, "write the cubin (after the post-passes the runtime applies) here");
+  c->add_option("--ptx", co->ptx, "write the PTX here");
+  on_run(c, [=] { return compile(*co); });
+
+  auto* a = app.add_subcommand("compile-all", "compile every variant of the chosen families (a spread sample of gemm)");
+  auto all_families = std::make_shared<std::string>();
+  auto jobs = std::make_shared<int>(1);
+  auto sample = std::make_shared<std::int64_t>(96);
+  a->add_option("--family", *all_families, "families, comma-separated (default: all)")->check(families_validator());
+  add_jobs(a, *jobs);
+  a->add_option("--sample", *sample, "variants of a space over 3000 to compile, spread over it (0: every variant)")
+      ->check(integer_in(0, 1000000))
+      ->capture_default_str();
+  on_run(a, [=] { return compile_all(*all_families, *jobs, *sample); });
 }
 
 }  // namespace fp8jit::cli

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <random>
 
 #include "fp8jit/error.hpp"
@@ -12,17 +13,12 @@
 #include "fp8jit/runtime.hpp"
 #include "runtime/driver.hpp"
 #include "tools/cli.hpp"
+#include "tools/demo.hpp"
+#include "tools/options.hpp"
 #include "autotune/timer.hpp"
 
 namespace fp8jit::cli {
 namespace {
-
-template <class T, class F> T parse_or_throw(const Args& a, const char* name, const char* def, F parse, const char* rule) {
-  const std::string s = a.get_or(name, def);
-  auto v = parse(s);
-  if (!v) throw_invalid(std::string("--") + name, s, rule);
-  return *v;
-}
 
 // Normal values with a few large outliers per row, as activations have.
 std::vector<unsigned char> random_input(std::int64_t m, std::int64_t k, DType t, unsigned seed) {
@@ -35,11 +31,6 @@ std::vector<unsigned char> random_input(std::int64_t m, std::int64_t k, DType t,
     fp8::store_from_float(h.data(), static_cast<std::size_t>(i), t, v);
   }
   return h;
-}
-
-void require_gpu() {
-  if (!driver::available())
-    throw Error(ErrorKind::driver, "this command needs a GPU: " + driver::unavailable_reason());
 }
 
 struct QuantRun {
@@ -87,50 +78,55 @@ QuantRun run_quantize(Runtime& rt, QuantizeArgs a, int iters, std::vector<unsign
   return r;
 }
 
-QuantizeArgs quantize_args_from(const Args& args) {
+
+struct QuantOptions {
+  std::int64_t m = 8192, k = 7168;
+  std::string input = "bf16", format = "e4m3", granularity = "1x128", layout = "row_major";
+  bool pow2 = false, transpose = false;
+  int iters = 20;
+};
+
+QuantizeArgs quantize_args_from(const QuantOptions& o) {
   QuantizeArgs a;
-  a.m = args.get_int("m", 8192);
-  a.k = args.get_int("k", 7168);
-  a.input = parse_or_throw<DType>(args, "input", "bf16", parse_dtype, "bf16, fp16 or fp32");
-  a.format = parse_or_throw<Fp8Format>(args, "format", "e4m3", parse_fp8_format, "e4m3 or e5m2");
-  a.granularity = parse_or_throw<Granularity>(args, "granularity", "1x128", parse_granularity, "tensor, row, 1x128 or 128x128");
-  a.scale_layout = parse_or_throw<ScaleLayout>(args, "layout", "row_major", parse_scale_layout, "row_major or col_major_tma");
-  a.pow2_scale = args.flag("pow2");
-  if (args.flag("transpose")) {
+  a.m = o.m;
+  a.k = o.k;
+  a.input = *parse_dtype(o.input);  // the option's IsMember check admitted only parseable names
+  a.format = *parse_fp8_format(o.format);
+  a.granularity = *parse_granularity(o.granularity);
+  a.scale_layout = *parse_scale_layout(o.layout);
+  a.pow2_scale = o.pow2;
+  if (o.transpose) {
+    if (a.granularity == Granularity::row)
+      throw_invalid("--transpose", "with --granularity row",
+                    "per-row scaling has no transposed output; use tensor, 1x128 or 128x128");
     a.qt = reinterpret_cast<void*>(16);  // placeholder: replaced by a device buffer
     if (a.granularity == Granularity::group128) a.scales_t = reinterpret_cast<float*>(16);
   }
   return a;
 }
 
-}  // namespace
-
-int cmd_quantize(const Args& args) {
+int quantize(const QuantOptions& o) {
+  QuantizeArgs a = quantize_args_from(o);
   require_gpu();
-  const int iters = static_cast<int>(args.get_int("iters", 20));
-  QuantizeArgs a = quantize_args_from(args);
-  if (a.m <= 0 || a.k <= 0) throw_invalid("--m/--k", fmt::format("{}/{}", a.m, a.k), "must be positive");
   Runtime rt;
   const auto x = random_input(a.m, a.k, a.input, 1234);
-  const QuantRun r = run_quantize(rt, a, iters, nullptr, nullptr, x);
-  const double copy_gbps = r.bytes / copy_median_ms(r.bytes / 2, iters) * 1e-6;
-  fmt::print("{} [{}x{}]: {:.3f} ms, {:.0f} GB/s = {:.1f}% of copy ({:.0f} GB/s); {} vs host reference\n",
-             r.kernel, a.m, a.k, r.ms, r.gbps, 100 * r.gbps / copy_gbps, copy_gbps,
+  const QuantRun r = run_quantize(rt, a, o.iters, nullptr, nullptr, x);
+  const double copy_gbps = r.bytes / copy_median_ms(r.bytes / 2, o.iters) * 1e-6;
+  fmt::print("{} [{}x{}]: {:.3f} ms, {:.0f} GB/s = {:.1f}% of copy ({:.0f} GB/s); {} vs host reference\n", r.kernel,
+             a.m, a.k, r.ms, r.gbps, 100 * r.gbps / copy_gbps, copy_gbps,
              r.mismatches ? fmt::format("{} MISMATCHES", r.mismatches) : "bit-exact");
   return r.mismatches ? 1 : 0;
 }
 
-int cmd_dequantize(const Args& args) {
+int dequantize(const QuantOptions& o) {
   require_gpu();
-  const int iters = static_cast<int>(args.get_int("iters", 20));
   DequantizeArgs d;
-  d.m = args.get_int("m", 7168);
-  d.k = args.get_int("k", 16384);
-  d.format = parse_or_throw<Fp8Format>(args, "format", "e4m3", parse_fp8_format, "e4m3 or e5m2");
-  d.output = parse_or_throw<DType>(args, "output", "bf16", parse_dtype, "bf16, fp16 or fp32");
-  d.granularity = parse_or_throw<Granularity>(args, "granularity", "128x128", parse_granularity, "tensor, row, 1x128 or 128x128");
-  d.scale_layout = parse_or_throw<ScaleLayout>(args, "layout", "row_major", parse_scale_layout, "row_major or col_major_tma");
-  if (d.m <= 0 || d.k <= 0) throw_invalid("--m/--k", fmt::format("{}/{}", d.m, d.k), "must be positive");
+  d.m = o.m;
+  d.k = o.k;
+  d.format = *parse_fp8_format(o.format);
+  d.output = *parse_dtype(o.input);  // --output binds the same field as quantize's --input
+  d.granularity = *parse_granularity(o.granularity);
+  d.scale_layout = *parse_scale_layout(o.layout);
   const std::size_t n = static_cast<std::size_t>(d.m * d.k);
   const std::int64_t ns = scale_count(d.granularity, d.scale_layout, d.m, d.k);
   std::vector<unsigned char> qh(n);
@@ -159,25 +155,20 @@ int cmd_dequantize(const Args& args) {
   std::int64_t mismatches = 0;
   for (std::size_t i = 0; i < got.size(); ++i) mismatches += got[i] != want[i];
   const std::size_t bytes = n + y.size() + ns * 4;
-  const double ms = time_median_ms([&] { rt.dequantize(d, nullptr); }, 3, iters);
-  const double copy_gbps = bytes / copy_median_ms(bytes / 2, iters) * 1e-6;
+  const double ms = time_median_ms([&] { rt.dequantize(d, nullptr); }, 3, o.iters);
+  const double copy_gbps = bytes / copy_median_ms(bytes / 2, o.iters) * 1e-6;
   const double gbps = bytes / ms * 1e-6;
-  fmt::print("{} [{}x{}]: {:.3f} ms, {:.0f} GB/s = {:.1f}% of copy ({:.0f} GB/s); {}\n",
-             spec_name(rt.select(d)), d.m, d.k, ms, gbps, 100 * gbps / copy_gbps, copy_gbps,
+  fmt::print("{} [{}x{}]: {:.3f} ms, {:.0f} GB/s = {:.1f}% of copy ({:.0f} GB/s); {}\n", spec_name(rt.select(d)), d.m,
+             d.k, ms, gbps, 100 * gbps / copy_gbps, copy_gbps,
              mismatches ? fmt::format("{} MISMATCHED BYTES", mismatches) : "bit-exact vs host reference");
   return mismatches ? 1 : 0;
 }
 
-int cmd_demo(const Args& args) {
-  if (!driver::available()) {
-    fmt::print("no GPU ({}): compiling every kernel variant instead\n", driver::unavailable_reason());
-    return cmd_compile_all(args);
-  }
-  // Round trip: bf16 -> E4M3 with 1x128 scales -> bf16, on a DeepSeek-V3-sized activation.
+// Round trip: bf16 -> E4M3 with 1x128 scales -> bf16, on a DeepSeek-V3-sized activation.
+int demo_on_gpu(std::int64_t m, std::int64_t k) {
   QuantizeArgs a;
-  a.m = args.get_int("m", 16384);
-  a.k = args.get_int("k", 7168);
-  if (a.m <= 0 || a.k <= 0) throw_invalid("--m/--k", fmt::format("{}/{}", a.m, a.k), "must be positive");
+  a.m = m;
+  a.k = k;
   Runtime rt;
   const auto x = random_input(a.m, a.k, a.input, 42);
   std::vector<unsigned char> qh;
@@ -217,6 +208,46 @@ int cmd_demo(const Args& args) {
              100 * dbytes / dms * 1e-6 / copy_d, copy_d);
   fmt::print("  round-trip relative error {:.4f} (E4M3 carries 3 mantissa bits: expect ~0.02-0.03)\n", rel);
   return (qr.mismatches || !(rel < 0.05)) ? 1 : 0;
+}
+
+}  // namespace
+
+void add_run_commands(CLI::App& app) {
+  const std::vector<std::string> dtypes = {"bf16", "fp16", "fp32"}, formats = {"e4m3", "e5m2"},
+                                 grans = {"tensor", "row", "1x128", "128x128"}, layouts = {"row_major", "col_major_tma"};
+  auto* q = app.add_subcommand("quantize", "GPU: quantize a random tensor, check it bit for bit, report GB/s");
+  auto qo = std::make_shared<QuantOptions>();
+  q->add_option("--m", qo->m, "rows")->check(quant_dim('m'))->capture_default_str();
+  q->add_option("--k", qo->k, "columns")->check(quant_dim('k'))->capture_default_str();
+  add_choice(q, "--input", qo->input, dtypes, "input dtype");
+  add_choice(q, "--format", qo->format, formats, "FP8 format");
+  add_choice(q, "--granularity", qo->granularity, grans, "scale granularity");
+  add_choice(q, "--layout", qo->layout, layouts, "scale layout");
+  q->add_flag("--pow2", qo->pow2, "round scales up to powers of two");
+  q->add_flag("--transpose", qo->transpose, "also write the transposed output (not with --granularity row)");
+  q->add_option("--iters", qo->iters, "timed iterations")->check(integer_in(1, 100000))->capture_default_str();
+  on_run(q, [=] { return quantize(*qo); });
+
+  auto* d = app.add_subcommand("dequantize", "GPU: dequantize random FP8 data, check it bit for bit, report GB/s");
+  auto dq = std::make_shared<QuantOptions>();
+  dq->m = 7168, dq->k = 16384, dq->granularity = "128x128";
+  d->add_option("--m", dq->m, "rows")->check(quant_dim('m'))->capture_default_str();
+  d->add_option("--k", dq->k, "columns")->check(quant_dim('k'))->capture_default_str();
+  add_choice(d, "--format", dq->format, formats, "FP8 format");
+  add_choice(d, "--output", dq->input, dtypes, "output dtype");
+  add_choice(d, "--granularity", dq->granularity, grans, "scale granularity");
+  add_choice(d, "--layout", dq->layout, layouts, "scale layout");
+  d->add_option("--iters", dq->iters, "timed iterations")->check(integer_in(1, 100000))->capture_default_str();
+  on_run(d, [=] { return dequantize(*dq); });
+
+  auto* demo = app.add_subcommand(
+      "demo", "with a GPU: bf16 -> E4M3 -> bf16 round trip, checked, in GB/s; without: the kernels it would run, compiled");
+  auto m = std::make_shared<std::int64_t>(16384), k = std::make_shared<std::int64_t>(7168);
+  auto jobs = std::make_shared<int>(1);
+  demo->add_option("--m", *m, "rows of the activation")->check(quant_dim('m'))->capture_default_str();
+  demo->add_option("--k", *k, "columns of the activation")->check(quant_dim('k'))->capture_default_str();
+  add_jobs(demo, *jobs);
+  on_run(demo, [=] { return driver::available() ? demo_on_gpu(*m, *k) : demo_without_gpu(*jobs); });
 }
 
 }  // namespace fp8jit::cli

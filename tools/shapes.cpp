@@ -4,12 +4,16 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cctype>
 #include <fstream>
 #include <set>
 #include <sstream>
 
 #include "fp8jit/error.hpp"
+#include "runtime/dims.hpp"
+#include "runtime/file_io.hpp"
+#include "tools/options.hpp"
 
 namespace fp8jit::cli {
 
@@ -20,20 +24,6 @@ constexpr const char* kInstallPrefix = FP8JIT_INSTALL_PREFIX;
 #else
 constexpr const char* kInstallPrefix = "/usr/local";  // CMake's default CMAKE_INSTALL_PREFIX
 #endif
-
-std::vector<std::string> split_list(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  for (std::string item; std::getline(ss, item, ',');)
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
-
-std::string join(const std::vector<std::string>& v, const char* sep) {
-  std::string out;
-  for (const auto& s : v) out += (out.empty() ? "" : sep) + s;
-  return out;
-}
 
 fs::path exe_dir() {
   std::error_code ec;
@@ -99,34 +89,41 @@ fs::path find_suite(const std::string& suite) {
                             join(std::vector<std::string>(available.begin(), available.end()), ", "), join(searched, ", ")));
 }
 
-// A readable CSV with at least one m,n,k row (the format fp8jit_bench reads).
-void check_shapes_file(const std::string& path) {
-  std::error_code ec;
-  if (!fs::exists(path, ec)) throw_invalid("--shapes", path, "no such file");
-  if (fs::is_directory(path, ec)) throw_invalid("--shapes", path, "is a directory, expected a CSV file");
-  std::ifstream f(path);
-  if (!f) throw_invalid("--shapes", path, "not readable");
-  for (std::string line; std::getline(f, line);) {
-    if (line.empty() || !std::isdigit(static_cast<unsigned char>(line[0]))) continue;
-    std::replace(line.begin(), line.end(), ',', ' ');
-    std::istringstream ss(line);
-    long long m = 0, n = 0, k = 0;
-    if (ss >> m >> n >> k && m > 0 && n > 0 && k > 0) return;
-  }
-  throw_invalid("--shapes", path, "no m,n,k rows (a CSV with lines such as 4096,7168,2048)");
-}
-
+// NOTE: strict, because a silently dropped row means a shape never tuned or benchmarked.
 std::vector<GemmShape> read_gemm_shapes(const std::string& path) {
-  check_shapes_file(path);
-  std::ifstream f(path);
+  const std::string text = read_regular_file(path, "--shapes");
   std::vector<GemmShape> out;
-  for (std::string line; std::getline(f, line);) {
-    if (line.empty() || !std::isdigit(static_cast<unsigned char>(line[0]))) continue;
-    std::replace(line.begin(), line.end(), ',', ' ');
-    std::istringstream ss(line);
-    GemmShape s;
-    if (ss >> s.m >> s.n >> s.k && s.m > 0 && s.n > 0 && s.k > 0) out.push_back(s);
+  std::istringstream lines(text);
+  int number = 0;
+  for (std::string line; std::getline(lines, line);) {
+    ++number;
+    while (!line.empty() && std::isspace(static_cast<unsigned char>(line.back()))) line.pop_back();
+    const auto first = line.find_first_not_of(" \t");
+    if (first == std::string::npos || line[first] == '#') continue;
+    if (out.empty() && line.substr(first) == "m,n,k") continue;
+    const std::string where = fmt::format("{}:{}", path, number);
+    std::vector<std::int64_t> v;
+    std::istringstream fields(line);
+    for (std::string field; std::getline(fields, field, ',');) {
+      const auto b = field.find_first_not_of(" \t"), e = field.find_last_not_of(" \t");
+      std::int64_t x = 0;
+      const char* begin = field.data() + (b == std::string::npos ? field.size() : b);
+      const char* end = field.data() + (e == std::string::npos ? field.size() : e + 1);
+      const auto [ptr, ec] = std::from_chars(begin, end, x);
+      if (ec != std::errc() || ptr != end || begin == end)
+        throw_invalid("--shapes", where, fmt::format("\"{}\" is not an m,n,k row of integers", printable(line, 80)));
+      v.push_back(x);
+    }
+    if (v.size() != 3)
+      throw_invalid("--shapes", where, fmt::format("\"{}\" has {} fields, expected m,n,k", printable(line, 80), v.size()));
+    try {
+      check_gemm_dims(v[0], v[1], v[2]);
+    } catch (const Error& e) {
+      throw_invalid("--shapes", where, e.what());
+    }
+    out.push_back(GemmShape{v[0], v[1], v[2]});
   }
+  if (out.empty()) throw_invalid("--shapes", path, "no m,n,k rows (a CSV with lines such as 4096,7168,2048)");
   return out;
 }
 

@@ -4,6 +4,7 @@
 #include <cuda.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -127,7 +128,11 @@ class Runtime {
 
   // Compiles (in parallel) the variants select() picks for these shapes, ahead of serving.
   // Returns how many compiled; failures throw after every shape was tried.
-  std::size_t precompile(const GemmProblem& problem, const std::vector<GemmShape>& shapes, int jobs = 0);
+  // `progress`, when set, is called (from the compiling threads, one call at a time) after each
+  // kernel with the count done, the count in all and the kernel's spec.
+  using CompileProgress = std::function<void(std::size_t done, std::size_t total, const KernelSpec& spec)>;
+  std::size_t precompile(const GemmProblem& problem, const std::vector<GemmShape>& shapes, int jobs = 0,
+                         const CompileProgress& progress = {});
 
   // The variant the runtime would use for these arguments.
   KernelSpec select(const QuantizeArgs& args) const;

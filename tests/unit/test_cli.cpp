@@ -2,8 +2,6 @@
 // clean failures (message on stderr, exit status 1 or 2, never a signal) for bad input.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
-#include <stdlib.h>
-#include <sys/wait.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -17,28 +15,15 @@
 #include "generator/family.hpp"
 #include "runtime/driver.hpp"
 #include "runtime/headers.hpp"
+#include "tests/common/cli_run.hpp"
 
 namespace fp8jit {
 namespace {
 
 namespace fs = std::filesystem;
 
-std::string read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-std::string shell_quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
-struct CliResult {
-  bool exited = false;  // false: killed by a signal
-  int status = -1;      // exit status when exited
-  std::string out, err;
-};
+using test::CliResult;
+using test::read_bytes;
 
 class CliTest : public ::testing::Test {
  protected:
@@ -52,20 +37,7 @@ class CliTest : public ::testing::Test {
     fs::remove_all(dir_, ec);
   }
 
-  // Runs `fp8jit <args...>` (each argument quoted) with stdout and stderr captured apart.
-  CliResult run(const std::vector<std::string>& args) {
-    std::string cmd = shell_quote(FP8JIT_CLI_PATH);
-    for (const auto& a : args) cmd += " " + shell_quote(a);
-    const std::string out = dir_ + "/stdout", err = dir_ + "/stderr";
-    cmd += " >" + shell_quote(out) + " 2>" + shell_quote(err) + " </dev/null";
-    const int raw = std::system(cmd.c_str());
-    CliResult r;
-    r.exited = raw != -1 && WIFEXITED(raw);
-    r.status = r.exited ? WEXITSTATUS(raw) : -1;
-    r.out = read_bytes(out);
-    r.err = read_bytes(err);
-    return r;
-  }
+  CliResult run(const std::vector<std::string>& args) { return test::run_cli(args, dir_); }
 
   // A failure: status 1 or 2 from exit(), a message on stderr containing each needle.
   void expect_clean_failure(const CliResult& r, int status, const std::vector<std::string>& needles) {
@@ -183,31 +155,34 @@ TEST_F(CliTest, InfoWithoutGpu) {
 TEST_F(CliTest, HelpAndUsage) {
   const CliResult h = run({"--help"});
   EXPECT_EQ(h.status, 0);
-  EXPECT_NE(h.out.find("usage: fp8jit <command>"), std::string::npos);
+  EXPECT_NE(h.out.find("Usage: fp8jit [OPTIONS] SUBCOMMAND"), std::string::npos) << h.out;
+  for (const char* cmd : {"info", "list", "emit", "compile", "compile-all", "quantize", "dequantize", "gemm",
+                          "select-gemm", "tune", "precompile", "demo", "db", "bench"})
+    EXPECT_NE(h.out.find(std::string("  ") + cmd + " "), std::string::npos) << cmd << " not in:\n" << h.out;
   const CliResult none = run({});
   EXPECT_TRUE(none.exited);
   EXPECT_EQ(none.status, 2);
-  EXPECT_NE(none.out.find("usage: fp8jit <command>"), std::string::npos);
+  EXPECT_NE(none.err.find("Usage: fp8jit [OPTIONS] SUBCOMMAND"), std::string::npos);
 }
 
 TEST_F(CliTest, ErrorsExitCleanly) {
-  expect_clean_failure(run({"frobnicate"}), 2, {"unknown command 'frobnicate'", "usage:"});
-  expect_clean_failure(run({"list", "--bogus"}), 1, {"--bogus", "unknown"});
-  expect_clean_failure(run({"list", "json"}), 1, {"json", "expected an option"});
-  expect_clean_failure(run({"list", "--family", "conv2d"}), 1,
-                       {"family = conv2d", "known families: quantize, dequantize, gemm"});
-  // compile-all resolves every family and checks --sample before compiling anything.
-  expect_clean_failure(run({"compile-all", "--family", "quantize,conv2d"}), 1, {"family = conv2d"});
-  expect_clean_failure(run({"compile-all", "--family", "gemm,"}), 1, {"family = ", "known families"});
-  expect_clean_failure(run({"compile-all", "--family", "gemm", "--sample", "-1"}), 1, {"--sample", "-1", ">= 0"});
-  expect_clean_failure(run({"compile-all", "--family", "gemm", "--jobs", "0"}), 1, {"--jobs", "0"});
-  expect_clean_failure(run({"emit"}), 1, {"--spec", "<missing>"});
-  expect_clean_failure(run({"emit", "--spec"}), 1, {"--spec", "needs a value"});
-  expect_clean_failure(run({"compile", "--ptx", dir_ + "/x.ptx"}), 1, {"--spec", "<missing>"});
+  expect_clean_failure(run({"frobnicate"}), 2, {"fp8jit: unknown command \"frobnicate\"", "fp8jit --help"});
+  expect_clean_failure(run({"list", "--bogus"}), 2, {"fp8jit list: ", "--bogus", "fp8jit list --help"});
+  expect_clean_failure(run({"list", "json"}), 2, {"json", "not expected"});
+  expect_clean_failure(run({"list", "--family", "conv2d"}), 2,
+                       {"--family", "unknown family \"conv2d\" (known: quantize, dequantize, gemm)"});
+  // compile-all checks every family and --sample before compiling anything.
+  expect_clean_failure(run({"compile-all", "--family", "quantize,conv2d"}), 2, {"unknown family \"conv2d\""});
+  expect_clean_failure(run({"compile-all", "--family", ","}), 2, {"--family", "expected one or more"});
+  expect_clean_failure(run({"compile-all", "--family", "gemm", "--sample", "-1"}), 2, {"--sample", "-1", "out of range"});
+  expect_clean_failure(run({"compile-all", "--family", "gemm", "--jobs", "0"}), 2, {"--jobs", "0 is out of range [1, 1024]"});
+  expect_clean_failure(run({"emit"}), 2, {"--spec is required"});
+  expect_clean_failure(run({"emit", "--spec"}), 2, {"--spec", "required"});
+  expect_clean_failure(run({"compile", "--ptx", dir_ + "/x.ptx"}), 2, {"--spec is required"});
   expect_clean_failure(run({"emit", "--spec", "{\"family\":\"quantize\","}), 1, {"not valid JSON"});
   expect_clean_failure(run({"emit", "--spec", "{}"}), 1, {"spec.family"});
   expect_clean_failure(run({"emit", "--spec", dir_ + "/does_not_exist.json"}), 1,
-                       {"does_not_exist.json", "neither JSON nor a readable file"});
+                       {"--spec", "does_not_exist.json", "no such file"});
   expect_clean_failure(run({"emit", "--spec", write_file("bad.json", "not json at all")}), 1, {"not valid JSON"});
   expect_clean_failure(run({"compile", "--spec", R"({"family":"quantize","problem":{"input":"bf16","format":"e4m3",)"
                                                  R"("granularity":"row","transpose":1},"config":{"vec":8,"threads":256,"unroll":2}})"}),
@@ -222,7 +197,7 @@ TEST_F(CliTest, HostileSpecIsRejectedBeforeRendering) {
     const std::string marker = dir_ + "/out.cubin";
     const CliResult r = run({cmd, "--spec", hostile, "--cubin", marker});
     if (std::string(cmd) == "emit") {
-      expect_clean_failure(r, 1, {"--cubin"});  // emit takes no --cubin: rejected as an option
+      expect_clean_failure(r, 2, {"--cubin"});  // emit takes no --cubin: rejected as an option
       const CliResult e = run({cmd, "--spec", hostile});
       expect_clean_failure(e, 1, {"quantize.input", "rm -rf"});
       EXPECT_EQ(e.out, "");
