@@ -11,9 +11,24 @@
 // (or guard it). Any number of connections, in any number of processes, may use one file at
 // once: the database runs in WAL mode (readers never block the writer), writes take the write
 // lock up front (BEGIN IMMEDIATE) so they queue instead of failing, and a busy connection waits
-// up to 10 s before giving up.
+// up to 10 s before giving up. Every connection also holds a shared flock(2) on the sidecar file
+// PATH.lock for its whole life (a separate file: closing any descriptor of the database itself
+// would drop SQLite's fcntl locks on it); rebuild takes it exclusively.
 //
-// Failures: a damaged file (not a database, or PRAGMA quick_check fails) throws
+// Safety: nothing is written to a file before it is known to be fp8jit's. The path is checked
+// first (a directory, a FIFO, a socket or a device is refused without opening it; so are a file
+// or folder this process cannot write, since WAL mode creates PATH-wal and PATH-shm beside it).
+// Then the file's tables are read: an empty database (or a zero-length file) is adopted, one
+// holding exactly fp8jit's tables is used, anything else (another program's database, a file
+// that is not SQLite at all) throws Error(io) "PATH is not an fp8jit tuning database (...)" and
+// the file stays byte-identical, with nothing left beside it (a PATH.lock made for the check is
+// removed again).
+//
+// Rebuild: a healthy database is left alone (RebuildStats::healthy). A damaged one is moved
+// aside only while no connection anywhere has it open, and the fresh one is complete before any
+// connection can open it; a file that is not an fp8jit database is never moved.
+//
+// Failures: a damaged file (SQLite cannot read it, or PRAGMA quick_check fails) throws
 // Error(ErrorKind::io) naming the file and the way out (`fp8jit db rebuild --db PATH`, or delete
 // the file); a database written by a newer fp8jit throws Error(io) naming the file and its
 // schema version. Bad records passed in (put, import_json) throw Error(invalid_argument).
@@ -52,11 +67,11 @@ struct TuningRecord {
   std::string op;           // the kernel family of `best`: "quantize", "dequantize", "gemm"
   std::string problem_key;  // problem_key(best)
   std::int64_t m = 0, n = 0, k = 0;  // the tuned shape (>= 0; unused dimensions are 0)
-  std::string space_hash;   // identifies the candidate set searched; a new space re-tunes
-  KernelSpec best;          // the fastest correct config
-  double best_us = 0;       // its median time in microseconds (finite, > 0)
-  std::string timings = "[]";  // timings_to_json(result.candidates)
-  std::int64_t created_at = 0;  // unix seconds; put() fills in the current time for 0
+  std::string space_hash;            // identifies the candidate set searched; a new space re-tunes
+  KernelSpec best;                   // the fastest correct config
+  double best_us = 0;                // its median time in microseconds (finite, > 0)
+  std::string timings = "[]";        // timings_to_json(result.candidates)
+  std::int64_t created_at = 0;       // unix seconds; put() fills in the current time for 0
 };
 
 struct ImportStats {
@@ -66,10 +81,12 @@ struct ImportStats {
 };
 
 struct RebuildStats {
-  std::string moved_to;         // where the old file went; empty when there was none
-  std::size_t rows_read = 0;    // rows that could still be read from the old file
-  std::size_t rows_copied = 0;  // of those, rows that validate and are in the new file
-  std::size_t rows_dropped = 0; // rows read but invalid (bad config, bad fields)
+  bool healthy = false;          // the file was a healthy database and was left exactly as it was
+  std::size_t rows = 0;          // rows in the database now
+  std::string moved_to;          // where the damaged file went; empty when nothing moved
+  std::size_t rows_read = 0;     // rows that could still be read from the old file
+  std::size_t rows_copied = 0;   // of those, rows that validate and are in the new file
+  std::size_t rows_dropped = 0;  // rows read but invalid (bad config, bad fields)
 };
 
 class TuningDb {
@@ -77,6 +94,8 @@ class TuningDb {
   static constexpr int kSchemaVersion = 2;
 
   // Opens or creates the database (and its parent directories) and migrates an older schema.
+  // Throws Error(io) for a path that cannot be a database, for someone else's file, for a
+  // damaged file and while a rebuild of the file does not finish within 10 s.
   explicit TuningDb(const std::string& path);
   ~TuningDb();
   TuningDb(TuningDb&& other) noexcept;
@@ -120,14 +139,30 @@ class TuningDb {
   // row and the reason, and nothing is written.
   ImportStats import_json(std::string_view json);
 
-  // Recovers a damaged database: moves `path` (and its -wal) aside to
-  // `path.corrupt-<UTC time>`, creates a fresh database at `path` and copies over every row that
-  // can still be read and validates. Run it while no other process uses the file.
+  // Checks the database under the writers' lock (BEGIN IMMEDIATE) and, when it is healthy,
+  // changes nothing and says so (healthy, rows). A damaged one is recovered: `path` (and its
+  // -wal) moves aside to `path.corrupt-<UTC time>`, a fresh database is created at `path` and
+  // every row that can still be read and validates is copied over. That needs the file to
+  // itself: while any other connection (in any process) has it open, it throws Error(io)
+  // "tuning database PATH is in use by another process; ..." and changes nothing. A missing
+  // file is created empty. Another program's file is refused as by the constructor.
   static RebuildStats rebuild(const std::string& path);
 
+  // Whether anything (a file of any kind, even a dangling link) is at `path`, so that commands
+  // that only read can say there is no database yet instead of creating one.
+  static bool exists(const std::string& path);
+
  private:
+  // held_by_caller: rebuild holds PATH.lock exclusively already, so that no other process can
+  // open the file between the move and the end of the copy.
+  enum class LockMode { shared, held_by_caller };
+  TuningDb(const std::string& path, LockMode lock);
+  static RebuildStats salvage_into_fresh(const std::string& path);
+  void close() noexcept;  // the connection first, then the lock
+
   std::string path_;
   sqlite3* db_ = nullptr;
+  int lock_fd_ = -1;  // holds the shared lock on PATH.lock; -1 under LockMode::held_by_caller
 };
 
 }  // namespace fp8jit

@@ -1,7 +1,5 @@
 // The SQLite tuning database: schema and migrations, merge rules, nearest-M lookup, distrust of
 // stored rows, recovery from damaged files, import/export, and many writer processes at once.
-#include "autotune/tuning_db.hpp"
-
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 #include <stdlib.h>
@@ -15,93 +13,17 @@
 #include <tuple>
 #include <variant>
 
+#include "autotune/tuning_db.hpp"
 #include "fp8jit/error.hpp"
 #include "fp8jit/tuning.hpp"
 #include "runtime/driver.hpp"
+#include "tuning_db_rows.hpp"
 
 namespace fp8jit {
 namespace {
 
 namespace fs = std::filesystem;
-using Value = std::variant<std::int64_t, double, std::string>;
-
-const GpuKey kH200{"NVIDIA H200", 9, 0, 132};
-const GpuKey kH100{"NVIDIA H100 80GB HBM3", 9, 0, 132};
-const KernelSpec kQuant = make_quantize_spec({}, {8, 256, 2});
-const std::string kQuantProblem = problem_key(kQuant);
-
-// Raw access, as another program (or an attacker) would write the file.
-class RawDb {
- public:
-  explicit RawDb(const std::string& path) { EXPECT_EQ(sqlite3_open(path.c_str(), &db_), SQLITE_OK) << path; }
-  ~RawDb() { sqlite3_close(db_); }
-  void exec(const std::string& sql) {
-    char* err = nullptr;
-    EXPECT_EQ(sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err), SQLITE_OK) << (err ? err : "") << "\n" << sql;
-    sqlite3_free(err);
-  }
-  std::string scalar(const std::string& sql) {
-    sqlite3_stmt* s = nullptr;
-    EXPECT_EQ(sqlite3_prepare_v2(db_, sql.c_str(), -1, &s, nullptr), SQLITE_OK) << sql;
-    std::string out = "<none>";
-    if (s && sqlite3_step(s) == SQLITE_ROW) out = reinterpret_cast<const char*>(sqlite3_column_text(s, 0));
-    sqlite3_finalize(s);
-    return out;
-  }
-  // gpu_key, op, problem_key, m, n, k, space_hash, best_config, best_us, timings, created_at
-  void insert(const std::vector<Value>& v) {
-    sqlite3_stmt* s = nullptr;
-    ASSERT_EQ(sqlite3_prepare_v2(db_, "INSERT INTO results VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", -1, &s, nullptr),
-              SQLITE_OK);
-    for (int i = 0; i < static_cast<int>(v.size()); ++i) {
-      if (auto* n = std::get_if<std::int64_t>(&v[i])) sqlite3_bind_int64(s, i + 1, *n);
-      else if (auto* d = std::get_if<double>(&v[i])) sqlite3_bind_double(s, i + 1, *d);
-      else sqlite3_bind_text(s, i + 1, std::get<std::string>(v[i]).c_str(), -1, SQLITE_TRANSIENT);
-    }
-    EXPECT_EQ(sqlite3_step(s), SQLITE_DONE) << sqlite3_errmsg(db_);
-    sqlite3_finalize(s);
-  }
-
- private:
-  sqlite3* db_ = nullptr;
-};
-
-// Migration 1, written out by hand: what a database from the first release holds.
-constexpr const char* kV1Schema =
-    "CREATE TABLE meta (key TEXT PRIMARY KEY, value NOT NULL);"
-    "CREATE TABLE results (gpu_key TEXT NOT NULL, op TEXT NOT NULL, problem_key TEXT NOT NULL,"
-    " m INTEGER NOT NULL, n INTEGER NOT NULL, k INTEGER NOT NULL, space_hash TEXT NOT NULL,"
-    " best_config TEXT NOT NULL, best_us REAL NOT NULL, timings TEXT NOT NULL, created_at INTEGER NOT NULL,"
-    " PRIMARY KEY (gpu_key, op, problem_key, m, n, k, space_hash));";
-
-TuningRecord quant_record(const GpuKey& gpu, std::int64_t m, std::int64_t k, double us,
-                          const KernelSpec& best = kQuant, int candidates = 2) {
-  TuningRecord r;
-  r.gpu = gpu, r.op = best.family, r.problem_key = problem_key(best);
-  r.m = m, r.n = 0, r.k = k, r.space_hash = "space-1", r.best = best, r.best_us = us, r.created_at = 1700000000;
-  std::vector<CandidateResult> c;
-  c.push_back({best, CandidateStatus::passed, {us, us * 0.9, us * 1.2}, ""});
-  for (int i = 1; i < candidates; ++i)
-    c.push_back({make_quantize_spec({}, {4, 128, 1}), CandidateStatus::compile_failed, {}, "ptxas: too many registers"});
-  r.timings = timings_to_json(c);
-  return r;
-}
-
-std::vector<Value> raw_row(const std::string& gpu, Value m, const std::string& config, double us = 5.0,
-                           const std::string& timings = "[]", const std::string& problem = kQuantProblem) {
-  return {gpu, std::string("quantize"), problem, m, std::int64_t{0}, std::int64_t{4096}, std::string("space-1"),
-          config, us, timings, std::int64_t{1}};
-}
-
-template <class F> void expect_error(F&& f, ErrorKind kind, const std::vector<std::string>& needles) {
-  try {
-    f();
-    ADD_FAILURE() << "no exception";
-  } catch (const Error& e) {
-    EXPECT_EQ(static_cast<int>(e.kind()), static_cast<int>(kind)) << e.what();
-    for (const auto& n : needles) EXPECT_NE(std::string(e.what()).find(n), std::string::npos) << n << " not in: " << e.what();
-  }
-}
+using namespace tuning_rows;
 
 class TuningDbTest : public ::testing::Test {
  protected:
@@ -119,12 +41,17 @@ class TuningDbTest : public ::testing::Test {
 };
 
 TEST_F(TuningDbTest, CreatesSchemaAtCurrentVersionInWalMode) {
-  { TuningDb db(path_); EXPECT_EQ(db.schema_version(), TuningDb::kSchemaVersion); }
+  {
+    TuningDb db(path_);
+    EXPECT_EQ(db.schema_version(), TuningDb::kSchemaVersion);
+  }
   ASSERT_TRUE(fs::exists(path_));
   RawDb raw(path_);
   EXPECT_EQ(raw.scalar("SELECT value FROM meta WHERE key = 'schema_version'"), "2");
   EXPECT_EQ(raw.scalar("PRAGMA journal_mode"), "wal");
-  EXPECT_EQ(raw.scalar("SELECT count(*) FROM sqlite_master WHERE name IN ('results', 'meta', 'results_by_shape')"), "3");
+  EXPECT_EQ(raw.scalar("SELECT count(*) FROM sqlite_master WHERE name IN ('results', 'meta', "
+                       "'results_by_shape')"),
+            "3");
   EXPECT_EQ(raw.scalar("SELECT count(*) FROM results"), "0");
 }
 
@@ -139,7 +66,10 @@ TEST_F(TuningDbTest, MigratesVersion1Database) {
   TuningDb db(path_);
   EXPECT_EQ(db.schema_version(), 2);
   RawDb raw(path_);
-  EXPECT_EQ(raw.scalar("SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'results_by_shape'"), "1");
+  EXPECT_EQ(
+      raw.scalar(
+          "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'results_by_shape'"),
+      "1");
   auto r = db.get_exact(kH200, "quantize", kQuantProblem, 128, 0, 4096, "space-1");
   ASSERT_TRUE(r.has_value());
   EXPECT_EQ(r->best, kQuant);
@@ -156,7 +86,10 @@ TEST_F(TuningDbTest, RefusesNewerSchemaVersion) {
   expect_error([&] { TuningDb db(path_); }, ErrorKind::io, {path_, "schema version 99", "newer"});
   RawDb raw(path_);  // untouched
   EXPECT_EQ(raw.scalar("SELECT value FROM meta WHERE key = 'schema_version'"), "99");
-  EXPECT_EQ(raw.scalar("SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'results_by_shape'"), "0");
+  EXPECT_EQ(
+      raw.scalar(
+          "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'results_by_shape'"),
+      "0");
 }
 
 TEST_F(TuningDbTest, PutGetRoundTripAndRejectsBadRecords) {
@@ -166,7 +99,8 @@ TEST_F(TuningDbTest, PutGetRoundTripAndRejectsBadRecords) {
   auto got = db.get_exact(kH200, "quantize", kQuantProblem, 256, 0, 7168, "space-1");
   ASSERT_TRUE(got.has_value());
   auto fields = [](const TuningRecord& x) {
-    return std::tie(x.gpu, x.op, x.problem_key, x.m, x.n, x.k, x.space_hash, x.best, x.best_us, x.timings, x.created_at);
+    return std::tie(x.gpu, x.op, x.problem_key, x.m, x.n, x.k, x.space_hash, x.best, x.best_us,
+                    x.timings, x.created_at);
   };
   EXPECT_TRUE(fields(*got) == fields(r));
   const auto timings = nlohmann::json::parse(got->timings);
@@ -183,27 +117,37 @@ TEST_F(TuningDbTest, PutGetRoundTripAndRejectsBadRecords) {
   TuningRecord fresh = quant_record(kH200, 1, 128, 1.0);
   fresh.created_at = 0;  // filled in with the current time
   db.put(fresh);
-  EXPECT_GT(db.get_exact(kH200, "quantize", kQuantProblem, 1, 0, 128, "space-1")->created_at, 1700000000);
+  EXPECT_GT(db.get_exact(kH200, "quantize", kQuantProblem, 1, 0, 128, "space-1")->created_at,
+            1700000000);
 
   std::vector<std::pair<TuningRecord, std::string>> bad;
-  auto bad_with = [&](auto edit, std::string why) { TuningRecord b = r; b.m = 999; edit(b); bad.push_back({b, why}); };
+  auto bad_with = [&](auto edit, std::string why) {
+    TuningRecord b = r;
+    b.m = 999;
+    edit(b);
+    bad.push_back({b, why});
+  };
   bad_with([](TuningRecord& b) { b.op = "dequantize"; }, "differs from the config's family");
   bad_with([](TuningRecord& b) { b.problem_key = "{}"; }, "does not match the config's problem");
   bad_with([](TuningRecord& b) { b.best_us = 0; }, "best_us");
   bad_with([](TuningRecord& b) { b.best_us = std::nan(""); }, "best_us");
   bad_with([](TuningRecord& b) { b.timings = "{\"not\": \"an array\"}"; }, "timings");
-  bad_with([](TuningRecord& b) { b.timings = "[{\"config\": {}, \"status\": \"great\"}]"; }, "status");
+  bad_with([](TuningRecord& b) { b.timings = "[{\"config\": {}, \"status\": \"great\"}]"; },
+           "status");
   bad_with([](TuningRecord& b) { b.best.params["vec"] = std::int64_t{3}; }, "vec");
   bad_with([](TuningRecord& b) { b.gpu.name.clear(); }, "gpu key");
   bad_with([](TuningRecord& b) { b.m = -1; }, "negative");
-  for (const auto& [b, why] : bad) expect_error([&] { db.put(b); }, ErrorKind::invalid_argument, {why});
+  for (const auto& [b, why] : bad)
+    expect_error([&] { db.put(b); }, ErrorKind::invalid_argument, {why});
   EXPECT_EQ(db.row_count(), 2u);
 }
 
 TEST_F(TuningDbTest, FasterResultWinsAndInvalidStoredRowIsReplaced) {
   TuningDb db(path_);
   const KernelSpec other = make_quantize_spec({}, {16, 128, 4});
-  auto best = [&] { return db.get_exact(kH200, "quantize", kQuantProblem, 64, 0, 4096, "space-1"); };
+  auto best = [&] {
+    return db.get_exact(kH200, "quantize", kQuantProblem, 64, 0, 4096, "space-1");
+  };
   EXPECT_TRUE(db.put(quant_record(kH200, 64, 4096, 10.0)));
   EXPECT_FALSE(db.put(quant_record(kH200, 64, 4096, 12.0, other)));  // slower: kept
   EXPECT_FALSE(db.put(quant_record(kH200, 64, 4096, 10.0, other)));  // as fast: kept
@@ -211,9 +155,11 @@ TEST_F(TuningDbTest, FasterResultWinsAndInvalidStoredRowIsReplaced) {
   EXPECT_TRUE(db.put(quant_record(kH200, 64, 4096, 8.0, other)));  // faster: replaces
   EXPECT_EQ(best()->best, other);
   EXPECT_EQ(best()->best_us, 8.0);
-  RawDb(path_).exec("UPDATE results SET best_config = '{\"family\":\"quantize\"}'");  // no longer validates
+  RawDb(path_).exec(
+      "UPDATE results SET best_config = '{\"family\":\"quantize\"}'");  // no longer validates
   EXPECT_FALSE(best());
-  EXPECT_TRUE(db.put(quant_record(kH200, 64, 4096, 50.0)));  // slower, but the stored row is invalid
+  EXPECT_TRUE(
+      db.put(quant_record(kH200, 64, 4096, 50.0)));  // slower, but the stored row is invalid
   EXPECT_EQ(best()->best_us, 50.0);
   EXPECT_EQ(db.row_count(), 1u);
 }
@@ -223,7 +169,8 @@ TEST_F(TuningDbTest, NearestMFallbackNeverCrossesGpuOrShape) {
   for (std::int64_t m : {64, 256, 1024}) db.put(quant_record(kH200, m, 4096, double(m)));
   db.put(quant_record(kH100, 130, 4096, 1.0));  // nearer to 130, but another GPU
   db.put(quant_record(kH200, 128, 2048, 1.0));  // another K
-  auto nearest = [&](const GpuKey& g, std::int64_t m, std::int64_t k = 4096, const char* space = "space-1") {
+  auto nearest = [&](const GpuKey& g, std::int64_t m, std::int64_t k = 4096,
+                     const char* space = "space-1") {
     auto r = db.get_nearest_m(g, "quantize", kQuantProblem, m, 0, k, space);
     return r ? r->m : -1;
   };
@@ -237,11 +184,15 @@ TEST_F(TuningDbTest, NearestMFallbackNeverCrossesGpuOrShape) {
   EXPECT_EQ(nearest({"NVIDIA H20", 9, 0, 78}, 64), -1);
   EXPECT_EQ(nearest(kH200, 64, 1024), -1);
   EXPECT_EQ(nearest(kH200, 64, 4096, "space-2"), -1);
-  EXPECT_EQ(db.get_nearest_m(kH200, "dequantize", kQuantProblem, 64, 0, 4096, "space-1"), std::nullopt);
+  EXPECT_EQ(db.get_nearest_m(kH200, "dequantize", kQuantProblem, 64, 0, 4096, "space-1"),
+            std::nullopt);
 }
 
 TEST_F(TuningDbTest, HostileRowsAreIgnoredAndPruned) {
-  { TuningDb db(path_); db.put(quant_record(kH200, 64, 4096, 10.0)); }
+  {
+    TuningDb db(path_);
+    db.put(quant_record(kH200, 64, 4096, 10.0));
+  }
   const std::string valid = spec_to_json(kQuant);
   std::string injected = valid;
   injected.replace(injected.find("\"vec\":8"), 7, "\"vec\":\"8; system(\\\"rm -rf /\\\")\"");
@@ -250,17 +201,19 @@ TEST_F(TuningDbTest, HostileRowsAreIgnoredAndPruned) {
     RawDb raw(path_);
     raw.insert(raw_row(kH200.str(), std::int64_t{100}, "not json at all"));
     raw.insert(raw_row(kH200.str(), std::int64_t{101}, injected));
-    raw.insert(raw_row(kH200.str(), std::int64_t{102}, other_problem));              // wrong problem
+    raw.insert(raw_row(kH200.str(), std::int64_t{102}, other_problem));             // wrong problem
     raw.insert(raw_row(kH200.str(), std::int64_t{103}, std::string(100000, '[')));  // parser bomb
-    raw.insert(raw_row(kH200.str(), std::int64_t{104}, valid, 5.0, "[1, 2]"));       // bad timings
-    raw.insert(raw_row(kH200.str(), std::int64_t{105}, valid, -1.0));                // bad time
-    raw.insert(raw_row(kH200.str(), std::string("a lot"), valid));                   // m not an integer
-    raw.insert(raw_row("H200 without the rest", std::int64_t{106}, valid));          // bad gpu key
+    raw.insert(raw_row(kH200.str(), std::int64_t{104}, valid, 5.0, "[1, 2]"));      // bad timings
+    raw.insert(raw_row(kH200.str(), std::int64_t{105}, valid, -1.0));               // bad time
+    raw.insert(raw_row(kH200.str(), std::string("a lot"), valid));           // m not an integer
+    raw.insert(raw_row("H200 without the rest", std::int64_t{106}, valid));  // bad gpu key
     raw.insert(raw_row(kH200.str(), std::int64_t{107}, "{\"family\":\"quantize\",\"problem\":{}}"));
   }
   TuningDb db(path_);
   for (std::int64_t m = 100; m <= 107; ++m)
-    EXPECT_NO_THROW(EXPECT_FALSE(db.get_exact(kH200, "quantize", kQuantProblem, m, 0, 4096, "space-1"))) << m;
+    EXPECT_NO_THROW(
+        EXPECT_FALSE(db.get_exact(kH200, "quantize", kQuantProblem, m, 0, 4096, "space-1")))
+        << m;
   // The nearest rows are all hostile: the lookup falls back to the one valid row, at m = 64.
   auto r = db.get_nearest_m(kH200, "quantize", kQuantProblem, 103, 0, 4096, "space-1");
   ASSERT_TRUE(r.has_value());
@@ -279,14 +232,20 @@ TEST_F(TuningDbTest, HostileRowsAreIgnoredAndPruned) {
 
 TEST_F(TuningDbTest, GarbageFileIsReportedAndRebuilt) {
   fs::create_directories(fs::path(path_).parent_path());
-  std::ofstream(path_, std::ios::binary) << std::string(8192, '\x5a') << "this is not a database";
+  // SQLite's header, then garbage: a damaged database (without the header, it would be some
+  // other file, and left alone).
+  std::ofstream(path_, std::ios::binary) << std::string("SQLite format 3", 16)
+                                         << std::string(8176, '\x5a') << "this is not a database";
   for (int i = 0; i < 2; ++i)  // stays a clean error however often it is tried
-    expect_error([&] { TuningDb db(path_); }, ErrorKind::io, {path_, "damaged", "fp8jit db rebuild --db " + path_});
+    expect_error([&] { TuningDb db(path_); }, ErrorKind::io,
+                 {path_, "damaged", "fp8jit db rebuild --db " + path_});
   const RebuildStats s = TuningDb::rebuild(path_);
   EXPECT_EQ(s.rows_read, 0u);
   ASSERT_FALSE(s.moved_to.empty());
   EXPECT_EQ(s.moved_to.rfind(path_ + ".corrupt-", 0), 0u) << s.moved_to;
   EXPECT_EQ(fs::file_size(s.moved_to), 8192u + 22u);  // the damaged file is kept for inspection
+  EXPECT_FALSE(s.healthy);
+  EXPECT_EQ(s.rows, 0u);
   TuningDb db(path_);
   EXPECT_TRUE(db.put(quant_record(kH200, 64, 4096, 10.0)));
   EXPECT_EQ(db.list().size(), 1u);
@@ -301,13 +260,20 @@ TEST_F(TuningDbTest, DamagedFileIsReportedAndRebuildKeepsReadableRows) {
       TuningDb db(path_);
       for (int i = 0; i < kRows; ++i) db.put(quant_record(kH200, 1 + i, 4096, 1.0 + i, kQuant, 6));
     }
-    ASSERT_FALSE(fs::exists(path_ + "-wal") && fs::file_size(path_ + "-wal") > 0);  // checkpointed on close
+    ASSERT_FALSE(fs::exists(path_ + "-wal") &&
+                 fs::file_size(path_ + "-wal") > 0);  // checkpointed on close
     const auto size = fs::file_size(path_);
     ASSERT_GT(size, 64u * 1024);
-    if (truncate) fs::resize_file(path_, size / 2);
-    else std::fstream(path_, std::ios::in | std::ios::out | std::ios::binary).seekp(size / 8192 * 4096) << std::string(4096, 'Z');
-    expect_error([&] { TuningDb db(path_); }, ErrorKind::io, {path_, "fp8jit db rebuild --db " + path_});
+    if (truncate)
+      fs::resize_file(path_, size / 2);
+    else
+      std::fstream(path_, std::ios::in | std::ios::out | std::ios::binary).seekp(size / 8192 * 4096)
+          << std::string(4096, 'Z');
+    expect_error([&] { TuningDb db(path_); }, ErrorKind::io,
+                 {path_, "fp8jit db rebuild --db " + path_});
     const RebuildStats s = TuningDb::rebuild(path_);
+    EXPECT_FALSE(s.healthy);
+    EXPECT_EQ(s.rows, s.rows_copied);
     EXPECT_GT(s.rows_copied, 0u);
     EXPECT_LT(s.rows_copied, static_cast<std::size_t>(kRows));
     EXPECT_EQ(s.rows_read, s.rows_copied + s.rows_dropped);
@@ -328,7 +294,11 @@ TEST_F(TuningDbTest, MalformedImportIsRejectedAndWritesNothing) {
   nlohmann::json good = nlohmann::json::parse(before);
   good["rows"][0]["best_us"] = 1.0;  // faster: would replace, if the import went through
   good["rows"][1]["m"] = 128;        // new key: would insert
-  auto with_row = [&](auto edit) { nlohmann::json d = good; edit(d["rows"][1]); return d.dump(); };
+  auto with_row = [&](auto edit) {
+    nlohmann::json d = good;
+    edit(d["rows"][1]);
+    return d.dump();
+  };
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"not json", "not valid JSON"},
       {"[]", "expected a JSON object"},
@@ -361,7 +331,8 @@ TEST_F(TuningDbTest, ExportImportRoundTripsAndMergesFasterWins) {
   TuningDb a(path_);
   a.put(quant_record(kH200, 64, 4096, 10.0));
   a.put(quant_record(kH100, 64, 4096, 11.0));
-  a.put(quant_record(kH200, 2048, 7168, 30.0, make_dequantize_spec({Fp8Format::e5m2, DType::fp16}, {16, 64, 1})));
+  a.put(quant_record(kH200, 2048, 7168, 30.0,
+                     make_dequantize_spec({Fp8Format::e5m2, DType::fp16}, {16, 64, 1})));
   TuningRecord g = quant_record(kH200, 4096, 7168, 800.0, make_gemm_spec({}, {128, 128, 4, 8}));
   g.n = 2112;
   a.put(g);
@@ -374,11 +345,13 @@ TEST_F(TuningDbTest, ExportImportRoundTripsAndMergesFasterWins) {
   EXPECT_EQ(s.kept, 4u);
   EXPECT_EQ(s.inserted + s.replaced, 0u);
   nlohmann::json faster = nlohmann::json::parse(text);
-  for (auto& row : faster["rows"]) row["best_us"] = row["best_us"].get<double>() * (row["op"] == "gemm" ? 0.5 : 2.0);
+  for (auto& row : faster["rows"])
+    row["best_us"] = row["best_us"].get<double>() * (row["op"] == "gemm" ? 0.5 : 2.0);
   s = b.import_json(faster.dump());
   EXPECT_EQ(s.replaced, 1u);
   EXPECT_EQ(s.kept, 3u);
-  EXPECT_EQ(b.get_exact(kH200, "gemm", problem_key(g.best), 4096, 2112, 7168, "space-1")->best_us, 400.0);
+  EXPECT_EQ(b.get_exact(kH200, "gemm", problem_key(g.best), 4096, 2112, 7168, "space-1")->best_us,
+            400.0);
 }
 
 TEST_F(TuningDbTest, FourProcessesWriteAtOnce) {
@@ -396,10 +369,13 @@ TEST_F(TuningDbTest, FourProcessesWriteAtOnce) {
       int code = 0;
       try {
         TuningDb db(path_);
-        for (int i = 0; i < kRowsEach; ++i) db.put(quant_record(kH200, p * kRowsEach + i, 4096, 1.0 + i));
+        for (int i = 0; i < kRowsEach; ++i)
+          db.put(quant_record(kH200, p * kRowsEach + i, 4096, 1.0 + i));
       } catch (const std::exception& e) {
         const std::string what = e.what();
-        code = what.find("locked") != std::string::npos || what.find("busy") != std::string::npos ? 3 : 2;
+        code = what.find("locked") != std::string::npos || what.find("busy") != std::string::npos
+                   ? 3
+                   : 2;
         std::fprintf(stderr, "child %d: %s\n", p, e.what());
       }
       ::_exit(code);
@@ -435,15 +411,22 @@ struct CliRun {
 // `fp8jit <args>` as a separate process (paths from mkdtemp need no quoting).
 CliRun run_cli(const std::string& dir, const std::string& args) {
   const std::string out = dir + "/cli.out", err = dir + "/cli.err";
-  const int raw = std::system((std::string(FP8JIT_CLI_PATH) + " " + args + " >" + out + " 2>" + err + " </dev/null").c_str());
-  auto read = [](const std::string& p) { std::ifstream in(p); return std::string(std::istreambuf_iterator<char>(in), {}); };
+  const int raw = std::system(
+      (std::string(FP8JIT_CLI_PATH) + " " + args + " >" + out + " 2>" + err + " </dev/null")
+          .c_str());
+  auto read = [](const std::string& p) {
+    std::ifstream in(p);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
   return {raw != -1 && WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, read(out), read(err)};
 }
 
 TEST_F(TuningDbTest, CliCommands) {
   TuningDb(path_).put(quant_record(kH200, 64, 4096, 10.0));
   const std::string db = " --db " + path_, file = dir_ + "/export.json", bad = dir_ + "/bad.json";
-  const auto has = [](const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; };
+  const auto has = [](const std::string& text, const std::string& part) {
+    return text.find(part) != std::string::npos;
+  };
   CliRun r = run_cli(dir_, "db list" + db);
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_TRUE(has(r.out, kH200.str()) && has(r.out, spec_name(kQuant))) << r.out;
@@ -456,8 +439,9 @@ TEST_F(TuningDbTest, CliCommands) {
   std::ofstream(bad) << R"({"format": "fp8jit-tuning")";
   r = run_cli(dir_, "db import --file " + bad + db);
   EXPECT_TRUE(r.status == 1 && has(r.err, "not valid JSON")) << r.err;
-  EXPECT_EQ(run_cli(dir_, "db frobnicate" + db).status, 1);
-  std::ofstream(path_, std::ios::binary | std::ios::trunc) << std::string(4096, 'x');
+  EXPECT_EQ(run_cli(dir_, "db frobnicate" + db).status, 2);  // a usage error
+  std::ofstream(path_, std::ios::binary | std::ios::trunc)
+      << std::string("SQLite format 3", 16) << std::string(4080, 'x');
   r = run_cli(dir_, "db list" + db);
   EXPECT_TRUE(r.status == 1 && has(r.err, "`fp8jit db rebuild --db " + path_ + "`")) << r.err;
   EXPECT_EQ(run_cli(dir_, "db rebuild" + db).status, 0);
@@ -469,8 +453,8 @@ TEST(TuningDbKeys, GpuKeyRoundTripsAndRejectsMalformed) {
   EXPECT_EQ(GpuKey::from_string("NVIDIA H200|9.0|132"), kH200);
   const GpuKey odd{"Weird|Name", 10, 3, 7};
   EXPECT_EQ(GpuKey::from_string(odd.str()), odd);
-  for (const char* bad : {"", "NVIDIA H200", "NVIDIA H200|9.0", "|9.0|132", "H|9|132", "H|9.x|132", "H|9.0|0",
-                          "H|9.0|-1", "H|9.0|132 ", "H|-9.0|132", "H|9.0|99999999999"})
+  for (const char* bad : {"", "NVIDIA H200", "NVIDIA H200|9.0", "|9.0|132", "H|9|132", "H|9.x|132",
+                          "H|9.0|0", "H|9.0|-1", "H|9.0|132 ", "H|-9.0|132", "H|9.0|99999999999"})
     expect_error([&] { GpuKey::from_string(bad); }, ErrorKind::invalid_argument, {"gpu key"});
 }
 
@@ -482,7 +466,8 @@ TEST(TuningDbKeys, CurrentGpuKeyNeedsADriver) {
 }
 
 TEST(TuningDbKeys, ProblemKeyIsCanonicalAndIgnoresConfig) {
-  EXPECT_EQ(kQuantProblem, R"({"format":"e4m3","granularity":"1x128","input":"bf16","transpose":0})");
+  EXPECT_EQ(kQuantProblem,
+            R"({"format":"e4m3","granularity":"1x128","input":"bf16","transpose":0})");
   EXPECT_EQ(problem_key(make_quantize_spec({}, {16, 512, 4})), kQuantProblem);
   EXPECT_NE(problem_key(make_quantize_spec({DType::fp16}, {8, 256, 2})), kQuantProblem);
   KernelSpec problem_only = kQuant;
