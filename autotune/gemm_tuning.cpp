@@ -5,7 +5,7 @@
 #include "autotune/timer.hpp"
 #include "autotune/tuner.hpp"
 #include "fp8jit/reference.hpp"
-#include "runtime/driver.hpp"
+#include "runtime/jit/driver.hpp"
 
 namespace fp8jit {
 

@@ -5,7 +5,7 @@
 #include <charconv>
 
 #include "fp8jit/error.hpp"
-#include "runtime/driver.hpp"
+#include "runtime/jit/driver.hpp"
 
 namespace fp8jit {
 namespace {

@@ -6,10 +6,10 @@
 
 #include "autotune/tuning_db.hpp"
 #include "generator/family.hpp"
-#include "runtime/file_io.hpp"
-#include "runtime/hash.hpp"
-#include "runtime/headers.hpp"
-#include "runtime/log.hpp"
+#include "common/file_io.hpp"
+#include "common/hash.hpp"
+#include "runtime/jit/headers.hpp"
+#include "common/log.hpp"
 
 namespace fp8jit {
 

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "runtime/driver.hpp"
+#include "runtime/jit/driver.hpp"
 
 namespace fp8jit {
 

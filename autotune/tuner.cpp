@@ -6,8 +6,8 @@
 #include <mutex>
 
 #include "generator/family.hpp"
-#include "runtime/parallel.hpp"
-#include "runtime/settings.hpp"
+#include "common/parallel.hpp"
+#include "common/settings.hpp"
 
 namespace fp8jit {
 

@@ -15,7 +15,7 @@
 #include "fp8jit/error.hpp"
 #include "fp8jit/tuning.hpp"
 #include "generator/family.hpp"
-#include "runtime/log.hpp"
+#include "common/log.hpp"
 
 namespace fp8jit {
 

@@ -12,7 +12,7 @@
 #include <thread>
 
 #include "autotune/tuning_db_internal.hpp"
-#include "runtime/log.hpp"
+#include "common/log.hpp"
 
 namespace fp8jit::tuning_db_detail {
 

@@ -21,7 +21,7 @@
 #include "bench/gemm_peer.hpp"
 #include "fp8jit/fp8.hpp"
 #include "fp8jit/runtime.hpp"
-#include "runtime/file_io.hpp"
+#include "common/file_io.hpp"
 
 namespace fp8jit::bench {
 namespace {

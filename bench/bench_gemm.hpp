@@ -8,7 +8,7 @@
 #include "fp8jit/runtime.hpp"
 
 namespace fp8jit {
-class OutputFiles;  // runtime/file_io.hpp
+class OutputFiles;  // common/file_io.hpp
 }
 
 namespace fp8jit::bench {

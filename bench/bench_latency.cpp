@@ -22,10 +22,10 @@
 #include "fp8jit/quant/params.cuh"
 #include "fp8jit/runtime.hpp"
 #include "generator/family.hpp"
-#include "runtime/driver.hpp"
-#include "runtime/gemm_op.hpp"
-#include "runtime/kernel_cache.hpp"
-#include "runtime/nvrtc.hpp"
+#include "runtime/jit/driver.hpp"
+#include "runtime/ops/gemm.hpp"
+#include "runtime/jit/kernel_cache.hpp"
+#include "runtime/jit/nvrtc.hpp"
 
 namespace fp8jit::bench {
 namespace {

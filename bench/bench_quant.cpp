@@ -16,7 +16,7 @@
 #include "fp8jit/fp8.hpp"
 #include "fp8jit/runtime.hpp"
 #include "generator/family.hpp"
-#include "runtime/file_io.hpp"
+#include "common/file_io.hpp"
 
 namespace {
 

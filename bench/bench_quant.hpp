@@ -4,7 +4,7 @@
 #include <string>
 
 namespace fp8jit {
-class OutputFiles;  // runtime/file_io.hpp
+class OutputFiles;  // common/file_io.hpp
 }
 
 namespace fp8jit::bench {

@@ -13,7 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/bench_gemm.hpp"
-#include "runtime/file_io.hpp"
+#include "common/file_io.hpp"
 
 namespace fp8jit::bench {
 namespace {

@@ -20,9 +20,9 @@
 #include "bench/bench_latency.hpp"
 #include "bench/bench_quant.hpp"
 #include "fp8jit/error.hpp"
-#include "runtime/dims.hpp"
-#include "runtime/driver.hpp"
-#include "runtime/file_io.hpp"
+#include "runtime/ops/dims.hpp"
+#include "runtime/jit/driver.hpp"
+#include "common/file_io.hpp"
 
 namespace fp8jit::bench {
 namespace {

@@ -8,7 +8,7 @@
 
 #include "fp8jit/error.hpp"
 #include "generator/family.hpp"
-#include "runtime/hash.hpp"
+#include "common/hash.hpp"
 
 namespace fp8jit {
 

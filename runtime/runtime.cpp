@@ -15,14 +15,14 @@
 #include "fp8jit/error.hpp"
 #include "autotune/gemm_tuning.hpp"
 #include "autotune/lookup.hpp"
-#include "runtime/dims.hpp"
-#include "runtime/driver.hpp"
-#include "runtime/gemm_op.hpp"
-#include "runtime/gemm_routes.hpp"
-#include "runtime/kernel_cache.hpp"
-#include "runtime/ops.hpp"
-#include "runtime/parallel.hpp"
-#include "runtime/settings.hpp"
+#include "runtime/ops/dims.hpp"
+#include "runtime/jit/driver.hpp"
+#include "runtime/ops/gemm.hpp"
+#include "runtime/ops/routes.hpp"
+#include "runtime/jit/kernel_cache.hpp"
+#include "runtime/ops/elementwise.hpp"
+#include "common/parallel.hpp"
+#include "common/settings.hpp"
 
 namespace fp8jit {
 

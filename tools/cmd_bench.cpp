@@ -18,7 +18,7 @@
 
 #include "fp8jit/error.hpp"
 #include "fp8jit/types.hpp"
-#include "runtime/file_io.hpp"
+#include "common/file_io.hpp"
 #include "tools/cli.hpp"
 #include "tools/options.hpp"
 #include "tools/shapes.hpp"

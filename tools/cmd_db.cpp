@@ -8,8 +8,8 @@
 
 #include "autotune/tuning_db.hpp"
 #include "fp8jit/error.hpp"
-#include "runtime/settings.hpp"
-#include "runtime/file_io.hpp"
+#include "common/settings.hpp"
+#include "common/file_io.hpp"
 #include "tools/cli.hpp"
 #include "tools/options.hpp"
 

@@ -15,7 +15,7 @@
 #include "fp8jit/reference.hpp"
 #include "fp8jit/runtime.hpp"
 #include "generator/family.hpp"
-#include "runtime/driver.hpp"
+#include "runtime/jit/driver.hpp"
 #include "autotune/gemm_tuning.hpp"
 #include "tools/cli.hpp"
 #include "tools/options.hpp"

@@ -11,7 +11,7 @@
 #include "fp8jit/fp8.hpp"
 #include "fp8jit/reference.hpp"
 #include "fp8jit/runtime.hpp"
-#include "runtime/driver.hpp"
+#include "runtime/jit/driver.hpp"
 #include "tools/cli.hpp"
 #include "tools/demo.hpp"
 #include "tools/options.hpp"

@@ -7,11 +7,11 @@
 #include <memory>
 
 #include "autotune/timer.hpp"
-#include "runtime/file_io.hpp"
+#include "common/file_io.hpp"
 #include "fp8jit/error.hpp"
 #include "fp8jit/runtime.hpp"
-#include "runtime/driver.hpp"
-#include "runtime/settings.hpp"
+#include "runtime/jit/driver.hpp"
+#include "common/settings.hpp"
 #include "tools/cli.hpp"
 #include "tools/options.hpp"
 #include "tools/progress.hpp"

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "fp8jit/runtime.hpp"
-#include "runtime/driver.hpp"
-#include "runtime/parallel.hpp"
+#include "runtime/jit/driver.hpp"
+#include "common/parallel.hpp"
 #include "tools/progress.hpp"
 #include "tools/shapes.hpp"
 

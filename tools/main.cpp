@@ -6,8 +6,8 @@
 
 #include "fp8jit/error.hpp"
 #include "fp8jit/fp8jit.h"
-#include "runtime/driver.hpp"
-#include "runtime/file_io.hpp"
+#include "runtime/jit/driver.hpp"
+#include "common/file_io.hpp"
 #include "tools/cli.hpp"
 
 namespace fp8jit::cli {

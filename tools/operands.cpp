@@ -3,7 +3,7 @@
 #include <random>
 
 #include "fp8jit/fp8.hpp"
-#include "runtime/driver.hpp"
+#include "runtime/jit/driver.hpp"
 
 namespace fp8jit::cli {
 namespace {

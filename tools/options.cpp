@@ -6,9 +6,9 @@
 #include <sstream>
 
 #include "fp8jit/error.hpp"
-#include "runtime/dims.hpp"
-#include "runtime/file_io.hpp"
-#include "runtime/settings.hpp"
+#include "runtime/ops/dims.hpp"
+#include "common/file_io.hpp"
+#include "common/settings.hpp"
 
 namespace fp8jit::cli {
 namespace {

@@ -1,4 +1,4 @@
-// Typed option rules shared by the subcommands. Sizes go through runtime/dims.hpp, the same rules
+// Typed option rules shared by the subcommands. Sizes go through runtime/ops/dims.hpp, the same rules
 // the C++ API and the C ABI apply, so every door accepts and refuses the same values.
 #pragma once
 

@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
-#include "runtime/file_io.hpp"
+#include "common/file_io.hpp"
 
 namespace fp8jit::cli {
 namespace {

@@ -11,8 +11,8 @@
 #include <sstream>
 
 #include "fp8jit/error.hpp"
-#include "runtime/dims.hpp"
-#include "runtime/file_io.hpp"
+#include "runtime/ops/dims.hpp"
+#include "common/file_io.hpp"
 #include "tools/options.hpp"
 
 namespace fp8jit::cli {

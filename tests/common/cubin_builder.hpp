@@ -1,5 +1,5 @@
 // Hand-built cubins for the FFMA post-pass tests: an ELF64 file whose one executable section
-// holds chosen sm_90 instructions (runtime/cubin_code.hpp has the encoding).
+// holds chosen sm_90 instructions (runtime/sass/cubin_code.hpp has the encoding).
 #pragma once
 
 #include <gtest/gtest.h>

@@ -20,8 +20,8 @@
 #include "fp8jit/error.hpp"
 #include "fp8jit/kernel_spec.hpp"
 #include "generator/family.hpp"
-#include "runtime/nvrtc.hpp"
-#include "runtime/parallel.hpp"
+#include "runtime/jit/nvrtc.hpp"
+#include "common/parallel.hpp"
 #include "tests/common/deepseek_shapes.hpp"
 
 namespace fp8jit {

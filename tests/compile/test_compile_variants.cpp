@@ -16,8 +16,8 @@
 #include "fp8jit/error.hpp"
 #include "fp8jit/kernel_spec.hpp"
 #include "generator/family.hpp"
-#include "runtime/nvrtc.hpp"
-#include "runtime/parallel.hpp"
+#include "runtime/jit/nvrtc.hpp"
+#include "common/parallel.hpp"
 
 namespace fp8jit {
 namespace {

@@ -10,12 +10,12 @@
 #include "fp8jit/fp8.hpp"
 #include "fp8jit/reference.hpp"
 #include "fp8jit/runtime.hpp"
-#include "runtime/ffma_reuse.hpp"
-#include "runtime/ffma_yield.hpp"
-#include "runtime/gemm_op.hpp"
-#include "runtime/kernel_cache.hpp"
-#include "runtime/parallel.hpp"
-#include "runtime/settings.hpp"
+#include "runtime/sass/ffma_reuse.hpp"
+#include "runtime/sass/ffma_yield.hpp"
+#include "runtime/ops/gemm.hpp"
+#include "runtime/jit/kernel_cache.hpp"
+#include "common/parallel.hpp"
+#include "common/settings.hpp"
 #include "tests/common/child_process.hpp"
 #include "tests/common/gpu_env.hpp"
 
@@ -274,8 +274,8 @@ TEST(GemmGpu, WideTilesInColumnHalves) {
 
 // Promotion's FFMA runs rewritten by the cubin post-passes, settings read once per process: the
 // cases run in a second process with FP8JIT_FFMA_YIELD=16 (reuse hints dropped,
-// runtime/ffma_yield.hpp), and in another with FP8JIT_FFMA_REUSE=1 (a hint on every FFMA that
-// shares its factor with the next, runtime/ffma_reuse.hpp).
+// runtime/sass/ffma_yield.hpp), and in another with FP8JIT_FFMA_REUSE=1 (a hint on every FFMA that
+// shares its factor with the next, runtime/sass/ffma_reuse.hpp).
 void run_ffma_child(const std::string& setting, const std::string& pass) {
   char dir[] = "/tmp/fp8jit-ffma-XXXXXX";
   ASSERT_NE(mkdtemp(dir), nullptr);

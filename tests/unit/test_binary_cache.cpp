@@ -1,6 +1,6 @@
 // Tests for the on-disk binary cache: format verification, failure tolerance, and atomicity under
 // concurrent threads and processes.
-#include "runtime/binary_cache.hpp"
+#include "runtime/jit/binary_cache.hpp"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -20,7 +20,7 @@
 #include <thread>
 #include <vector>
 
-#include "runtime/hash.hpp"
+#include "common/hash.hpp"
 
 namespace fp8jit {
 namespace {

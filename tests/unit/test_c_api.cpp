@@ -14,7 +14,7 @@
 #include "fp8jit/error.hpp"
 #include "fp8jit/fp8jit.h"
 #include "fp8jit/runtime.hpp"
-#include "runtime/driver.hpp"
+#include "runtime/jit/driver.hpp"
 
 namespace {
 

@@ -13,8 +13,8 @@
 
 #include "fp8jit/kernel_spec.hpp"
 #include "generator/family.hpp"
-#include "runtime/driver.hpp"
-#include "runtime/headers.hpp"
+#include "runtime/jit/driver.hpp"
+#include "runtime/jit/headers.hpp"
 #include "tests/common/cli_run.hpp"
 
 namespace fp8jit {

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/driver.hpp"
+#include "runtime/jit/driver.hpp"
 #include "tests/common/cli_run.hpp"
 
 namespace fp8jit {

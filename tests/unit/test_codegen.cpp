@@ -13,10 +13,10 @@
 #include "fp8jit/error.hpp"
 #include "fp8jit/kernel_spec.hpp"
 #include "generator/family.hpp"
-#include "runtime/hash.hpp"
-#include "runtime/headers.hpp"
-#include "runtime/kernel_cache.hpp"
-#include "runtime/nvrtc.hpp"
+#include "common/hash.hpp"
+#include "runtime/jit/headers.hpp"
+#include "runtime/jit/kernel_cache.hpp"
+#include "runtime/jit/nvrtc.hpp"
 
 namespace fp8jit {
 namespace {

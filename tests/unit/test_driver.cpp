@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "fp8jit/error.hpp"
-#include "runtime/driver.hpp"
-#include "runtime/module.hpp"
+#include "runtime/jit/driver.hpp"
+#include "runtime/jit/module.hpp"
 #include "tests/common/expect_error.hpp"
 
 namespace fp8jit {

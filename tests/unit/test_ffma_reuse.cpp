@@ -1,5 +1,5 @@
 // The cubin post-pass that keeps promotion's scale factor in the operand reuse cache
-// (runtime/ffma_reuse.hpp), and the branch-target decoding it relies on (runtime/cubin_code.hpp):
+// (runtime/sass/ffma_reuse.hpp), and the branch-target decoding it relies on (runtime/sass/cubin_code.hpp):
 // on hand-built ELF files whose instructions are known, and on gemm cubins from NVRTC.
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -11,10 +11,10 @@
 #include "fp8jit/error.hpp"
 #include "fp8jit/kernel_spec.hpp"
 #include "generator/family.hpp"
-#include "runtime/cubin_code.hpp"
-#include "runtime/ffma_reuse.hpp"
-#include "runtime/nvrtc.hpp"
-#include "runtime/settings.hpp"
+#include "runtime/sass/cubin_code.hpp"
+#include "runtime/sass/ffma_reuse.hpp"
+#include "runtime/jit/nvrtc.hpp"
+#include "common/settings.hpp"
 #include "tests/common/cubin_builder.hpp"
 #include "tests/common/expect_error.hpp"
 

@@ -1,4 +1,4 @@
-// The cubin post-pass over FFMA runs (runtime/ffma_yield.hpp): on a hand-built ELF whose
+// The cubin post-pass over FFMA runs (runtime/sass/ffma_yield.hpp): on a hand-built ELF whose
 // instructions are known, and on a block-scaled gemm cubin from NVRTC.
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -11,9 +11,9 @@
 #include "fp8jit/error.hpp"
 #include "fp8jit/kernel_spec.hpp"
 #include "generator/family.hpp"
-#include "runtime/ffma_yield.hpp"
-#include "runtime/nvrtc.hpp"
-#include "runtime/settings.hpp"
+#include "runtime/sass/ffma_yield.hpp"
+#include "runtime/jit/nvrtc.hpp"
+#include "common/settings.hpp"
 #include "tests/common/cubin_builder.hpp"
 #include "tests/common/expect_error.hpp"
 

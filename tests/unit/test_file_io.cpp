@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/file_io.hpp"
+#include "common/file_io.hpp"
 #include "tests/common/expect_error.hpp"
 
 namespace fp8jit {

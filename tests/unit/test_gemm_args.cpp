@@ -12,8 +12,8 @@
 #include "fp8jit/error.hpp"
 #include "fp8jit/kernel_spec.hpp"
 #include "fp8jit/runtime.hpp"
-#include "runtime/driver.hpp"
-#include "runtime/gemm_op.hpp"
+#include "runtime/jit/driver.hpp"
+#include "runtime/ops/gemm.hpp"
 #include "tests/common/expect_error.hpp"
 
 namespace fp8jit {

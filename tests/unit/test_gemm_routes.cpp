@@ -1,4 +1,4 @@
-// The table of gemm routes (runtime/gemm_routes.hpp) Runtime::gemm keeps per seen shape: keys,
+// The table of gemm routes (runtime/ops/routes.hpp) Runtime::gemm keeps per seen shape: keys,
 // hits and misses, replacement by tuning, and readers racing writers. No GPU needed.
 #include <gtest/gtest.h>
 
@@ -7,8 +7,8 @@
 #include <thread>
 #include <vector>
 
-#include "runtime/gemm_routes.hpp"
-#include "runtime/kernel_cache.hpp"
+#include "runtime/ops/routes.hpp"
+#include "runtime/jit/kernel_cache.hpp"
 
 namespace fp8jit::test {
 namespace {

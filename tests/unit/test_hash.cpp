@@ -2,7 +2,7 @@
 // already stored depend on them, so any change to the seed, prime or byte order must fail here.
 #include <gtest/gtest.h>
 
-#include "runtime/hash.hpp"
+#include "common/hash.hpp"
 
 namespace fp8jit {
 namespace {

@@ -11,8 +11,8 @@
 #include "fp8jit/error.hpp"
 #include "fp8jit/kernel_spec.hpp"
 #include "fp8jit/runtime.hpp"
-#include "runtime/driver.hpp"
-#include "runtime/kernel_cache.hpp"
+#include "runtime/jit/driver.hpp"
+#include "runtime/jit/kernel_cache.hpp"
 #include "tests/common/expect_error.hpp"
 
 namespace fp8jit {

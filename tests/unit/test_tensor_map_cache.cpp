@@ -1,4 +1,4 @@
-// The per-thread cache of encoded tensor maps (runtime/tensor_map_cache.hpp), with a stand-in
+// The per-thread cache of encoded tensor maps (runtime/ops/tensor_maps.hpp), with a stand-in
 // encoder: no driver needed.
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include <thread>
 #include <vector>
 
-#include "runtime/tensor_map_cache.hpp"
+#include "runtime/ops/tensor_maps.hpp"
 
 namespace fp8jit::test {
 namespace {

@@ -16,7 +16,7 @@
 #include "autotune/tuning_db.hpp"
 #include "fp8jit/error.hpp"
 #include "fp8jit/tuning.hpp"
-#include "runtime/driver.hpp"
+#include "runtime/jit/driver.hpp"
 #include "tuning_db_rows.hpp"
 
 namespace fp8jit {

@@ -5,8 +5,8 @@
 
 #include "fp8jit/gemm/params.cuh"
 #include "fp8jit/runtime.hpp"
-#include "runtime/kernel_cache.hpp"
-#include "runtime/module.hpp"
+#include "runtime/jit/kernel_cache.hpp"
+#include "runtime/jit/module.hpp"
 
 namespace fp8jit::ops {
 

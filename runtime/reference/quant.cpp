@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "fp8jit/fp8.hpp"
-#include "runtime/ops.hpp"
+#include "runtime/ops/elementwise.hpp"
 
 namespace fp8jit::reference {
 namespace {

@@ -1,4 +1,4 @@
-#include "runtime/cubin_code.hpp"
+#include "runtime/sass/cubin_code.hpp"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-#include "runtime/gemm_routes.hpp"
+#include "runtime/ops/routes.hpp"
 
 #include <mutex>
 

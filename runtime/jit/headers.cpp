@@ -1,9 +1,9 @@
-#include "runtime/headers.hpp"
+#include "runtime/jit/headers.hpp"
 
 #include <string_view>
 
-#include "runtime/embedded_headers.hpp"
-#include "runtime/hash.hpp"
+#include "runtime/jit/embedded_headers.hpp"
+#include "common/hash.hpp"
 
 namespace fp8jit {
 

@@ -1,4 +1,4 @@
-// Loaded cubins and kernel launches, on top of runtime/driver.hpp.
+// Loaded cubins and kernel launches, on top of runtime/jit/driver.hpp.
 #pragma once
 
 #include <cuda.h>

@@ -1,4 +1,4 @@
-#include "binary_cache.hpp"
+#include "runtime/jit/binary_cache.hpp"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -9,9 +9,9 @@
 #include <utility>
 
 #include "fp8jit/error.hpp"
-#include "runtime/file_io.hpp"
-#include "runtime/hash.hpp"
-#include "runtime/log.hpp"
+#include "common/file_io.hpp"
+#include "common/hash.hpp"
+#include "common/log.hpp"
 
 namespace fp8jit {
 namespace {

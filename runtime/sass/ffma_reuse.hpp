@@ -23,7 +23,7 @@ struct FfmaReuseStats {
   int skipped = 0;  // runs left alone: a branch may enter them after their first instruction
 };
 
-// Sets, in every run of kMinFfmaRun (runtime/ffma_yield.hpp) or more consecutive register-form
+// Sets, in every run of kMinFfmaRun (runtime/sass/ffma_yield.hpp) or more consecutive register-form
 // FFMAs of `cubin`'s executable sections, the slot-b reuse hint and the no-yield flag of each
 // FFMA whose successor in the run reads the same slot-b register (not RZ) and that does not write
 // it, both unpredicated;

@@ -1,6 +1,6 @@
 // Reading and patching the instructions of a compiled sm_90a cubin in place: the executable
 // sections of its ELF64 container and the fields of one instruction that the FFMA post-passes
-// (runtime/ffma_yield.hpp, runtime/ffma_reuse.hpp) read or set.
+// (runtime/sass/ffma_yield.hpp, runtime/sass/ffma_reuse.hpp) read or set.
 //
 // sm_90 instructions are 128 bits, stored as two little-endian 64-bit words. The low word's bits
 // 0-11 are the opcode with its operand form (0x223: FFMA Rd, Ra, Rb, Rc), bits 16-23 Rd, 24-31 Ra,

@@ -1,4 +1,4 @@
-#include "runtime/nvrtc.hpp"
+#include "runtime/jit/nvrtc.hpp"
 
 #include <fmt/format.h>
 #include <nvrtc.h>
@@ -6,7 +6,7 @@
 #include <chrono>
 
 #include "fp8jit/error.hpp"
-#include "runtime/headers.hpp"
+#include "runtime/jit/headers.hpp"
 
 namespace fp8jit {
 namespace {

@@ -1,4 +1,4 @@
-#include "runtime/file_io.hpp"
+#include "common/file_io.hpp"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,4 +1,4 @@
-#include "runtime/tensor_map_cache.hpp"
+#include "runtime/ops/tensor_maps.hpp"
 
 #include <memory>
 

@@ -5,8 +5,8 @@
 #include <climits>
 
 #include "fp8jit/error.hpp"
-#include "runtime/dims.hpp"
-#include "runtime/ops.hpp"
+#include "runtime/ops/dims.hpp"
+#include "runtime/ops/elementwise.hpp"
 
 namespace fp8jit::ops {
 namespace {

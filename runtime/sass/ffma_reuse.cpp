@@ -1,11 +1,11 @@
-#include "runtime/ffma_reuse.hpp"
+#include "runtime/sass/ffma_reuse.hpp"
 
 #include <algorithm>
 #include <optional>
 #include <vector>
 
-#include "runtime/cubin_code.hpp"
-#include "runtime/ffma_yield.hpp"
+#include "runtime/sass/cubin_code.hpp"
+#include "runtime/sass/ffma_yield.hpp"
 
 namespace fp8jit {
 namespace {

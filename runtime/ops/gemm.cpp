@@ -1,4 +1,4 @@
-#include "runtime/gemm_op.hpp"
+#include "runtime/ops/gemm.hpp"
 
 #include <fmt/format.h>
 
@@ -6,10 +6,10 @@
 
 #include "fp8jit/error.hpp"
 #include "fp8jit/gemm/params.cuh"
-#include "runtime/dims.hpp"
-#include "runtime/driver.hpp"
-#include "runtime/settings.hpp"
-#include "runtime/tensor_map_cache.hpp"
+#include "runtime/ops/dims.hpp"
+#include "runtime/jit/driver.hpp"
+#include "common/settings.hpp"
+#include "runtime/ops/tensor_maps.hpp"
 
 namespace fp8jit::ops {
 namespace {

@@ -21,8 +21,8 @@ struct Settings {
   int jobs = 0;                 // FP8JIT_JOBS: compile threads; 0 = hardware concurrency
   bool keep_source = false;     // FP8JIT_KEEP_SOURCE=1 writes generated .cu next to cubins
   SplitSum split_sum = SplitSum::cluster;  // FP8JIT_SPLIT_SUM=cluster|workspace
-  int ffma_yield = 0;           // FP8JIT_FFMA_YIELD=0..16: share of FFMA runs let yield (runtime/ffma_yield.hpp)
-  bool ffma_reuse = true;       // FP8JIT_FFMA_REUSE=0|1: FFMA runs keep their factor cached (runtime/ffma_reuse.hpp)
+  int ffma_yield = 0;           // FP8JIT_FFMA_YIELD=0..16: share of FFMA runs let yield (runtime/sass/ffma_yield.hpp)
+  bool ffma_reuse = true;       // FP8JIT_FFMA_REUSE=0|1: FFMA runs keep their factor cached (runtime/sass/ffma_reuse.hpp)
 
   // Reads the environment. Throws fp8jit::Error naming the variable for a malformed value.
   static Settings from_env();

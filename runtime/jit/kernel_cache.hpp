@@ -13,11 +13,11 @@
 
 #include "fp8jit/kernel_spec.hpp"
 #include "fp8jit/runtime.hpp"
-#include "runtime/binary_cache.hpp"
-#include "runtime/ffma_reuse.hpp"
-#include "runtime/ffma_yield.hpp"
-#include "runtime/module.hpp"
-#include "runtime/nvrtc.hpp"
+#include "runtime/jit/binary_cache.hpp"
+#include "runtime/sass/ffma_reuse.hpp"
+#include "runtime/sass/ffma_yield.hpp"
+#include "runtime/jit/module.hpp"
+#include "runtime/jit/nvrtc.hpp"
 
 namespace fp8jit {
 
@@ -41,7 +41,7 @@ struct LoadedKernel {
 std::string binary_cache_key(const std::string& source, CompileTarget target);
 
 // The post-passes every cubin NVRTC compiles for the runtime goes through (FP8JIT_FFMA_REUSE,
-// runtime/ffma_reuse.hpp; FP8JIT_FFMA_YIELD, runtime/ffma_yield.hpp; only long FFMA runs change,
+// runtime/sass/ffma_reuse.hpp; FP8JIT_FFMA_YIELD, runtime/sass/ffma_yield.hpp; only long FFMA runs change,
 // i.e. promotion), applied in place; `fp8jit compile --cubin` writes the same bytes.
 struct PostPassStats {
   FfmaReuseStats reuse;

@@ -4,7 +4,7 @@
 #include <cuda.h>
 
 #include "fp8jit/runtime.hpp"
-#include "runtime/kernel_cache.hpp"
+#include "runtime/jit/kernel_cache.hpp"
 
 namespace fp8jit::ops {
 

@@ -1,8 +1,8 @@
-#include "runtime/log.hpp"
+#include "common/log.hpp"
 
 #include <cstdio>
 
-#include "runtime/settings.hpp"
+#include "common/settings.hpp"
 
 namespace fp8jit::log {
 

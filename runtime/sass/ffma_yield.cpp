@@ -1,9 +1,9 @@
-#include "runtime/ffma_yield.hpp"
+#include "runtime/sass/ffma_yield.hpp"
 
 #include <string>
 
 #include "fp8jit/error.hpp"
-#include "runtime/cubin_code.hpp"
+#include "runtime/sass/cubin_code.hpp"
 
 namespace fp8jit {
 namespace {

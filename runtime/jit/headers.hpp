@@ -11,7 +11,7 @@ namespace fp8jit {
 struct HeaderSet {
   std::vector<const char*> names;     // include names, e.g. "fp8jit/common/defs.cuh"
   std::vector<const char*> contents;  // NUL-terminated texts, parallel to names
-  std::uint64_t hash = 0;             // stable_hash64 (runtime/hash.hpp) over every name and text
+  std::uint64_t hash = 0;             // stable_hash64 (common/hash.hpp) over every name and text
 };
 
 const HeaderSet& embedded_headers();

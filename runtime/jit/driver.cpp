@@ -1,4 +1,4 @@
-#include "runtime/driver.hpp"
+#include "runtime/jit/driver.hpp"
 
 #include <dlfcn.h>
 #include <fmt/format.h>

@@ -1,4 +1,4 @@
-#include "hash.hpp"
+#include "common/hash.hpp"
 
 #include <fmt/format.h>
 

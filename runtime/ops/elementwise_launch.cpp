@@ -1,8 +1,8 @@
 // Launch sequences of quantize and dequantize: parameter blocks and grids. Nothing here
 // allocates or synchronises, so a launch can be captured in a CUDA graph.
 #include "fp8jit/quant/params.cuh"
-#include "runtime/driver.hpp"
-#include "runtime/ops.hpp"
+#include "runtime/jit/driver.hpp"
+#include "runtime/ops/elementwise.hpp"
 
 namespace fp8jit::ops {
 namespace {

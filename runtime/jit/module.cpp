@@ -1,11 +1,11 @@
-#include "runtime/module.hpp"
+#include "runtime/jit/module.hpp"
 
 #include <fmt/format.h>
 
 #include <utility>
 
 #include "fp8jit/error.hpp"
-#include "runtime/driver.hpp"
+#include "runtime/jit/driver.hpp"
 
 namespace fp8jit {
 namespace {

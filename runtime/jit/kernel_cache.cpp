@@ -1,12 +1,12 @@
-#include "runtime/kernel_cache.hpp"
+#include "runtime/jit/kernel_cache.hpp"
 
 #include <fmt/format.h>
 
-#include "runtime/driver.hpp"
-#include "runtime/file_io.hpp"
-#include "runtime/headers.hpp"
-#include "runtime/log.hpp"
-#include "runtime/settings.hpp"
+#include "runtime/jit/driver.hpp"
+#include "common/file_io.hpp"
+#include "runtime/jit/headers.hpp"
+#include "common/log.hpp"
+#include "common/settings.hpp"
 
 namespace fp8jit {
 

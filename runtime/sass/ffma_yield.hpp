@@ -10,7 +10,7 @@
 // the same scheduler issue its wgmmas sooner, overlapping promotion with MMA. Dropping the reuse
 // hint (the operand is then read from the register file: same result) frees the flag. DeepGEMM
 // reported this ("FFMA SASS interleaving") as a gain of up to 10 % for its block-scaled kernels;
-// the encoding (runtime/cubin_code.hpp) was checked against nvdisasm on this project's kernels
+// the encoding (runtime/sass/cubin_code.hpp) was checked against nvdisasm on this project's kernels
 // (bench/NOTES.md, G25). Measured on an H100 (CUDA 13.0): 1-3 % slower at 9/16 and 16/16 on
 // this project's block-scaled kernels, whose two consumer warpgroups already take turns on the
 // tensor cores (G28), hence off by default.

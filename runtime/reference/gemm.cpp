@@ -8,10 +8,10 @@
 #include "fp8jit/gemm/params.cuh"
 #include "fp8jit/reference.hpp"
 #include "fp8jit/reference/gemm_ref_params.cuh"
-#include "runtime/driver.hpp"
-#include "runtime/gemm_op.hpp"
-#include "runtime/module.hpp"
-#include "runtime/nvrtc.hpp"
+#include "runtime/jit/driver.hpp"
+#include "runtime/ops/gemm.hpp"
+#include "runtime/jit/module.hpp"
+#include "runtime/jit/nvrtc.hpp"
 
 namespace fp8jit::reference {
 namespace {
