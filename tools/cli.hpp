@@ -25,6 +25,9 @@ void on_run(CLI::App* sub, std::function<int()> body);
 // A spec from inline JSON or from a regular file holding it.
 KernelSpec read_spec(const std::string& json_or_path);
 
+// Prints "fp8jit <command>: <message>" on stderr, control bytes escaped: the one error format.
+void report(const std::string& command, const std::string& message);
+
 // Throws Error(driver) "needs a GPU: <why>" where no CUDA device can be used. Commands call it
 // after every other check, so a typo is reported on any machine.
 void require_gpu();

@@ -91,8 +91,10 @@ int bench(const BenchOptions& o) {
   std::string shapes = o.shapes.empty() ? find_suite(o.suite).string() : fs::absolute(o.shapes).lexically_normal().string();
   read_gemm_shapes(shapes);  // every row checked here, before a GPU is asked for
   const std::string out = o.out.empty() ? "fp8jit-bench-" + today() : o.out;
-  if (const std::string kind = special_file_kind(out); !kind.empty() && kind != "a directory")
-    throw_invalid("--out", out, "is " + kind + "; expected a directory for the results");
+  if (std::error_code ec; fs::exists(out, ec) && !fs::is_directory(out, ec)) {
+    const std::string kind = special_file_kind(out);
+    throw_invalid("--out", out, "is " + (kind.empty() ? std::string("a file") : kind) + "; expected a directory for the results");
+  }
   const fs::path exe = find_bench_executable();
   std::vector<std::string> argv_s = {exe.string(),
                                      "--benchmark_filter=^Gemm/",
@@ -103,7 +105,7 @@ int bench(const BenchOptions& o) {
                                      "--benchmark_out=" + (fs::path(out) / "gemm.json").string(),
                                      "--benchmark_out_format=json"};
   std::vector<std::string> shown;
-  for (const auto& a : argv_s) shown.push_back(shell_quote(a));
+  for (const auto& a : argv_s) shown.push_back(printable(shell_quote(a), 4000));  // shown, not run
   if (o.dry_run) {
     fmt::print("{}\n", join(shown, " "));
     return 0;
@@ -127,7 +129,7 @@ int bench(const BenchOptions& o) {
   if (!fs::exists(fs::path(out) / "gemm.csv", ec))
     throw Error(ErrorKind::io, fmt::format("no GEMM results in {}: every benchmark failed (see above)", out));
   fmt::print("fp8jit bench: results in {} (gemm.md, gemm.csv, gemm_rows.json, gemm.json); charts: bash bench/plot.sh {}\n",
-             out, shell_quote(out));
+             printable(out, 4000), printable(shell_quote(out), 4000));
   return 0;
 }
 

@@ -12,6 +12,7 @@
 #include "fp8jit/reference.hpp"
 #include "fp8jit/runtime.hpp"
 #include "runtime/jit/driver.hpp"
+#include "runtime/ops/dims.hpp"
 #include "tools/cli.hpp"
 #include "tools/demo.hpp"
 #include "tools/options.hpp"
@@ -106,6 +107,7 @@ QuantizeArgs quantize_args_from(const QuantOptions& o) {
 }
 
 int quantize(const QuantOptions& o) {
+  check_quant_dims(o.m, o.k);
   QuantizeArgs a = quantize_args_from(o);
   require_gpu();
   Runtime rt;
@@ -119,6 +121,7 @@ int quantize(const QuantOptions& o) {
 }
 
 int dequantize(const QuantOptions& o) {
+  check_quant_dims(o.m, o.k);
   require_gpu();
   DequantizeArgs d;
   d.m = o.m;
@@ -166,6 +169,7 @@ int dequantize(const QuantOptions& o) {
 
 // Round trip: bf16 -> E4M3 with 1x128 scales -> bf16, on a DeepSeek-V3-sized activation.
 int demo_on_gpu(std::int64_t m, std::int64_t k) {
+  check_quant_dims(m, k);
   QuantizeArgs a;
   a.m = m;
   a.k = k;
@@ -247,7 +251,7 @@ void add_run_commands(CLI::App& app) {
   demo->add_option("--m", *m, "rows of the activation")->check(quant_dim('m'))->capture_default_str();
   demo->add_option("--k", *k, "columns of the activation")->check(quant_dim('k'))->capture_default_str();
   add_jobs(demo, *jobs);
-  on_run(demo, [=] { return driver::available() ? demo_on_gpu(*m, *k) : demo_without_gpu(*jobs); });
+  on_run(demo, [=] { return driver::available() ? demo_on_gpu(*m, *k) : demo_without_gpu(resolve_jobs(*jobs)); });
 }
 
 }  // namespace fp8jit::cli

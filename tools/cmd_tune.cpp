@@ -12,6 +12,7 @@
 #include "fp8jit/runtime.hpp"
 #include "runtime/jit/driver.hpp"
 #include "common/settings.hpp"
+#include "autotune/tuning_db.hpp"
 #include "tools/cli.hpp"
 #include "tools/options.hpp"
 #include "tools/progress.hpp"
@@ -92,9 +93,12 @@ int tune(const SweepOptions& o) {
   const GemmProblem problem = problem_of(o);
   const RuntimeOptions ropt = runtime_options(o);
   if (ropt.db_path.empty()) throw_invalid("--db", "<empty>", "tuning needs a database path (FP8JIT_DB or --db)");
+  // An existing database is checked (someone else's file is refused) before any sweep; a new
+  // one is created only by the first result.
+  if (TuningDb::exists(ropt.db_path)) TuningDb check(ropt.db_path);
   require_gpu();
   TuneOptions topt;
-  topt.jobs = o.jobs;
+  topt.jobs = resolve_jobs(o.jobs);
   topt.top_k = static_cast<std::size_t>(o.top_k);
   Runtime rt(ropt);
   std::vector<TunedRow> rows;
@@ -114,7 +118,7 @@ int tune(const SweepOptions& o) {
   }
   if (counted)
     fmt::print("\ngeometric-mean gain over the heuristic: {:.3f}x ({} shapes); database {}\n",
-               std::exp(log_gain / counted), counted, ropt.db_path);
+               std::exp(log_gain / counted), counted, printable(ropt.db_path));
   return rows.size() == static_cast<std::size_t>(counted) ? 0 : 1;
 }
 
@@ -124,7 +128,7 @@ int precompile(const SweepOptions& o) {
   Runtime rt(runtime_options(o));
   const auto t0 = std::chrono::steady_clock::now();
   std::unique_ptr<Progress> progress;
-  const std::size_t n = rt.precompile(problem, shapes, o.jobs, [&](std::size_t, std::size_t total, const KernelSpec& s) {
+  const std::size_t n = rt.precompile(problem, shapes, resolve_jobs(o.jobs), [&](std::size_t, std::size_t total, const KernelSpec& s) {
     if (!progress) progress = std::make_unique<Progress>(fmt::format("compiling {} kernels", total), total);
     progress->advance(1, spec_name(s));
   });
@@ -132,7 +136,7 @@ int precompile(const SweepOptions& o) {
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const CacheStats st = rt.cache_stats();
   fmt::print("{} shapes -> {} kernels ready in {:.1f} s ({} compiled, {} from the disk cache at {})\n", shapes.size(), n,
-             s, st.compiles, st.disk_hits, rt.cache_dir().empty() ? "<disabled>" : rt.cache_dir());
+             s, st.compiles, st.disk_hits, rt.cache_dir().empty() ? "<disabled>" : printable(rt.cache_dir()));
   return 0;
 }
 

@@ -2,7 +2,10 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <system_error>
 
 #include "fp8jit/error.hpp"
 #include "fp8jit/fp8jit.h"
@@ -39,6 +42,8 @@ std::string unknown_command(CLI::App& app, int argc, char** argv, std::string& p
   return "";
 }
 
+}  // namespace
+
 // One prefix, escaped text: an argument echoed back may hold control bytes.
 void report(const std::string& command, const std::string& message) {
   std::string text;
@@ -50,8 +55,6 @@ void report(const std::string& command, const std::string& message) {
   fmt::print(stderr, "fp8jit{}{}: {}\n", command.empty() ? "" : " ", command, text);
 }
 
-}  // namespace
-
 void on_run(CLI::App* sub, std::function<int()> body) {
   sub->callback([body = std::move(body)] { g_status = body(); });
 }
@@ -62,7 +65,18 @@ void require_gpu() {
 
 }  // namespace fp8jit::cli
 
-int main(int argc, char** argv) {
+namespace {
+
+// Output that could not be written (a full disk, a closed pipe) is a failure of the command.
+int finish(int status) {
+  if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+    fmt::print(stderr, "fp8jit: cannot write the output: {}\n", std::strerror(errno));
+    return 1;
+  }
+  return status;
+}
+
+int run(int argc, char** argv) {
   using namespace fp8jit::cli;
   CLI::App app{"fp8jit: generates, compiles (NVRTC, sm_90a), tunes and runs FP8 kernels for NVIDIA Hopper.\n"
                "Commands that run kernels need a GPU; the rest work anywhere.",
@@ -98,8 +112,22 @@ int main(int argc, char** argv) {
   } catch (const fp8jit::Error& e) {
     report(command_path(app), e.what());
     return 1;
+  } catch (const std::system_error& e) {  // fmt's failed writes to stdout
+    report(command_path(app), std::string("cannot write the output: ") + e.code().message());
+    return 1;
   } catch (const std::exception& e) {
     report(command_path(app), std::string("unexpected error: ") + e.what());
+    return 1;
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return finish(run(argc, argv));
+  } catch (const std::exception& e) {  // building the parser or printing help failed
+    fp8jit::cli::report("", e.what());
     return 1;
   }
 }

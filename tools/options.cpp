@@ -31,7 +31,8 @@ CLI::Validator checked_integer(std::string description, Rule rule) {
   return CLI::Validator(
       [rule](std::string& text) -> std::string {
         std::int64_t v = 0;
-        if (std::string why = parse_integer(text, INT64_MIN, INT64_MAX, v); !why.empty()) return why;
+        if (std::string why = parse_integer(text, INT64_MIN, INT64_MAX, v); !why.empty())
+          return why.find("out of range") != std::string::npos ? printable(text, 40) + " does not fit in 64 bits" : why;
         try {
           rule(v);
         } catch (const Error& e) {
@@ -66,11 +67,12 @@ CLI::Validator quant_dim(char which) {
 }
 
 CLI::Option* add_jobs(CLI::App* sub, int& jobs) {
-  jobs = Settings::get().jobs;
-  return sub->add_option("--jobs", jobs, "parallel NVRTC compilations (default: FP8JIT_JOBS or the core count)")
-      ->check(integer_in(1, 1024))
-      ->capture_default_str();
+  jobs = 0;
+  return sub->add_option("--jobs", jobs, "parallel NVRTC compilations (default: FP8JIT_JOBS, else the core count)")
+      ->check(integer_in(1, 1024));
 }
+
+int resolve_jobs(int jobs) { return jobs > 0 ? jobs : Settings::get().jobs; }
 
 CLI::Option* add_choice(CLI::App* sub, const std::string& flag, std::string& value, const std::vector<std::string>& names,
                         const std::string& doc) {
