@@ -11,9 +11,7 @@ namespace fp8jit {
 
 double gemm_tolerance(const GemmArgs& a) { return a.d_dtype == DType::fp32 && !a.fast_accum ? 1e-3 : 4e-3; }
 
-TuneResult tune_gemm(Runtime& runtime, const GemmArgs& args, const TuneOptions& options) {
-  const GemmArgs a = args;
-  runtime.select(a);  // validates the arguments before anything runs
+TuneResult tune_gemm(const GemmArgs& a, const GemmTuneHooks& hooks, const TuneOptions& options) {
   const driver::DeviceInfo dev = driver::device_info();
   GemmProblem problem{a.a_format, a.b_format, a.d_dtype, a.scale_mode, a.bias != nullptr, a.fast_accum};
   const std::vector<KernelSpec> candidates =
@@ -27,9 +25,9 @@ TuneResult tune_gemm(Runtime& runtime, const GemmArgs& args, const TuneOptions& 
   const std::size_t d_bytes = static_cast<std::size_t>(a.m * ldd) * dtype_size(a.d_dtype);
 
   Bench bench;
-  bench.compile = [&](const KernelSpec& s) { runtime.compile(s); };
+  bench.compile = hooks.compile;
   bench.time = [&](const KernelSpec& s) {
-    const std::vector<double> ms = time_samples_ms([&] { runtime.gemm(a, s, nullptr); }, options.warmup, options.iters);
+    const std::vector<double> ms = time_samples_ms([&] { hooks.run(s); }, options.warmup, options.iters);
     std::vector<double> us;
     for (double x : ms) us.push_back(x * 1e3);
     return summarize(us);
@@ -37,7 +35,7 @@ TuneResult tune_gemm(Runtime& runtime, const GemmArgs& args, const TuneOptions& 
   bench.verify = [&](const KernelSpec& s) -> std::string {
     // Poison D (NaN in every output type), run once, compare.
     driver::check(driver::api().cuMemsetD8Async(reinterpret_cast<CUdeviceptr>(a.d), 0xFF, d_bytes, nullptr), "poison D");
-    runtime.gemm(a, s, nullptr);
+    hooks.run(s);
     driver::check(driver::api().cuCtxSynchronize(), "candidate gemm");
     std::vector<unsigned char> d(d_bytes);
     driver::check(driver::api().cuMemcpyDtoH(d.data(), reinterpret_cast<CUdeviceptr>(a.d), d_bytes), "download D");

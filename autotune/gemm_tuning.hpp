@@ -1,14 +1,28 @@
 // Tuning one gemm shape on the GPU.
 #pragma once
 
-#include "fp8jit/runtime.hpp"
+#include <functional>
+
+#include "fp8jit/args.hpp"
+#include "fp8jit/kernel_spec.hpp"
 #include "fp8jit/tuning.hpp"
 
 namespace fp8jit {
 
-// Sweeps the ranked candidates for `args` (device operands; D is overwritten many times) and
-// verifies each against the float64 reference of the dequantized operands.
-TuneResult tune_gemm(Runtime& runtime, const GemmArgs& args, const TuneOptions& options);
+// What a sweep needs from whoever compiles and launches kernels (Runtime::tune builds these), so
+// that the tuner depends on no runtime.
+struct GemmTuneHooks {
+  // Compiles a candidate (thread-safe: called from the compile pool). Throws on failure.
+  std::function<void(const KernelSpec&)> compile;
+  // Launches the tuned arguments with a compiled candidate on the null stream, asynchronously.
+  // Throws on a launch failure.
+  std::function<void(const KernelSpec&)> run;
+};
+
+// Sweeps the ranked candidates for `args` (checked and normalized by the caller; device operands,
+// D is overwritten many times) and verifies each against the float64 reference of the
+// dequantized operands. TuneOptions::jobs = 0 compiles on one thread per core.
+TuneResult tune_gemm(const GemmArgs& args, const GemmTuneHooks& hooks, const TuneOptions& options);
 
 // The accuracy bound a gemm result must meet: 1e-3 relative Frobenius error for fp32 output with
 // promoted accumulation, 4e-3 otherwise (bf16/fp16 output, fast accumulation).

@@ -7,22 +7,9 @@
 #include "autotune/tuning_db.hpp"
 #include "generator/family.hpp"
 #include "common/file_io.hpp"
-#include "common/hash.hpp"
-#include "runtime/jit/headers.hpp"
 #include "common/log.hpp"
 
 namespace fp8jit {
-
-std::string tuning_space_hash(const std::string& family) {
-  const FamilyDef& f = find_family(family);
-  std::uint64_t h = stable_hash64(f.name);
-  for (const ParamDef& p : f.params) {
-    h = stable_hash64(p.name + (p.is_config ? ":c:" : ":p:"), h);
-    for (const ParamValue& v : p.allowed) h = stable_hash64(param_to_string(v) + ",", h);
-  }
-  h = stable_hash64(hex64(embedded_headers().hash), h);
-  return hex64(h);
-}
 
 std::string_view to_string(LookupSource s) {
   switch (s) {

@@ -5,14 +5,12 @@
 #include <string>
 
 #include "autotune/gpu_key.hpp"
-#include "fp8jit/runtime.hpp"
+#include "autotune/tuning_db.hpp"  // tuning_space_hash: the space rows are looked up in
+#include "fp8jit/args.hpp"
+#include "fp8jit/kernel_spec.hpp"
 #include "fp8jit/tuning.hpp"
 
 namespace fp8jit {
-
-// Identifies the candidate set a row was tuned over: the family's config space and the device
-// headers. Rows of another space are not used (the kernels they describe changed).
-std::string tuning_space_hash(const std::string& family);
 
 enum class LookupSource { exact, nearest_m, heuristic };
 std::string_view to_string(LookupSource s);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "common/stats.hpp"
 #include "runtime/jit/driver.hpp"
 
 namespace fp8jit {
@@ -48,9 +49,7 @@ std::vector<double> time_samples_ms(const std::function<void()>& fn, int warmup,
 }
 
 double time_median_ms(const std::function<void()>& fn, int warmup, int iters) {
-  std::vector<double> ms = time_samples_ms(fn, warmup, iters);
-  std::nth_element(ms.begin(), ms.begin() + ms.size() / 2, ms.end());
-  return ms[ms.size() / 2];
+  return median(time_samples_ms(fn, warmup, iters));
 }
 
 double copy_median_ms(std::size_t bytes, int iters) {

@@ -1,13 +1,14 @@
 #include "autotune/tuner.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <map>
 #include <mutex>
 
+#include "generator/families/gemm_geometry.hpp"
 #include "generator/family.hpp"
+#include "generator/gemm_cost.hpp"
 #include "common/parallel.hpp"
-#include "common/settings.hpp"
+#include "common/stats.hpp"
 
 namespace fp8jit {
 
@@ -26,10 +27,9 @@ Timing summarize(std::vector<double> s) {
   Timing t;
   if (s.empty()) return t;
   std::sort(s.begin(), s.end());
-  auto at = [&](double q) { return s[static_cast<std::size_t>(std::floor(q * (s.size() - 1) + 0.5))]; };
-  t.median_us = at(0.5);
-  t.p20_us = at(0.2);
-  t.p80_us = at(0.8);
+  t.median_us = sorted_quantile(s, 0.5);
+  t.p20_us = sorted_quantile(s, 0.2);
+  t.p80_us = sorted_quantile(s, 0.8);
   return t;
 }
 
@@ -43,9 +43,8 @@ TuneResult run_sweep(const std::vector<KernelSpec>& candidates, const Bench& ben
     if (options.progress) options.progress(progress);
   };
   // Compile everything first, in parallel: NVRTC dominates a sweep's wall time.
-  const int jobs = options.jobs > 0 ? options.jobs : Settings::get().jobs;
   std::vector<bool> compiled(candidates.size(), false);
-  parallel_for(candidates.size(), jobs, [&](std::size_t i) {
+  parallel_for(candidates.size(), jobs_or_cores(options.jobs), [&](std::size_t i) {
     CandidateResult& c = r.candidates[i];
     c.spec = candidates[i];
     try {
@@ -126,23 +125,6 @@ std::optional<std::size_t> confirm_winner(TuneResult& r, const Bench& bench, con
 
 namespace {
 
-// Predicted relative time of a gemm config: waves of work units times the time of one tile,
-// where narrow tiles pay for re-reading A and a short pipeline pays for exposed latency.
-double predicted_cost(const GemmConfig& c, std::int64_t m, std::int64_t n, std::int64_t k, int sm_count) {
-  const double tiles = std::ceil(double(m) / c.block_m) * std::ceil(double(n) / c.block_n);
-  const int splits = gemm_split_k(m, n, k, c, sm_count);
-  const double waves = std::ceil(tiles * splits / sm_count);
-  const double k_blocks = std::ceil(std::ceil(double(k) / 128) / splits);
-  // Tensor-core work per tile, plus the bytes it loads relative to its MACs (operand intensity);
-  // a 2-CTA cluster fetches half of the shared operand's tile from L2 per CTA (multicast).
-  const double macs = double(c.block_m) * c.block_n * 128;
-  const double bytes = (double(c.block_m) / c.cluster_n + double(c.block_n) / c.cluster_m) * 128;
-  const double per_block = macs / 2048.0 + bytes / 24.0;
-  const double pipeline = c.stages >= 4 ? 1.0 : 1.0 + 0.15 * (4 - c.stages);
-  const double epilogue = double(c.block_m) * c.block_n / 256.0;
-  return waves * (k_blocks * per_block * pipeline + epilogue);
-}
-
 struct Ranked {
   double cost;
   GemmConfig c;
@@ -151,10 +133,10 @@ struct Ranked {
 
 // Decode-sized M (one tile-row): one narrow tile per SM streaming all of K, with no split-K and
 // the deepest pipeline that fits, as cuBLASLt runs 128x4096x7168 (128x40 tiles, 10 stages, CTA
-// pairs; bench/NOTES.md, fourth session). Every such CTA reads all of A, so pairs sharing A's
-// tile by multicast (cluster_n = 2) halve that L2 traffic. The cost model ranks these last (it
-// counts operand bytes per MAC, not split-K's reduction), so the three narrowest widths whose
-// tiles fit one wave go first, each alone and in pairs.
+// pairs: its kernel's name under Nsight Compute). Every such CTA reads all of A, so pairs
+// sharing A's tile by multicast (cluster_n = 2) halve that L2 traffic. The cost model ranks these
+// last (it counts operand bytes per MAC, not split-K's reduction), so the three narrowest widths
+// whose tiles fit one wave go first, each alone and in pairs.
 std::vector<KernelSpec> one_wave_narrow_tiles(const std::vector<Ranked>& ranked, std::int64_t m, std::int64_t n,
                                               std::int64_t k, int sm_count) {
   constexpr int kWidths = 3;
@@ -187,9 +169,11 @@ std::vector<KernelSpec> gemm_candidates(const GemmProblem& problem, std::int64_t
   std::vector<Ranked> ranked;
   for (KernelSpec& s : enumerate_configs(gemm_family(), fallback)) {
     const GemmConfig c = gemm_config_of(s);
-    if (gemm_smem_bytes(problem, c) > smem_bytes) continue;
+    if (gemm_geometry(problem, c).smem_bytes > smem_bytes) continue;
     if (c.block_m > 64 && m <= 64) continue;  // half the tile would be padding
-    ranked.push_back({predicted_cost(c, m, n, k, sm_count), c, std::move(s)});
+    // The cost of the config as a launch runs it: with the split-K it would get.
+    const double cost = gemm_cost(c, m, n, k, sm_count, gemm_split_k(m, n, k, c, sm_count));
+    ranked.push_back({cost, c, std::move(s)});
   }
   std::stable_sort(ranked.begin(), ranked.end(), [](const Ranked& a, const Ranked& b) { return a.cost < b.cost; });
   std::vector<KernelSpec> out = {fallback};

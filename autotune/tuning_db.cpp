@@ -13,6 +13,7 @@
 
 #include "autotune/tuning_db_internal.hpp"
 #include "fp8jit/error.hpp"
+#include "fp8jit/fp8jit.h"
 #include "fp8jit/tuning.hpp"
 #include "generator/family.hpp"
 #include "common/log.hpp"
@@ -103,6 +104,14 @@ void check_timings(const json& arr) {
   }
 }
 
+// Shown by `fp8jit db list` as it is, so nothing that could move a terminal's cursor.
+bool is_version(std::string_view v) {
+  return !v.empty() && v.size() <= 64 && std::all_of(v.begin(), v.end(), [](char c) {
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+           std::string_view(".-+_").find(c) != std::string_view::npos;
+  });
+}
+
 // "" when `r` may be stored and returned; otherwise why not. The one rule for put(), import,
 // rebuild and every row read back.
 std::string record_problem(const TuningRecord& r) {
@@ -119,6 +128,11 @@ std::string record_problem(const TuningRecord& r) {
     if (r.m < 0 || r.n < 0 || r.k < 0)
       return fmt::format("negative shape m={} n={} k={}", r.m, r.n, r.k);
     if (r.space_hash.empty()) return "space_hash is empty";
+    if (!is_version(r.fp8jit_version))
+      return fmt::format(
+          "fp8jit_version \"{}\" is not a version (1 to 64 letters, digits, '.', "
+          "'-', '+' or '_')",
+          brief(r.fp8jit_version, 40));
     if (!std::isfinite(r.best_us) || r.best_us <= 0)
       return fmt::format("best_us {} is not a positive time", r.best_us);
     check_timings(
@@ -141,14 +155,15 @@ RowRead tuning_db_detail::read_row(Stmt& s) {
                                 s.text(5), s.text(6)),
                     160);
   constexpr int T = SQLITE_TEXT, I = SQLITE_INTEGER,
-                kTypes[] = {I, T, T, T, I, I, I, T, T, SQLITE_FLOAT, T, I};
-  for (int c = 1; c < 12; ++c)  // best_us (9) may also hold an integer
+                kTypes[] = {I, T, T, T, I, I, I, T, T, SQLITE_FLOAT, T, I, T};
+  for (int c = 1; c < 13; ++c)  // best_us (9) may also hold an integer
     if (s.type(c) != kTypes[c] && !(c == 9 && s.type(c) == I))
       out.why = fmt::format("column {} has the wrong type", c);
   if (!out.why.empty()) return out;
   TuningRecord r;
   r.op = s.text(2), r.problem_key = s.text(3), r.space_hash = s.text(7), r.timings = s.text(10);
   r.m = s.i64(4), r.n = s.i64(5), r.k = s.i64(6), r.created_at = s.i64(11), r.best_us = s.f64(9);
+  r.fp8jit_version = s.text(12);
   try {
     r.gpu = GpuKey::from_string(s.text(1));
     r.best = spec_from_json(s.text(8));
@@ -190,26 +205,33 @@ Merge tuning_db_detail::merge_row(sqlite3* db, const std::string& path, const Tu
   Stmt ins(
       db, path,
       "INSERT OR REPLACE INTO results (gpu_key, op, problem_key, m, n, k, space_hash, best_config,"
-      " best_us, timings, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+      " best_us, timings, created_at, fp8jit_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   ins.bind_key(r)
       .bind(8, spec_to_json(r.best))
       .bind(9, r.best_us)
       .bind(10, r.timings)
       .bind(11, r.created_at)
+      .bind(12, r.fp8jit_version)
       .step();
   return kind;
 }
 
 namespace {
 
-TuningRecord parse_import_row(const json& row, std::size_t i) {
+// Export versions: 1 from releases before fp8jit_version was recorded, 2 with it.
+constexpr int kExportVersion = 2;
+
+TuningRecord parse_import_row(const json& row, std::size_t i, int version) {
   const std::string at = fmt::format("rows[{}]", i);
   if (!row.is_object()) invalid(fmt::format("{}: expected an object, got {}", at, row.type_name()));
   static const std::vector<std::string> kFields = {
-      "gpu",        "op",          "problem_key", "m",       "n",         "k",
-      "space_hash", "best_config", "best_us",     "timings", "created_at"};
+      "gpu",        "op",          "problem_key",
+      "m",          "n",           "k",
+      "space_hash", "best_config", "best_us",
+      "timings",    "created_at",  "fp8jit_version"};  // the last one only from version 2 on
+  const auto known_end = version >= 2 ? kFields.end() : kFields.end() - 1;
   for (const auto& [key, _] : row.items())
-    if (std::find(kFields.begin(), kFields.end(), key) == kFields.end())
+    if (std::find(kFields.begin(), known_end, key) == known_end)
       invalid(fmt::format("{}: unknown field \"{}\"", at, brief(key)));
   const auto get = [&](const char* name, bool (json::*is)() const noexcept,
                        const char* what) -> const json& {
@@ -233,7 +255,9 @@ TuningRecord parse_import_row(const json& row, std::size_t i) {
     if (std::string_view(e.what()).rfind(at, 0) == 0) throw;
     invalid(at + ": " + e.what());
   }
-  r.op = str("op"), r.problem_key = str("problem_key"), r.space_hash = str("space_hash");
+  r.op = str("op"), r.problem_key = str("problem_key");
+  r.space_hash = upgraded_space_hash(r.op, str("space_hash"));  // version 1's may be legacy
+  r.fp8jit_version = version >= 2 ? str("fp8jit_version") : "unknown";
   r.m = integer("m"), r.n = integer("n"), r.k = integer("k"), r.created_at = integer("created_at");
   r.best_us = get("best_us", &json::is_number, "a number").get<double>();
   r.timings = get("timings", &json::is_array, "an array").dump();
@@ -332,11 +356,12 @@ int TuningDb::schema_version() const {
   return read_version(db_, path_);
 }
 bool TuningDb::put(const TuningRecord& record) {
-  if (std::string why = record_problem(record); !why.empty())
-    invalid(fmt::format("tuning record ({}, {}, m={} n={} k={}): {}", brief(record.gpu.str()),
-                        brief(record.op), record.m, record.n, record.k, why));
   TuningRecord r = record;
   if (r.created_at == 0) r.created_at = std::time(nullptr);
+  if (r.fp8jit_version.empty()) r.fp8jit_version = fp8jit_version();
+  if (std::string why = record_problem(r); !why.empty())
+    invalid(fmt::format("tuning record ({}, {}, m={} n={} k={}): {}", brief(r.gpu.str()),
+                        brief(r.op), r.m, r.n, r.k, why));
   WriteTxn txn(db_, path_);
   const Merge kind = merge_row(db_, path_, r);
   txn.commit();
@@ -415,8 +440,10 @@ std::string TuningDb::export_json() {
                     {"best_config", ojson::parse(spec_to_json(r.best))},
                     {"best_us", r.best_us},
                     {"timings", ojson::parse(r.timings)},
-                    {"created_at", r.created_at}});
-  return ojson{{"format", "fp8jit-tuning"}, {"version", 1}, {"rows", std::move(rows)}}.dump(2) +
+                    {"created_at", r.created_at},
+                    {"fp8jit_version", r.fp8jit_version}});
+  return ojson{{"format", "fp8jit-tuning"}, {"version", kExportVersion}, {"rows", std::move(rows)}}
+             .dump(2) +
          "\n";
 }
 
@@ -427,14 +454,15 @@ ImportStats TuningDb::import_json(std::string_view text) {
     invalid(fmt::format("import: expected a JSON object, got {}", doc.type_name()));
   if (doc.value("format", json()) != "fp8jit-tuning")
     invalid("import: \"format\" is not \"fp8jit-tuning\" (not an `fp8jit db export` file)");
-  if (const json v = doc.value("version", json()); v != 1)
-    invalid(fmt::format("import: export version {} is not 1, the one this fp8jit reads",
-                        brief(v.dump(), 20)));
+  const json v = doc.value("version", json());
+  if (v != 1 && v != kExportVersion)
+    invalid(fmt::format("import: export version {} is not 1 or {}, the ones this fp8jit reads",
+                        brief(v.dump(), 20), kExportVersion));
   if (!doc.contains("rows") || !doc["rows"].is_array())
     invalid("import: \"rows\" must be an array");
   std::vector<TuningRecord> records;
   for (std::size_t i = 0; i < doc["rows"].size(); ++i)
-    records.push_back(parse_import_row(doc["rows"][i], i));
+    records.push_back(parse_import_row(doc["rows"][i], i, v.get<int>()));
   ImportStats stats;
   WriteTxn txn(db_, path_);
   for (const TuningRecord& r : records) {

@@ -49,6 +49,16 @@ struct sqlite3;
 
 namespace fp8jit {
 
+struct FamilyDef;  // generator/family.hpp
+
+// A row's space_hash: identifies the candidate set it was tuned over, by the family's config
+// space (its name, parameters and allowed values) and its kernel generation
+// (FamilyDef::generation). Not by the bytes of the device headers: editing a template keeps every
+// tuned row, and a database exported by one release is used by the next, until someone bumps the
+// generation. Rows of another space are not used (re-tuned) and `fp8jit db prune` removes them.
+std::string tuning_space_hash(const FamilyDef& family);
+std::string tuning_space_hash(const std::string& family);  // throws for an unknown family
+
 // The canonical JSON of the spec's problem parameters only (the family's params with
 // is_config false), e.g. {"format":"e4m3","granularity":"1x128","input":"bf16","transpose":0}.
 // Config parameters, if present, are ignored, so a problem-only spec works too. Throws
@@ -72,6 +82,9 @@ struct TuningRecord {
   double best_us = 0;                // its median time in microseconds (finite, > 0)
   std::string timings = "[]";        // timings_to_json(result.candidates)
   std::int64_t created_at = 0;       // unix seconds; put() fills in the current time for 0
+  // The fp8jit release that tuned it ("unknown" for rows from before it was recorded): 1 to 64
+  // letters, digits, '.', '-', '+' or '_'. put() fills in this library's version for "".
+  std::string fp8jit_version;
 };
 
 struct ImportStats {
@@ -91,9 +104,10 @@ struct RebuildStats {
 
 class TuningDb {
  public:
-  static constexpr int kSchemaVersion = 2;
+  static constexpr int kSchemaVersion = 3;
 
-  // Opens or creates the database (and its parent directories) and migrates an older schema.
+  // Opens or creates the database (and its parent directories) and migrates an older schema
+  // (version 2 to 3 re-keys rows of the current config spaces to today's space hash).
   // Throws Error(io) for a path that cannot be a database, for someone else's file, for a
   // damaged file and while a rebuild of the file does not finish within 10 s.
   explicit TuningDb(const std::string& path);
@@ -132,9 +146,12 @@ class TuningDb {
   // op tuned over another space. Returns how many rows were deleted.
   std::size_t prune(const std::map<std::string, std::string>& space_hash_by_op = {});
 
-  // {"format": "fp8jit-tuning", "version": 1, "rows": [...]}: every valid row, in list() order.
+  // {"format": "fp8jit-tuning", "version": 2, "rows": [...]}: every valid row, in list() order,
+  // each with its fp8jit_version.
   std::string export_json();
-  // Merges an export into this database, faster entry wins (as put()). All or nothing: one
+  // Merges an export into this database, faster entry wins (as put()). Reads version 2 and the
+  // version 1 of earlier releases (rows without fp8jit_version: "unknown"; rows keyed by the
+  // space hash of earlier releases are re-keyed as migration 3 does). All or nothing: one
   // transaction; malformed JSON or any invalid row throws Error(invalid_argument) naming the
   // row and the reason, and nothing is written.
   ImportStats import_json(std::string_view json);

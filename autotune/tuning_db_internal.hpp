@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "autotune/tuning_db.hpp"
 #include "fp8jit/error.hpp"
@@ -155,11 +156,28 @@ void remove_lock(const std::string& path);
 int try_lock_exclusive(const std::string& path);
 void unlock(int fd);
 
+// The select list of a file's results table, in the order read_row reads: a file from before
+// migration 3 (salvaged as it is) has no fp8jit_version column; kCols where that cannot be read.
+std::string select_list(sqlite3* db, const std::string& path);
+
+// --- Space hashes (tuning_db_space.cpp) ---
+
+// The space hash of releases before generations: the config space and the hash of the embedded
+// device headers (HeaderSet::hash), so that any edit of a template orphaned every tuned row.
+std::string legacy_space_hash(const FamilyDef& family, std::uint64_t headers_hash);
+// `hash` re-keyed: today's space hash where `hash` is the legacy hash of op's config space as it
+// is now, with the headers of this build or of the last builds keyed that way (their kernels are
+// the ones this build makes); `hash` itself otherwise (another space: it stays orphaned).
+std::string upgraded_space_hash(std::string_view op, const std::string& hash);
+// Migration 3's second half, inside its transaction: re-keys every such row. Idempotent.
+void rekey_legacy_rows(sqlite3* db, const std::string& path);
+
 // --- Rows (tuning_db.cpp) ---
 
-inline constexpr const char* kCols =
+inline constexpr std::string_view kColsBeforeVersionColumn =
     "rowid, gpu_key, op, problem_key, m, n, k, space_hash, best_config, best_us, timings, "
     "created_at";
+inline const std::string kCols = std::string(kColsBeforeVersionColumn) + ", fp8jit_version";
 
 struct RowRead {
   std::int64_t rowid = 0;

@@ -31,10 +31,11 @@ std::vector<RowRead> salvage(const std::string& path, int& version) {
     version = read_version(db, path);
   } catch (const Error&) {  // damaged meta table: rebuild writes a fresh one
   }
+  const std::string cols = select_list(db, path);
   std::int64_t after = INT64_MIN, jump = 1;
   for (int attempt = 0; attempt < 24; ++attempt) {
     try {
-      Stmt s(db, path, fmt::format("SELECT {} FROM results WHERE rowid > ? ORDER BY rowid", kCols));
+      Stmt s(db, path, fmt::format("SELECT {} FROM results WHERE rowid > ? ORDER BY rowid", cols));
       for (s.bind(1, after); s.step(); jump = 1) after = rows.emplace_back(read_row(s)).rowid;
       break;
     } catch (const Error&) {
@@ -144,8 +145,12 @@ RebuildStats TuningDb::salvage_into_fresh(const std::string& path) {
   stats.moved_to = move_aside(path);
   TuningDb fresh(path, LockMode::held_by_caller);
   WriteTxn txn(fresh.db_, fresh.path_);
-  for (const RowRead& row : rows)
-    if (row.rec) merge_row(fresh.db_, fresh.path_, *row.rec), ++stats.rows_copied;
+  for (const RowRead& row : rows) {
+    if (!row.rec) continue;
+    TuningRecord r = *row.rec;  // the fresh file is at today's schema: as migration 3 would
+    r.space_hash = upgraded_space_hash(r.op, r.space_hash);
+    merge_row(fresh.db_, fresh.path_, r), ++stats.rows_copied;
+  }
   txn.commit();
   stats.rows = fresh.row_count();
   stats.rows_read = rows.size();

@@ -17,25 +17,48 @@ namespace fp8jit::tuning_db_detail {
 
 namespace {
 
-// Applied in order, each in the transaction that records its version. Never edit a released
-// migration (databases in the field are at every version): add one.
-constexpr std::pair<int, const char*> kMigrations[] = {
+// Applied in order, each in the transaction that records its version: its SQL, then its code
+// (null: none). Never edit a released migration (databases in the field are at every version):
+// add one.
+struct Migration {
+  int to;
+  const char* sql;
+  void (*then)(sqlite3* db, const std::string& path);
+};
+constexpr Migration kMigrations[] = {
     {1,
      "CREATE TABLE meta (key TEXT PRIMARY KEY, value NOT NULL);"
      "CREATE TABLE results (gpu_key TEXT NOT NULL, op TEXT NOT NULL, problem_key TEXT NOT NULL,"
      " m INTEGER NOT NULL, n INTEGER NOT NULL, k INTEGER NOT NULL, space_hash TEXT NOT NULL,"
      " best_config TEXT NOT NULL, best_us REAL NOT NULL, timings TEXT NOT NULL,"
-     " created_at INTEGER NOT NULL, PRIMARY KEY (gpu_key, op, problem_key, m, n, k, space_hash));"},
+     " created_at INTEGER NOT NULL, PRIMARY KEY (gpu_key, op, problem_key, m, n, k, space_hash));",
+     nullptr},
     // get_nearest_m reads one (gpu, op, problem, n, k) group ordered by m.
-    {2, "CREATE INDEX results_by_shape ON results (gpu_key, op, problem_key, n, k, m);"},
+    {2, "CREATE INDEX results_by_shape ON results (gpu_key, op, problem_key, n, k, m);", nullptr},
+    // Which release tuned a row (earlier rows: unknown), and space hashes without the headers'
+    // bytes: rows of today's config spaces keyed the old way are re-keyed, so that no tuned row
+    // of the current kernels is lost by the upgrade.
+    {3, "ALTER TABLE results ADD COLUMN fp8jit_version TEXT NOT NULL DEFAULT 'unknown';",
+     rekey_legacy_rows},
 };
-static_assert(std::end(kMigrations)[-1].first == TuningDb::kSchemaVersion);
+static_assert(std::end(kMigrations)[-1].to == TuningDb::kSchemaVersion);
 
 // The columns the migrations above create, in order: a table with other columns is not ours.
 const std::vector<std::string> kMetaColumns = {"key", "value"};
-const std::vector<std::string> kResultsColumns = {
+const std::vector<std::string> kResultsColumnsBefore3 = {
     "gpu_key",    "op",          "problem_key", "m",       "n",         "k",
     "space_hash", "best_config", "best_us",     "timings", "created_at"};
+const std::vector<std::string> kResultsColumns = [] {
+  std::vector<std::string> c = kResultsColumnsBefore3;
+  c.push_back("fp8jit_version");  // migration 3
+  return c;
+}();
+
+bool results_columns_fit(const std::vector<std::string>& cols,
+                         std::optional<std::int64_t> version) {
+  if (!version) return cols == kResultsColumnsBefore3 || cols == kResultsColumns;  // said below
+  return cols == (*version >= 3 ? kResultsColumns : kResultsColumnsBefore3);
+}
 
 // A name from someone else's file, safe to print: non-printable bytes as \xNN, bounded.
 std::string escaped(std::string_view s, std::size_t max = 40) {
@@ -110,7 +133,8 @@ std::optional<std::string> schema_problem(sqlite3* db, const std::string& path,
   }
   if (!meta || !results) return meta ? "no results table" : "no meta table";
   if (columns(db, path, "meta") != kMetaColumns) return "its meta table has other columns";
-  if (columns(db, path, "results") != kResultsColumns) return "its results table has other columns";
+  if (!results_columns_fit(columns(db, path, "results"), version))
+    return "its results table has other columns";
   if (!version) return "its meta table has no schema_version";
   if (*version < 1) return fmt::format("its schema_version {} is not a version", *version);
   return std::nullopt;
@@ -174,6 +198,15 @@ Inspection inspect(sqlite3* db, const std::string& path) {
   }
 }
 
+std::string select_list(sqlite3* db, const std::string& path) {
+  try {
+    if (columns(db, path, "results") == kResultsColumnsBefore3)
+      return std::string(kColsBeforeVersionColumn) + ", 'unknown'";
+  } catch (const Error&) {  // a damaged schema: read as today's, what can be read
+  }
+  return kCols;
+}
+
 void refuse_foreign(const std::string& path) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0 || st.st_size == 0) return;
@@ -225,9 +258,10 @@ void open_database(sqlite3* db, const std::string& path) {
   WriteTxn txn(db, path);
   // Again under the write lock: another process may have migrated (or written) since.
   const int version = inspect(db, path).version;
-  for (const auto& [to, sql] : kMigrations) {
+  for (const auto& [to, sql, then] : kMigrations) {
     if (to <= version) continue;
     exec(db, path, sql);
+    if (then) then(db, path);
     Stmt(db, path, "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)")
         .bind(1, std::int64_t{to})
         .step();

@@ -26,6 +26,7 @@
 #include "runtime/ops/gemm.hpp"
 #include "runtime/jit/kernel_cache.hpp"
 #include "runtime/jit/nvrtc.hpp"
+#include "runtime/sass/gemm_post_passes.hpp"
 
 namespace fp8jit::bench {
 namespace {
@@ -36,6 +37,11 @@ using Buf = DeviceScratch;
 KernelSpec quantize_latency_spec() { return default_quantize_spec(QuantizeProblem{}); }
 KernelSpec dequantize_latency_spec() { return default_dequantize_spec(DequantizeProblem{}); }
 KernelSpec gemm_latency_spec() { return default_gemm_spec(GemmProblem{}, 4096, 7168, 7168); }
+
+// A kernel cache in `dir` that makes the default runtime's cubins.
+KernelCacheOptions cache_options(const std::string& dir) {
+  return {dir, false, gemm_post_passes(default_runtime().options().ffma_reuse)};
+}
 
 // Render once, then time NVRTC alone (source -> sm_90a cubin) per iteration.
 void cold_compile(benchmark::State& state, const KernelSpec& spec) {
@@ -50,9 +56,10 @@ void disk_cache_load(benchmark::State& state, const KernelSpec& spec) {
   cudaFree(nullptr);  // create the primary context
   const std::string dir = std::filesystem::temp_directory_path() / "fp8jit-bench-cache";
   try {
-    KernelCache(dir).cubin(spec);  // populate
+    const KernelCacheOptions options = cache_options(dir);
+    KernelCache(options).cubin(spec);  // populate
     for (auto _ : state) {
-      KernelCache cache(dir);
+      KernelCache cache(options);
       benchmark::DoNotOptimize(cache.get(spec).functions[0]);
       if (cache.stats().disk_hits != 1) {
         state.SkipWithError("expected a disk-cache hit");
@@ -86,7 +93,7 @@ void dispatch_loop(benchmark::State& state, bool raw) {
   quantize(a, nullptr);
   cudaDeviceSynchronize();
   // The raw launch uses the very kernel the runtime dispatches, with the same parameter block.
-  static KernelCache raw_cache{std::string()};
+  static KernelCache raw_cache{cache_options("")};
   const LoadedKernel& rk = raw_cache.get(default_runtime().select(a));
   dev::QuantParams p{};
   p.x = x.p;
@@ -152,7 +159,7 @@ void BM_GemmDispatchFp8jit(benchmark::State& state) {
 void BM_GemmDispatchPrepared(benchmark::State& state) {
   SmallGemm s;
   try {
-    static KernelCache cache{std::string()};
+    static KernelCache cache{cache_options("")};
     const GemmArgs a = ops::normalize(s.g);
     const LoadedKernel& k = cache.get(default_runtime().select(a));
     int sms = 0;

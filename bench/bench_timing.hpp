@@ -7,7 +7,10 @@
 #include <algorithm>
 #include <cstddef>
 #include <functional>
+#include <utility>
 #include <vector>
+
+#include "common/stats.hpp"
 
 namespace fp8jit::bench {
 
@@ -41,8 +44,7 @@ inline double median_ms(const std::function<void()>& fn, int iters, std::vector<
   cudaEventDestroy(a);
   cudaEventDestroy(b);
   if (all) *all = ms;
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
+  return median(std::move(ms));
 }
 
 // One L2-flushed, event-timed run of fn per benchmark iteration, reported as manual time;

@@ -6,7 +6,8 @@
 # run `bash bench/plot.sh DIR` later on any machine).
 #
 # Usage (repo root): bash bench/run-on-gpu.sh
-#   OUT=DIR        results directory (default bench/results/<gpu>-<date>, e.g. h200-2026-11-21)
+#   OUT=DIR        results directory (default bench/results/<gpu>-<date>, e.g. h200-2026-11-24;
+#                  the repository keeps only the newest set per GPU, as bench/results/<gpu>-latest)
 #   BUILD_DIR=DIR  build tree (default build-gpu, shared with tests/gpu/run-on-gpu.sh)
 #   SUITE=deepseek-v3|square  SCALES=block,tensor  PROVIDERS=fp8jit,cublaslt   GEMM options
 # Writes: gpu.txt, quant.txt, quant.json, quant.csv, gemm.txt, gemm.md, gemm.csv, gemm_rows.json,

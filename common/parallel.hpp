@@ -1,6 +1,7 @@
 // A minimal parallel loop for compile-bound work (NVRTC is thread-safe per program).
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <functional>
@@ -8,6 +9,11 @@
 #include <vector>
 
 namespace fp8jit {
+
+// `jobs` when positive, else one per core: what a jobs option of 0 means.
+inline int jobs_or_cores(int jobs) {
+  return jobs > 0 ? jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
 
 // Calls fn(i) for i in [0, n) on `jobs` threads. fn must not throw (catch inside).
 inline void parallel_for(std::size_t n, int jobs, const std::function<void(std::size_t)>& fn) {

@@ -2,8 +2,8 @@
 
 #include <cstdlib>
 #include <string_view>
-#include <thread>
 
+#include "common/parallel.hpp"
 #include "fp8jit/error.hpp"
 
 namespace fp8jit {
@@ -52,7 +52,7 @@ Settings Settings::from_env() {
   }
   if (const char* v = env("FP8JIT_LOG")) s.log_level = parse_int("FP8JIT_LOG", v, 0, 3);
   if (const char* v = env("FP8JIT_JOBS")) s.jobs = parse_int("FP8JIT_JOBS", v, 0, 1024);
-  if (s.jobs == 0) s.jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  s.jobs = jobs_or_cores(s.jobs);
   if (const char* v = env("FP8JIT_KEEP_SOURCE"))
     s.keep_source = parse_bool("FP8JIT_KEEP_SOURCE", v);
   if (const char* v = env("FP8JIT_SPLIT_SUM")) {
@@ -61,7 +61,6 @@ Settings Settings::from_env() {
     else if (t == "workspace") s.split_sum = SplitSum::workspace;
     else throw_invalid("FP8JIT_SPLIT_SUM", v, "expected cluster or workspace");
   }
-  if (const char* v = env("FP8JIT_FFMA_YIELD")) s.ffma_yield = parse_int("FP8JIT_FFMA_YIELD", v, 0, 16);
   if (const char* v = env("FP8JIT_FFMA_REUSE")) s.ffma_reuse = parse_bool("FP8JIT_FFMA_REUSE", v);
   return s;
 }
@@ -81,8 +80,6 @@ std::vector<std::pair<std::string, std::string>> Settings::documented() {
       {"FP8JIT_JOBS", "compile threads (default: all cores)"},
       {"FP8JIT_KEEP_SOURCE", "1 writes each generated .cu beside its cubin"},
       {"FP8JIT_SPLIT_SUM", "cluster | workspace: how split-K ranges are summed (default cluster, where it fits)"},
-      {"FP8JIT_FFMA_YIELD", "0..16: sixteenths of each run of 16+ FFMAs in a cubin whose reuse hints are dropped so "
-                            "warps may switch inside it (default 0: off)"},
       {"FP8JIT_FFMA_REUSE", "1: every FFMA of a run of 16+ that shares its scale operand with the next keeps it in the "
                             "operand reuse cache (default 1; 0: as ptxas left it)"},
   };

@@ -1,4 +1,6 @@
-// The one place that reads FP8JIT_* environment variables. Everything else asks Settings.
+// The one place that reads FP8JIT_* environment variables. Only the facade
+// (RuntimeOptions::from_settings) and the CLI ask Settings: code below the facade is handed the
+// values, so that a Runtime built from explicit options is configured by them alone.
 #pragma once
 
 #include <string>
@@ -7,10 +9,6 @@
 #include "fp8jit/types.hpp"
 
 namespace fp8jit {
-
-// How split-K ranges are summed: inside a thread-block cluster where the kernel and GPU allow it
-// (no workspace, no second kernel), or always through the FP32 workspace and a reduction kernel.
-enum class SplitSum { cluster, workspace };
 
 struct Settings {
   std::string cache_dir;        // FP8JIT_CACHE_DIR; default $XDG_CACHE_HOME/fp8jit or ~/.cache/fp8jit
@@ -21,7 +19,6 @@ struct Settings {
   int jobs = 0;                 // FP8JIT_JOBS: compile threads; 0 = hardware concurrency
   bool keep_source = false;     // FP8JIT_KEEP_SOURCE=1 writes generated .cu next to cubins
   SplitSum split_sum = SplitSum::cluster;  // FP8JIT_SPLIT_SUM=cluster|workspace
-  int ffma_yield = 0;           // FP8JIT_FFMA_YIELD=0..16: share of FFMA runs let yield (runtime/sass/ffma_yield.hpp)
   bool ffma_reuse = true;       // FP8JIT_FFMA_REUSE=0|1: FFMA runs keep their factor cached (runtime/sass/ffma_reuse.hpp)
 
   // Reads the environment. Throws fp8jit::Error naming the variable for a malformed value.

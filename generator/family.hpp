@@ -32,6 +32,11 @@ struct FamilyDef {
   int (*dynamic_smem)(const KernelSpec&);
   int (*block_threads)(const KernelSpec&);
   int (*cluster_size)(const KernelSpec&) = nullptr;  // CTAs per cluster of the main kernel; null: 1
+  // Part of the tuning database's key (with the params): bump it by hand when a change to the
+  // family's templates or codegen changes a config's speed or what a config means, so that rows
+  // tuned for the old kernels are no longer used and get re-tuned. Edits that leave every
+  // kernel's speed alone (comments, renames, refactors) keep it, and so keep every tuned row.
+  int generation = 1;
 };
 
 const std::vector<const FamilyDef*>& all_families();

@@ -1,15 +1,16 @@
-// Default configs before any tuning. The figures behind them are in bench/NOTES.md (config
-// sweeps on an H200): these memory-bound kernels do best with 32 bytes of input per thread,
-// small blocks and few segments per thread, i.e. many short-lived CTAs that keep every SM's
-// load queue full.
+// Default configs before any tuning. Sweeps of all 48 quantize/dequantize configs on an H200
+// (v16_t128_u1 at 95 % of copy where v8_t256_u2 reached 74 %) showed that these memory-bound
+// kernels do best with 32 bytes of input per thread, small blocks and few segments per thread,
+// i.e. many short-lived CTAs that keep every SM's load queue full.
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <numeric>
 #include <vector>
 
 #include "fp8jit/error.hpp"
 #include "fp8jit/kernel_spec.hpp"
+#include "generator/families/gemm_geometry.hpp"
+#include "generator/gemm_cost.hpp"
 
 namespace fp8jit {
 namespace {
@@ -47,51 +48,67 @@ KernelSpec default_dequantize_spec(const DequantizeProblem& problem, int max_vec
 
 namespace fp8jit {
 
-// Tiles: 64 rows when M is small (one consumer warpgroup), else 128. BLOCK_N minimises a sweep's
-// estimated time on a persistent grid: waves x (BLOCK_N + kFixedCols), a tile's time per K block
-// being its MMA work (proportional to BLOCK_N) plus a fixed cost (barrier round trip, wgmma
-// issue and drain, promotion) worth about kFixedCols columns; ties go to the wider tile, which
-// reuses A more. On an H100 (bench/NOTES.md, G6) 128x64 tiles ran block scaling at half the
-// TFLOP/s of 128x192 ones: narrow tiles only pay where they fill a wave that wide ones cannot.
-// From the H100 tuning sweeps (bench/NOTES.md, G11 and G15): with 4 or fewer K blocks per tile
+namespace {
+
+// The pipeline the default's tiles are costed with, and its depth where shared memory holds it.
+constexpr int kDefaultStages = 6;
+
+// The widest default tile: what the registers allow (GemmGeometry), in two column halves only
+// for block scaling with 128 rows: 1.04-1.06x on the 4096-row K >= 7168 shapes over 192, where
+// per-tensor scaling's 256 lost to its unchunked 208 (G18: 4096x4096x7168 block 213 -> 201 µs at
+// 256, per tensor 176 -> 187). With bias, block scaling's registers stop at 224 columns, which
+// straddle three scale blocks of B, so its widest tile is 208 there.
+int widest_default_tile(const GemmProblem& p, int block_m, std::int64_t k_blocks) {
+  const bool halves = p.scale == ScaleMode::block && block_m == 128;
+  int max_n = gemm_widest_block_n(p, block_m, halves ? 2 : 1);
+  // K of 4 blocks or fewer: the epilogue dominates; 144 columns won at 4096x32768x512 in both
+  // modes (G16; G21 with the deferred epilogue: block 183 µs against 189 for 160).
+  if (k_blocks <= 4) max_n = std::min(max_n, 144);
+  // K of 16 blocks or fewer without block scaling: tiles up to 168 columns defer their epilogue
+  // under the next tile's wgmmas (the kernel's kDeferEpilogue), which beat wider tiles there
+  // (G21: 4096x24576x1536 per tensor 277 µs at 168 against 293 at 208).
+  if (k_blocks <= 16 && !p.fast_accum && p.scale != ScaleMode::block) max_n = std::min(max_n, 168);
+  return max_n;
+}
+
+// The width the cost model finds cheapest among multiples of 16 from 64 up to max_n, and max_n
+// itself (168, the widest deferrable tile, is a multiple of 8); ties go to the wider tile, which
+// reuses A more. Each is costed with a full pipeline and K in one range: stages and split-K
+// follow from the width chosen.
+int cheapest_width(const GemmProblem& p, int block_m, int max_n, std::int64_t m, std::int64_t n, std::int64_t k,
+                   int sm_count) {
+  std::vector<int> widths;
+  for (int bn = 64; bn <= max_n; bn += 16) widths.push_back(bn);
+  if (max_n % 16 != 0) widths.push_back(max_n);
+  int best_n = 0;
+  double best_cost = 0;
+  for (int bn : widths) {
+    const GemmConfig c{block_m, bn, kDefaultStages};
+    if (gemm_geometry(p, c).straddles_three_b_blocks) continue;
+    const double cost = gemm_cost(c, m, n, k, sm_count, 1);
+    if (best_n == 0 || cost <= best_cost) {
+      best_cost = cost;
+      best_n = bn;
+    }
+  }
+  return best_n;
+}
+
+}  // namespace
+
+// The cost model's pick under the rules the H100 sweeps added. Tiles: 64 rows when M is small
+// (one consumer warpgroup), else 128, and the width gemm_cost finds cheapest up to the widest
+// the rules allow: narrow tiles only pay where they fill a wave that wide ones cannot.
+// From the H100 tuning sweeps (G11, G15): with 4 or fewer K blocks per tile
 // the epilogue dominates and tiles up to 160 columns won (1.10x at 4096x32768x512); raster
 // groups of 16 tile-rows won on every shape with 16 or more of them. As many stages as shared
 // memory holds, up to 6.
 KernelSpec default_gemm_spec(const GemmProblem& problem, std::int64_t m, std::int64_t n, std::int64_t k,
                              int sm_count, int smem_bytes) {
-  constexpr double kFixedCols = 48;
   const int block_m = m <= 64 ? 64 : 128;
-  // Widest tile the register budget allows (see max_accumulators in families/gemm.cpp). Block
-  // scaling with 128 rows takes up to 256 columns in two halves (gemm_chunks): 1.04-1.06x on the
-  // 4096-row K >= 7168 shapes over 192, where per-tensor scaling's 256 lost to its unchunked 208
-  // (bench/NOTES.md, G18).
-  int max_n = problem.fast_accum ? 240 : problem.scale == ScaleMode::group ? 160 : 208;
-  if (problem.scale == ScaleMode::block && block_m == 128 && !problem.bias) max_n = 256;
-  // K of 4 blocks or fewer: the epilogue dominates; 144 columns won at 4096x32768x512 in both
-  // modes (G16; G21 with the deferred epilogue: block 183 µs against 189 for 160).
   const std::int64_t k_blocks = (k + 127) / 128;
-  if (k_blocks <= 4) max_n = std::min(max_n, 144);
-  // K of 16 blocks or fewer without block scaling: tiles up to 168 columns defer their epilogue
-  // under the next tile's wgmmas (the kernel's kDeferEpilogue), which beat wider tiles there
-  // (G21: 4096x24576x1536 per tensor 277 µs at 168 against 293 at 208).
-  if (k_blocks <= 16 && !problem.fast_accum && problem.scale != ScaleMode::block) max_n = std::min(max_n, 168);
-  int best_n = 128;
-  double best_cost = 0;
-  // Multiples of 16, and the cap itself (168, the widest deferrable tile, is a multiple of 8).
-  std::vector<int> widths;
-  for (int bn = 64; bn <= max_n; bn += 16) widths.push_back(bn);
-  if (max_n % 16 != 0) widths.push_back(max_n);
-  for (int bn : widths) {
-    // Block scaling: a tile may touch at most two 128-wide scale blocks of B.
-    if (problem.scale == ScaleMode::block && 128 - std::gcd(bn, 128) > 256 - bn) continue;
-    const std::int64_t tiles = ((m + block_m - 1) / block_m) * ((n + bn - 1) / bn);
-    const std::int64_t waves = (tiles + sm_count - 1) / sm_count;
-    const double cost = static_cast<double>(waves) * (bn + kFixedCols);
-    if (best_cost == 0 || cost <= best_cost) {
-      best_cost = cost;
-      best_n = bn;
-    }
-  }
+  const int max_n = widest_default_tile(problem, block_m, k_blocks);
+  int best_n = cheapest_width(problem, block_m, max_n, m, n, k, sm_count);
   // Decode-sized M with one wave of wide tiles: each CTA runs one tile, whose pipeline fill and
   // epilogue nothing overlaps; two tiles per CTA of half the width overlap them (tuned: 64x96
   // and 128x96 won 1.08-1.10x over x192 at N = 24576, K = 1536; G16).
@@ -102,10 +119,11 @@ KernelSpec default_gemm_spec(const GemmProblem& problem, std::int64_t m, std::in
   GemmConfig c{block_m, best_n, 2, group_m};
   // The deepest pipeline that fits, up to 6 stages; on a GPU with less shared memory, narrower
   // (then shorter) tiles until 2 stages fit.
+  auto smem = [&] { return gemm_geometry(problem, c).smem_bytes; };
   for (;;) {
-    for (c.stages = 6; c.stages > 2 && gemm_smem_bytes(problem, c) > smem_bytes; --c.stages) {
+    for (c.stages = kDefaultStages; c.stages > 2 && smem() > smem_bytes; --c.stages) {
     }
-    if (gemm_smem_bytes(problem, c) <= smem_bytes) return make_gemm_spec(problem, c);
+    if (smem() <= smem_bytes) return make_gemm_spec(problem, c);
     if (c.block_n > 16) c.block_n = std::max(16, c.block_n - 16);
     else if (c.block_m > 64) c.block_m /= 2;
     else throw_unsupported(fmt::format("no gemm tile fits {} bytes of shared memory per block", smem_bytes));

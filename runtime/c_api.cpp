@@ -17,6 +17,7 @@
 #include "fp8jit/error.hpp"
 #include "fp8jit/runtime.hpp"
 #include "fp8jit/types.hpp"
+#include "fp8jit/version.hpp"
 
 struct fp8jit_runtime {
   explicit fp8jit_runtime(const fp8jit::RuntimeOptions& options) : runtime(options) {}
@@ -278,10 +279,10 @@ fp8jit_status create(const char* function, fp8jit_runtime** out, bool from_setti
   if (out != nullptr) *out = nullptr;
   return guarded([&] {
     require(out, "out", function, "a place for the new runtime (fp8jit_runtime**)");
-    const fp8jit::RuntimeOptions options =
-        from_settings ? fp8jit::RuntimeOptions::from_settings()
-                      : fp8jit::RuntimeOptions{cache_dir ? std::string(cache_dir) : std::string(), std::string(),
-                                               fp8jit::TunePolicy::cached};  // no database: heuristics
+    // Without settings: the options' defaults (no database: heuristics), whatever the environment.
+    fp8jit::RuntimeOptions options;
+    if (from_settings) options = fp8jit::RuntimeOptions::from_settings();
+    else options.cache_dir = cache_dir ? cache_dir : "";
     *out = new fp8jit_runtime(options);
   });
 }
@@ -442,6 +443,6 @@ const char* fp8jit_status_string(fp8jit_status status) {
   return "unknown fp8jit status";
 }
 
-const char* fp8jit_version(void) { return FP8JIT_VERSION; }
+const char* fp8jit_version(void) { return FP8JIT_VERSION_STRING; }
 
 }  // extern "C"

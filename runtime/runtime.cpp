@@ -1,49 +1,87 @@
-// Runtime: the facade host apps call. The launch path after the first call per variant is a
-// shared-lock lookup of a small integer key (gemm: GemmRouteTable), the parameter block (gemm:
-// tensor maps from TensorMapCache) and cuLaunchKernelEx.
+// Runtime: the facade host apps call, and the one place below the CLI that reads the FP8JIT_*
+// settings (RuntimeOptions::from_settings): everything beneath is handed the options' values.
+// The launch path after the first call of a route is a shared-lock probe of the route table
+// (RouteTable: kernel, SM count, split-K), the parameter block (gemm: tensor maps from
+// TensorMapCache) and cuLaunchKernelEx.
 #include "fp8jit/runtime.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <climits>
 #include <map>
 #include <mutex>
 #include <shared_mutex>
 #include <unordered_map>
 
-#include "fp8jit/error.hpp"
 #include "autotune/gemm_tuning.hpp"
 #include "autotune/lookup.hpp"
-#include "runtime/ops/dims.hpp"
-#include "runtime/jit/driver.hpp"
-#include "runtime/ops/gemm.hpp"
-#include "runtime/ops/routes.hpp"
-#include "runtime/jit/kernel_cache.hpp"
-#include "runtime/ops/elementwise.hpp"
+#include "common/log.hpp"
 #include "common/parallel.hpp"
 #include "common/settings.hpp"
+#include "fp8jit/error.hpp"
+#include "runtime/jit/driver.hpp"
+#include "runtime/jit/kernel_cache.hpp"
+#include "runtime/ops/dims.hpp"
+#include "runtime/ops/elementwise.hpp"
+#include "runtime/ops/gemm.hpp"
+#include "runtime/ops/routes.hpp"
+#include "runtime/sass/gemm_post_passes.hpp"
 
 namespace fp8jit {
 
 RuntimeOptions RuntimeOptions::from_settings() {
   const Settings& s = Settings::get();
-  return {s.disk_cache ? s.cache_dir : std::string(), s.db_path, s.tune};
+  RuntimeOptions o;
+  o.cache_dir = s.disk_cache ? s.cache_dir : std::string();
+  o.db_path = s.db_path;
+  o.tune = s.tune;
+  o.jobs = s.jobs;
+  o.split_sum = s.split_sum;
+  o.keep_source = s.keep_source;
+  o.ffma_reuse = s.ffma_reuse;
+  o.log_level = s.log_level;
+  return o;
 }
 
-struct Runtime::Impl {
-  explicit Impl(const RuntimeOptions& o) : kernels(o.cache_dir), cache_dir(o.cache_dir), options(o) {}
+namespace {
 
-  KernelCache kernels;
-  std::string cache_dir;
+// The options' process-wide part, applied before the runtime's members are built so that what
+// they log is filtered by the options' level.
+const RuntimeOptions& applied(const RuntimeOptions& o) {
+  log::set_level(o.log_level);
+  return o;
+}
+
+QuantizeProblem problem_of(const QuantizeArgs& a) {
+  return {a.input, a.format, a.granularity, a.qt != nullptr};
+}
+DequantizeProblem problem_of(const DequantizeArgs& a) { return {a.format, a.output, a.granularity}; }
+
+KernelSpec default_spec(const QuantizeProblem& p, int vec) { return default_quantize_spec(p, vec); }
+KernelSpec default_spec(const DequantizeProblem& p, int vec) { return default_dequantize_spec(p, vec); }
+
+// The elementwise kernels' vector width: the widest the addresses allow, and 4 where not even 4
+// is (the kernels then take their element-wise path).
+template <class Args> int vector_width(const Args& a) { return std::max(4, ops::max_vec(a)); }
+
+RouteKey gemm_route_key(CUcontext ctx, const GemmArgs& a) {
+  return route_key(ctx, ops::problem_of(a), {a.m, a.n, a.k});
+}
+
+}  // namespace
+
+struct Runtime::Impl {
+  explicit Impl(const RuntimeOptions& o)
+      : options(applied(o)),
+        kernels({options.cache_dir, options.keep_source, gemm_post_passes(options.ffma_reuse)}) {}
+
   RuntimeOptions options;
-  // (context, packed problem + vector width) -> loaded heuristic kernel.
-  std::shared_mutex fast_mutex;
-  std::unordered_map<CUcontext, std::unordered_map<std::uint64_t, const LoadedKernel*>> fast;
-  // Contexts whose device was checked, with its SM count (under fast_mutex).
+  KernelCache kernels;
+  // What every call seen so far was routed to (quantize, dequantize and gemm).
+  RouteTable routes;
+  // Contexts whose device was checked, with its SM count.
+  std::shared_mutex device_mutex;
   std::unordered_map<CUcontext, int> checked;
-  // gemm: the heuristic depends on the shape, so the key holds it: (context, problem, m, n, k).
-  GemmRouteTable gemm_routes;
 
   // Split-K workspaces, one per (context, stream) so that concurrent streams never share one.
   // NOTE: grow-only and freed with the runtime: freeing a buffer that queued kernels may still
@@ -55,6 +93,8 @@ struct Runtime::Impl {
   std::shared_mutex workspace_mutex;
   std::map<std::pair<CUcontext, CUstream>, Workspace> workspaces;
   std::vector<std::pair<CUcontext, CUdeviceptr>> retired;
+
+  int jobs() const { return jobs_or_cores(options.jobs); }
 
   // The variant for a problem and shape: database row or heuristic (see lookup_gemm). Without
   // a GPU to key the database with: the heuristic for an H100/H200.
@@ -91,64 +131,56 @@ struct Runtime::Impl {
     for (auto& [ctx, ptr] : retired) api->cuMemFree(ptr);
   }
 
-  const LoadedKernel* find_fast(CUcontext ctx, std::uint64_t key) {
-    std::shared_lock lock(fast_mutex);
-    auto it = fast.find(ctx);
-    if (it == fast.end()) return nullptr;
-    auto jt = it->second.find(key);
-    return jt == it->second.end() ? nullptr : jt->second;
-  }
-
   // First use of a context: the device must be a Hopper GPU. Returns its SM count, remembered
   // so that launches do not query the device (a mutex and a copy of its name) every call.
   int check_device(CUcontext ctx) {
     {
-      std::shared_lock lock(fast_mutex);
+      std::shared_lock lock(device_mutex);
       if (const auto it = checked.find(ctx); it != checked.end()) return it->second;
     }
     const driver::DeviceInfo info = driver::device_info();
     driver::require_sm90(info);
-    std::unique_lock lock(fast_mutex);
+    std::unique_lock lock(device_mutex);
     checked[ctx] = info.sm_count;
     return info.sm_count;
   }
 
-  // Remembers `k` for the shape of normalized arguments `a`, with the SM count and split-K the
-  // launch uses (both fixed for a kernel, shape and device).
-  GemmRoute remember_gemm(const GemmRouteKey& key, const LoadedKernel& k, const GemmArgs& a) {
-    const int sms = check_device(key.ctx);
-    const GemmRoute route{&k, sms, ops::split_count(k, a, sms)};
-    gemm_routes.put(key, route);
+  // Remembers `k` as the route of `key`; a gemm's with the split-K count of its normalized
+  // arguments, which is fixed for a kernel, shape and device like the SM count.
+  Route remember(const RouteKey& key, const LoadedKernel& k, const GemmArgs* gemm = nullptr) {
+    Route route{&k, check_device(key.ctx), 1};
+    if (gemm) route.splits = ops::split_count(k, *gemm, route.sm_count, options.split_sum);
+    routes.put(key, route);
     return route;
   }
 
-  template <class Args>
-  const LoadedKernel& resolve(std::uint64_t key, const Args& a, const KernelSpec& spec) {
-    CUcontext ctx = driver::ensure_context();
-    if (const LoadedKernel* k = find_fast(ctx, key)) return *k;
-    check_device(ctx);
-    (void)a;
-    const LoadedKernel& k = kernels.get(spec);
-    std::unique_lock lock(fast_mutex);
-    fast[ctx][key] = &k;
-    return k;
+  // quantize and dequantize: the heuristic's kernel for the problem and vector width, checked,
+  // loaded (compiled) and routed on the key's first call.
+  template <class Args> void run_elementwise(const Args& args, CUstream stream) {
+    const Args a = ops::normalize(args);
+    const int vec = vector_width(a);
+    const auto problem = problem_of(a);
+    const RouteKey key = route_key(driver::ensure_context(), problem, vec);
+    Route route;
+    if (!routes.find(key, route)) [[unlikely]] {
+      check_device(key.ctx);
+      route = remember(key, kernels.get(default_spec(problem, vec)));
+    }
+    ops::launch(*route.kernel, a, stream);
+  }
+
+  template <class Args> void run_elementwise(const Args& args, const KernelSpec& spec, CUstream stream) {
+    const Args a = ops::normalize(args);
+    ops::check_matches(spec, a);
+    check_device(driver::ensure_context());
+    ops::launch(kernels.get(spec), a, stream);
+  }
+
+  void run_gemm(const LoadedKernel& k, const GemmArgs& a, CUcontext ctx, int sm_count, int splits, CUstream stream) {
+    const SplitSum sum = options.split_sum;
+    ops::launch(k, a, sm_count, splits, workspace(ctx, stream, ops::workspace_bytes(k, a, splits, sum)), stream, sum);
   }
 };
-
-namespace {
-
-std::uint64_t pack_key(int op, int a, int b, int c, int d, int vec) {
-  return (std::uint64_t(op) << 40) | (std::uint64_t(a) << 32) | (std::uint64_t(b) << 24) |
-         (std::uint64_t(c) << 16) | (std::uint64_t(d) << 8) | std::uint64_t(vec);
-}
-
-QuantizeProblem problem_of(const QuantizeArgs& a) {
-  return {a.input, a.format, a.granularity, a.qt != nullptr};
-}
-
-DequantizeProblem problem_of(const DequantizeArgs& a) { return {a.format, a.output, a.granularity}; }
-
-}  // namespace
 
 Runtime::Runtime() : Runtime(RuntimeOptions::from_settings()) {}
 Runtime::Runtime(const RuntimeOptions& options) : impl_(std::make_unique<Impl>(options)) {}
@@ -156,46 +188,23 @@ Runtime::~Runtime() = default;
 
 KernelSpec Runtime::select(const QuantizeArgs& args) const {
   const QuantizeArgs a = ops::normalize(args);
-  return default_quantize_spec(problem_of(a), std::max(4, ops::max_vec(a)));
+  return default_spec(problem_of(a), vector_width(a));
 }
 
 KernelSpec Runtime::select(const DequantizeArgs& args) const {
   const DequantizeArgs a = ops::normalize(args);
-  return default_dequantize_spec(problem_of(a), std::max(4, ops::max_vec(a)));
+  return default_spec(problem_of(a), vector_width(a));
 }
 
-void Runtime::quantize(const QuantizeArgs& args, CUstream stream) {
-  const QuantizeArgs a = ops::normalize(args);
-  const int vec = std::max(4, ops::max_vec(a));
-  const std::uint64_t key = pack_key(1, int(a.input), int(a.format), int(a.granularity), a.qt ? 1 : 0, vec);
-  CUcontext ctx = driver::ensure_context();
-  const LoadedKernel* k = impl_->find_fast(ctx, key);
-  if (!k) k = &impl_->resolve(key, a, default_quantize_spec(problem_of(a), vec));
-  ops::launch(*k, a, stream);
-}
-
-void Runtime::dequantize(const DequantizeArgs& args, CUstream stream) {
-  const DequantizeArgs a = ops::normalize(args);
-  const int vec = std::max(4, ops::max_vec(a));
-  const std::uint64_t key = pack_key(2, int(a.format), int(a.output), int(a.granularity), 0, vec);
-  CUcontext ctx = driver::ensure_context();
-  const LoadedKernel* k = impl_->find_fast(ctx, key);
-  if (!k) k = &impl_->resolve(key, a, default_dequantize_spec(problem_of(a), vec));
-  ops::launch(*k, a, stream);
-}
+void Runtime::quantize(const QuantizeArgs& args, CUstream stream) { impl_->run_elementwise(args, stream); }
+void Runtime::dequantize(const DequantizeArgs& args, CUstream stream) { impl_->run_elementwise(args, stream); }
 
 void Runtime::quantize(const QuantizeArgs& args, const KernelSpec& spec, CUstream stream) {
-  const QuantizeArgs a = ops::normalize(args);
-  ops::check_matches(spec, a);
-  impl_->check_device(driver::ensure_context());
-  ops::launch(impl_->kernels.get(spec), a, stream);
+  impl_->run_elementwise(args, spec, stream);
 }
 
 void Runtime::dequantize(const DequantizeArgs& args, const KernelSpec& spec, CUstream stream) {
-  const DequantizeArgs a = ops::normalize(args);
-  ops::check_matches(spec, a);
-  impl_->check_device(driver::ensure_context());
-  ops::launch(impl_->kernels.get(spec), a, stream);
+  impl_->run_elementwise(args, spec, stream);
 }
 
 KernelSpec Runtime::select(const GemmArgs& args) const {
@@ -205,19 +214,18 @@ KernelSpec Runtime::select(const GemmArgs& args) const {
 
 void Runtime::gemm(const GemmArgs& args, CUstream stream) {
   const GemmArgs a = ops::normalize(args);
-  const GemmRouteKey key = gemm_route_key(driver::ensure_context(), a);
-  GemmRoute route;
-  if (!impl_->gemm_routes.find(key, route)) [[unlikely]] {
+  const RouteKey key = gemm_route_key(driver::ensure_context(), a);
+  Route route;
+  if (!impl_->routes.find(key, route)) [[unlikely]] {
     impl_->check_device(key.ctx);
     GemmLookup found = impl_->select_gemm(ops::problem_of(a), a.m, a.n, a.k);
     if (found.source != LookupSource::exact && impl_->options.tune == TunePolicy::on_miss) {
-      const TuneResult r = tune(a);  // stores the row and the fast-path entry
+      const TuneResult r = tune(a);  // stores the row and the route
       if (r.best) found.spec = r.candidates[*r.best].spec;
     }
-    route = impl_->remember_gemm(key, impl_->kernels.get(found.spec), a);
+    route = impl_->remember(key, impl_->kernels.get(found.spec), &a);
   }
-  ops::launch(*route.kernel, a, route.sm_count, route.splits,
-              impl_->workspace(key.ctx, stream, ops::workspace_bytes(*route.kernel, a, route.splits)), stream);
+  impl_->run_gemm(*route.kernel, a, key.ctx, route.sm_count, route.splits, stream);
 }
 
 void Runtime::gemm(const GemmArgs& args, const KernelSpec& spec, CUstream stream) {
@@ -226,19 +234,23 @@ void Runtime::gemm(const GemmArgs& args, const KernelSpec& spec, CUstream stream
   CUcontext ctx = driver::ensure_context();
   const int sms = impl_->check_device(ctx);
   const LoadedKernel& k = impl_->kernels.get(spec);
-  const int splits = ops::split_count(k, a, sms);
-  ops::launch(k, a, sms, splits, impl_->workspace(ctx, stream, ops::workspace_bytes(k, a, splits)), stream);
+  impl_->run_gemm(k, a, ctx, sms, ops::split_count(k, a, sms, impl_->options.split_sum), stream);
 }
 
 TuneResult Runtime::tune(const GemmArgs& args, const TuneOptions& options) {
   const GemmArgs a = ops::normalize(args);
   impl_->check_device(driver::ensure_context());
-  TuneResult r = tune_gemm(*this, a, options);
+  GemmTuneHooks hooks;
+  hooks.compile = [this](const KernelSpec& s) { compile(s); };
+  hooks.run = [this, &a](const KernelSpec& s) { gemm(a, s, nullptr); };
+  TuneOptions o = options;
+  if (o.jobs <= 0) o.jobs = impl_->jobs();
+  TuneResult r = tune_gemm(a, hooks, o);
   if (r.best) {
     store_gemm_result(impl_->options.db_path, current_gpu_key(), {a.m, a.n, a.k}, r);
     // Later calls of this shape take the winner without asking the database again.
     const LoadedKernel& k = impl_->kernels.get(r.candidates[*r.best].spec);
-    impl_->remember_gemm(gemm_route_key(driver::ensure_context(), a), k, a);
+    impl_->remember(gemm_route_key(driver::ensure_context(), a), k, &a);
   }
   return r;
 }
@@ -254,7 +266,7 @@ std::size_t Runtime::precompile(const GemmProblem& problem, const std::vector<Ge
   std::mutex mutex;
   std::vector<std::string> errors;
   std::size_t done = 0;
-  parallel_for(specs.size(), jobs > 0 ? jobs : Settings::get().jobs, [&](std::size_t i) {
+  parallel_for(specs.size(), jobs > 0 ? jobs : impl_->jobs(), [&](std::size_t i) {
     std::string error;
     try {
       compile(specs[i]);
@@ -274,7 +286,8 @@ std::size_t Runtime::precompile(const GemmProblem& problem, const std::vector<Ge
 std::string Runtime::compile(const KernelSpec& spec) { return impl_->kernels.cubin(spec); }
 CacheStats Runtime::cache_stats() const { return impl_->kernels.stats(); }
 void Runtime::reset_cache_stats() { impl_->kernels.reset_stats(); }
-const std::string& Runtime::cache_dir() const { return impl_->cache_dir; }
+const std::string& Runtime::cache_dir() const { return impl_->options.cache_dir; }
+const RuntimeOptions& Runtime::options() const { return impl_->options; }
 
 Runtime& default_runtime() {
   static Runtime runtime;

@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 need=()
-for pkg in cmake g++ make libfmt-dev nlohmann-json3-dev libsqlite3-dev libgtest-dev libbenchmark-dev libcli11-dev gnuplot-nox; do
+for pkg in cmake g++ make libfmt-dev nlohmann-json3-dev libsqlite3-dev libgtest-dev libbenchmark-dev libcli11-dev gnuplot-nox pkgconf; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then

@@ -24,7 +24,8 @@ endforeach()
 
 # fp8jit.h must compile as strict C99: a C++-ism in the header breaks the build here.
 add_library(fp8jit_c_header_check STATIC ${FP8JIT_EXAMPLES_DIR}/c_header_check.c)
-target_include_directories(fp8jit_c_header_check PRIVATE ${CMAKE_SOURCE_DIR}/include)
+target_include_directories(fp8jit_c_header_check PRIVATE ${CMAKE_SOURCE_DIR}/include
+  ${FP8JIT_GENERATED_INCLUDE_DIR})
 set_target_properties(fp8jit_c_header_check PROPERTIES C_STANDARD 99 C_STANDARD_REQUIRED ON
   C_EXTENSIONS OFF)
 target_compile_options(fp8jit_c_header_check PRIVATE -std=c99 -Wall -Wextra -Werror -pedantic)

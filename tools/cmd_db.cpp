@@ -16,8 +16,13 @@
 namespace fp8jit::cli {
 namespace {
 
+// A time stamp from the file may be anything: one that is no calendar date is shown as a number.
 std::string when(std::int64_t unix_seconds) {
-  return fmt::format("{:%Y-%m-%d %H:%M:%S}Z", fmt::gmtime(static_cast<std::time_t>(unix_seconds)));
+  try {
+    return fmt::format("{:%Y-%m-%d %H:%M:%S}Z", fmt::gmtime(static_cast<std::time_t>(unix_seconds)));
+  } catch (const std::exception&) {
+    return fmt::format("@{}", unix_seconds);
+  }
 }
 
 // The spec's procedural name, or its JSON where it does not validate (a timing of a config from
@@ -58,15 +63,15 @@ int db_list(const DbOptions& o) {
   TuningDb db(path);
   const std::vector<TuningRecord> rows = db.list(gpu);
   const std::size_t total = db.row_count();
-  if (rows.empty()) fmt::print("no valid tuning results in {}\n", db.path());
+  if (rows.empty()) fmt::print("no valid tuning results in {}\n", printable(db.path()));
   else
-    fmt::print("{:<24} {:<10} {:>7} {:>7} {:>7} {:>10}  {:<44} {}\n", "gpu", "op", "m", "n", "k", "best_us", "config",
-               "tuned");
+    fmt::print("{:<24} {:<10} {:>7} {:>7} {:>7} {:>10}  {:<44} {:<20} {}\n", "gpu", "op", "m", "n", "k", "best_us",
+               "config", "tuned", "by fp8jit");
   for (const TuningRecord& r : rows)
-    fmt::print("{:<24} {:<10} {:>7} {:>7} {:>7} {:>10.2f}  {:<44} {}\n", r.gpu.str(), r.op, r.m, r.n, r.k, r.best_us,
-               spec_name(r.best), when(r.created_at));
+    fmt::print("{:<24} {:<10} {:>7} {:>7} {:>7} {:>10.2f}  {:<44} {:<20} {}\n", printable(r.gpu.str()), r.op, r.m, r.n, r.k,
+               r.best_us, spec_name(r.best), when(r.created_at), printable(r.fp8jit_version));
   if (!gpu && total > rows.size())
-    fmt::print("{} invalid rows ignored: `fp8jit db prune --db {}` removes them\n", total - rows.size(), db.path());
+    fmt::print("{} invalid rows ignored: `fp8jit db prune --db {}` removes them\n", total - rows.size(), printable(db.path()));
   return 0;
 }
 
@@ -80,8 +85,8 @@ int db_show(const DbOptions& o) {
     if ((!o.op.empty() && o.op != r.op) || (o.m >= 0 && o.m != r.m) || (o.n >= 0 && o.n != r.n) ||
         (o.k >= 0 && o.k != r.k))
       continue;
-    fmt::print("{}{} m={} n={} k={} on {} (tuned {}, space {})\n", shown++ ? "\n" : "", r.op, r.m, r.n, r.k,
-               r.gpu.str(), when(r.created_at), r.space_hash);
+    fmt::print("{}{} m={} n={} k={} on {} (tuned {} by fp8jit {}, space {})\n", shown++ ? "\n" : "", r.op, r.m, r.n,
+               r.k, printable(r.gpu.str()), when(r.created_at), printable(r.fp8jit_version), printable(r.space_hash));
     fmt::print("  problem: {}\n  best:    {} {:.2f} us\n           {}\n", r.problem_key, spec_name(r.best), r.best_us,
                spec_to_json(r.best));
     const nlohmann::json timings = nlohmann::json::parse(r.timings);  // validated by the database
@@ -90,9 +95,9 @@ int db_show(const DbOptions& o) {
     for (const nlohmann::json& t : timings)
       fmt::print("  {:<15} {:>10} {:>10} {:>10}  {:<44} {}\n", t["status"].get<std::string>(),
                  us_or_dash(t.value("median_us", nlohmann::json())), us_or_dash(t.value("p20_us", nlohmann::json())),
-                 us_or_dash(t.value("p80_us", nlohmann::json())), config_label(t["config"]), t.value("error", ""));
+                 us_or_dash(t.value("p80_us", nlohmann::json())), config_label(t["config"]), printable(t.value("error", "")));
   }
-  if (shown == 0) fmt::print("no matching tuning results in {}\n", db.path());
+  if (shown == 0) fmt::print("no matching tuning results in {}\n", printable(db.path()));
   return 0;
 }
 
@@ -107,7 +112,7 @@ int db_export(const DbOptions& o) {
   OutputFiles outputs;
   outputs.add(o.file, text);
   outputs.commit();
-  fmt::print(stderr, "exported {} rows to {}\n", nlohmann::json::parse(text)["rows"].size(), o.file);
+  fmt::print(stderr, "exported {} rows to {}\n", nlohmann::json::parse(text)["rows"].size(), printable(o.file));
   return 0;
 }
 
@@ -116,7 +121,7 @@ int db_import(const DbOptions& o) {
   const std::string path = db_path(o);
   const ImportStats s = TuningDb(path).import_json(text);
   fmt::print("imported {} rows into {}: {} new, {} replaced (faster), {} kept (stored row as fast or faster)\n",
-             s.inserted + s.replaced + s.kept, path, s.inserted, s.replaced, s.kept);
+             s.inserted + s.replaced + s.kept, printable(path), s.inserted, s.replaced, s.kept);
   return 0;
 }
 
@@ -125,7 +130,7 @@ int db_prune(const DbOptions& o) {
   if (!o.op.empty()) spaces[o.op] = o.space_hash;  // the options need each other
   const std::string path = db_path(o);
   if (missing(path, "nothing to prune")) return 0;
-  fmt::print("removed {} rows from {}\n", TuningDb(path).prune(spaces), path);
+  fmt::print("removed {} rows from {}\n", TuningDb(path).prune(spaces), printable(path));
   return 0;
 }
 
@@ -134,11 +139,11 @@ int db_rebuild(const DbOptions& o) {
   if (missing(path, "nothing to rebuild")) return 0;
   const RebuildStats s = TuningDb::rebuild(path);
   if (s.healthy) {
-    fmt::print("{} is healthy ({} rows): nothing changed\n", path, s.rows);
+    fmt::print("{} is healthy ({} rows): nothing changed\n", printable(path), s.rows);
     return 0;
   }
-  if (!s.moved_to.empty()) fmt::print("moved the damaged file to {}\n", s.moved_to);
-  fmt::print("rebuilt {}: {} rows read, {} copied, {} dropped (invalid)\n", path, s.rows_read, s.rows_copied,
+  if (!s.moved_to.empty()) fmt::print("moved the damaged file to {}\n", printable(s.moved_to));
+  fmt::print("rebuilt {}: {} rows read, {} copied, {} dropped (invalid)\n", printable(path), s.rows_read, s.rows_copied,
              s.rows_dropped);
   return 0;
 }
@@ -173,7 +178,9 @@ void add_db_command(CLI::App& app) {
   auto [prune, po] = add("prune", "remove rows that no longer validate (and, with --op, rows of another space)", db_prune);
   auto* op = prune->add_option("--op", po->op, "also remove this op's rows tuned over another space")
                  ->check(CLI::IsMember({"gemm", "quantize", "dequantize"}));
-  auto* space = prune->add_option("--space-hash", po->space_hash, "the space whose rows of --op are kept");
+  auto* space = prune->add_option("--space-hash", po->space_hash, "the space whose rows of --op are kept")
+                    ->check(CLI::Validator([](std::string& s) { return s.empty() ? std::string("must not be empty") : std::string(); },
+                                           "NON-EMPTY"));
   op->needs(space);
   space->needs(op);
 

@@ -13,6 +13,7 @@
 #include "runtime/jit/headers.hpp"
 #include "runtime/jit/kernel_cache.hpp"
 #include "runtime/jit/nvrtc.hpp"
+#include "runtime/sass/gemm_post_passes.hpp"
 #include "common/parallel.hpp"
 #include "common/settings.hpp"
 #include "tools/cli.hpp"
@@ -65,8 +66,8 @@ int info() {
     fmt::print("gpu:        none ({})\n", driver::unavailable_reason());
   }
   fmt::print("nvrtc:      {}\n", nvrtc_version());
-  fmt::print("cache dir:  {}{}\n", s.cache_dir, s.disk_cache ? "" : " (disabled)");
-  fmt::print("tuning db:  {}\n", s.db_path);
+  fmt::print("cache dir:  {}{}\n", printable(s.cache_dir), s.disk_cache ? "" : " (disabled)");
+  fmt::print("tuning db:  {}\n", printable(s.db_path));
   fmt::print("headers:    {} embedded, hash {:016x}\n", embedded_headers().names.size(), embedded_headers().hash);
   fmt::print("settings:\n");
   for (const auto& [name, doc] : Settings::documented()) fmt::print("  {:<20} {}\n", name, doc);
@@ -100,17 +101,15 @@ int compile(const CompileOptions& o) {
   const std::string name = spec_name(spec), source = render_source(spec);
   OutputFiles outputs;  // checked now, written only when every compilation succeeded
   CompileResult cubin = nvrtc_compile(name, source, CompileTarget::cubin);
-  const PostPassStats post = post_pass(name, cubin.binary);  // the bytes the runtime would load
+  // The default runtime's post-passes: the bytes it would load.
+  const std::vector<CubinPostPass> passes =
+      gemm_post_passes(RuntimeOptions::from_settings().ffma_reuse);
+  const std::vector<std::string> reports = run_post_passes(passes, spec.family, cubin.binary);
   if (!o.cubin.empty()) outputs.add(o.cubin, cubin.binary);
   if (!o.ptx.empty()) outputs.add(o.ptx, nvrtc_compile(name, source, CompileTarget::ptx).binary);
   outputs.commit();
   fmt::print("{}: sm_90a cubin {} bytes, compiled in {:.3f} s\n", name, cubin.binary.size(), cubin.seconds);
-  if (post.reuse.runs)
-    fmt::print("FP8JIT_FFMA_REUSE=1: {} FFMAs keep their factor cached ({} runs, {} left alone)\n", post.reuse.held,
-               post.reuse.runs, post.reuse.skipped);
-  if (post.yield.runs)
-    fmt::print("FP8JIT_FFMA_YIELD={}: {} FFMAs in {} runs may yield\n", Settings::get().ffma_yield,
-               post.yield.released, post.yield.runs);
+  for (const std::string& report : reports) fmt::print("post-pass {}\n", report);
   if (!cubin.log.empty()) fmt::print("nvrtc log:\n{}\n", cubin.log);
   return 0;
 }
@@ -126,7 +125,7 @@ int compile_all(const std::string& families, int jobs, std::int64_t sample) {
     std::size_t bytes = 0;
     const auto t0 = std::chrono::steady_clock::now();
     Progress progress(fmt::format("compiling {} {} kernels", specs.size(), f->name), specs.size());
-    parallel_for(specs.size(), jobs, [&](std::size_t i) {
+    parallel_for(specs.size(), resolve_jobs(jobs), [&](std::size_t i) {
       const std::string name = spec_name(specs[i]);
       try {
         const CompileResult r = nvrtc_compile(name, render_source(specs[i]), CompileTarget::cubin);
@@ -145,7 +144,7 @@ int compile_all(const std::string& families, int jobs, std::int64_t sample) {
     const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     fmt::print("{:<11} {:>5} of {} variants compiled for sm_90a in {:.1f} s on {} threads: mean {:.3f} s, max {:.3f} s, "
                "{:.1f} MiB of cubins\n",
-               f->name, specs.size(), total, wall, jobs, total_seconds / std::max<std::size_t>(1, specs.size()),
+               f->name, specs.size(), total, wall, resolve_jobs(jobs), total_seconds / std::max<std::size_t>(1, specs.size()),
                max_seconds, bytes / 1048576.0);
   }
   fmt::print("{}\n", failures ? fmt::format("{} variants FAILED", failures) : std::string("all variants compiled"));

@@ -32,7 +32,7 @@ CLI::Validator checked_integer(std::string description, Rule rule) {
       [rule](std::string& text) -> std::string {
         std::int64_t v = 0;
         if (std::string why = parse_integer(text, INT64_MIN, INT64_MAX, v); !why.empty())
-          return why.find("out of range") != std::string::npos ? printable(text, 40) + " does not fit in 64 bits" : why;
+          return why.find("out of range") != std::string::npos ? printable(text, 40) + " is out of range (it does not fit in 64 bits)" : why;
         try {
           rule(v);
         } catch (const Error& e) {

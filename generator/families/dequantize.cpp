@@ -35,6 +35,7 @@ int block_threads(const KernelSpec& spec) { return static_cast<int>(spec.i("thre
 FamilyDef make_family() {
   FamilyDef f;
   f.name = "dequantize";
+  f.generation = 1;  // FamilyDef::generation: bump when a kernel change re-times its configs
   f.header = "fp8jit/quant/dequantize.cuh";
   f.params = {
       {"format", false, {"e4m3", "e5m2"}, "FP8 format of the input"},

@@ -1,10 +1,9 @@
 // The gemm family: config space, validity rules and resource model, names and source.
 #include <fmt/format.h>
 
-#include <numeric>
-
 #include "fp8jit/error.hpp"
 #include "generator/families/elementwise.hpp"
+#include "generator/families/gemm_geometry.hpp"
 #include "generator/family.hpp"
 
 namespace fp8jit {
@@ -12,26 +11,6 @@ namespace {
 
 using elementwise::dev_elem;
 using elementwise::dev_fp8;
-
-constexpr int kSmemLimit = 232448;  // opt-in shared memory per block on H100/H200
-// Accumulator registers a consumer thread may hold: the largest tiles ptxas fits without
-// spilling (sm_90a, CUDA 13.0, bias and fp32 out included) of 232 registers, the rest going to
-// addresses, loop state and scale products. With the scales in shared memory: 128x208 and
-// 256x104 (tensor, rowwise, block); 128x160 and 256x64 (group, which also holds B's per-column
-// scales); fast accumulation spills past 256x144 and, with one m64 slab, at 128x256 (bf16 out
-// with bias: the 128-operand wgmma), so it stops at 240 columns.
-int max_accumulators(const GemmProblem& p, const GemmConfig& c) {
-  if (p.fast_accum) return c.block_m == 256 ? 144 : 120;
-  if (p.scale == ScaleMode::group) return c.block_m == 256 ? 128 : 160;
-  return 208;
-}
-
-// The registers a cluster's rank and multicast addressing take spill group scaling (any tile)
-// and block scaling with two m64 slabs per warpgroup (ptxas, 12-64 bytes).
-bool cluster_fits(const GemmProblem& p, const GemmConfig& c) {
-  if (c.cluster_m * c.cluster_n == 1) return true;
-  return p.scale != ScaleMode::group && !(p.scale == ScaleMode::block && c.block_m == 256);
-}
 
 const char* dev_scale(ScaleMode m) {
   switch (m) {
@@ -43,51 +22,40 @@ const char* dev_scale(ScaleMode m) {
   throw Error(ErrorKind::internal, "dev_scale: bad ScaleMode");
 }
 
-bool promotes(const GemmProblem& p) { return !p.fast_accum; }
-
-// Accumulator registers per consumer thread: BLOCK_N/2 per m64 row slab, plus with promotion the
-// wgmma temporaries of one column chunk.
-int accumulator_regs(const GemmProblem& p, const GemmConfig& c) {
-  const int slabs = c.block_m == 256 ? 2 : 1;
-  const int acc = slabs * c.block_n / 2;
-  return acc + (promotes(p) ? acc / gemm_chunks(p, c) : 0);
-}
-
 std::string check(const KernelSpec& spec) {
   const GemmProblem p = gemm_problem_of(spec);
   const GemmConfig c = gemm_config_of(spec);
+  const GemmGeometry g = gemm_geometry(p, c);
   if (p.a_format == Fp8Format::e5m2 && p.b_format == Fp8Format::e5m2)
     return "a_format = b_format = e5m2: FP8 GEMMs need at least one E4M3 operand";
   if (p.fast_accum && (p.scale == ScaleMode::block || p.scale == ScaleMode::group))
     return fmt::format("accum = fast is for tensor and rowwise scaling; {} scaling promotes every 128 of K",
                        to_string(p.scale));
-  if (gemm_smem_bytes(p, c) > kSmemLimit)
+  if (g.smem_bytes > kGemmSmemLimit)
     return fmt::format("stages = {} with {}x{} tiles ({} out) needs {} bytes of shared memory; the limit is {}",
-                       c.stages, c.block_m, c.block_n, to_string(p.out), gemm_smem_bytes(p, c), kSmemLimit);
-  if (accumulator_regs(p, c) > max_accumulators(p, c))
+                       c.stages, c.block_m, c.block_n, to_string(p.out), g.smem_bytes, kGemmSmemLimit);
+  if (g.accumulators > g.max_accumulators)
     return fmt::format("{}x{} tiles need {} accumulator registers per thread ({} scaling{}); at most {} fit",
-                       c.block_m, c.block_n, accumulator_regs(p, c), to_string(p.scale),
-                       p.fast_accum ? ", fast accumulation" : "", max_accumulators(p, c));
+                       c.block_m, c.block_n, g.accumulators, to_string(p.scale),
+                       p.fast_accum ? ", fast accumulation" : "", g.max_accumulators);
   if (c.cluster_m * c.cluster_n > 2)
     return fmt::format("cluster_m = {} and cluster_n = {}: clusters have at most 2 CTAs, along M or N", c.cluster_m,
                        c.cluster_n);
-  if (!cluster_fits(p, c))
+  if (g.cluster_spills)
     return fmt::format("{} = 2: 2-CTA clusters with {} scaling and {}-row tiles spill registers; use "
                        "cluster_m = cluster_n = 1",
                        c.cluster_m == 2 ? "cluster_m" : "cluster_n", to_string(p.scale), c.block_m);
   if (c.cluster_m == 2 && c.block_n % 16 != 0)
     return fmt::format("cluster_m = 2 multicasts halves of B's tile: block_n = {} must be a multiple of 16",
                        c.block_n);
-  // Block scaling reads the scales of at most two 128-wide blocks of B per tile.
-  if (p.scale == ScaleMode::block && 128 - std::gcd(c.block_n, 128) > 256 - c.block_n)
+  if (g.straddles_three_b_blocks)
     return fmt::format("block_n = {} lets a tile straddle three 128x128 scale blocks of B", c.block_n);
-  if (gemm_chunks(p, c) == 2 && c.block_n % 16 != 0)
-    return fmt::format("block_n = {} (> 208, precise) is computed in two halves: it must be a multiple of 16",
-                       c.block_n);
-  // ptxas: the bias epilogue of 240- and 256-wide precise tiles spills (4-72 bytes).
-  if (gemm_chunks(p, c) == 2 && p.bias && c.block_n > 224)
-    return fmt::format("block_n = {} with bias spills registers (precise accumulation); at most 224 columns",
-                       c.block_n);
+  if (g.chunks == 2 && c.block_n % 16 != 0)
+    return fmt::format("block_n = {} (> {}, precise) is computed in two halves: it must be a multiple of 16",
+                       c.block_n, dev::kGemmUnchunkedMaxN);
+  if (g.bias_spills)
+    return fmt::format("block_n = {} with bias spills registers (precise accumulation); at most {} columns",
+                       c.block_n, dev::kGemmChunkedBiasMaxN);
   return "";
 }
 
@@ -123,7 +91,7 @@ std::string render_wgmma(int n, Fp8Format a, Fp8Format b) {
 std::string render_body(const KernelSpec& spec) {
   const GemmProblem p = gemm_problem_of(spec);
   const GemmConfig c = gemm_config_of(spec);
-  const int threads = 128 * ((c.block_m >= 128 ? 2 : 1) + 1);
+  const GemmGeometry g = gemm_geometry(p, c);
   return fmt::format(
       "{}\n"
       "using Kernel = Sm90Fp8Gemm</*BLOCK_M=*/{}, /*BLOCK_N=*/{}, /*kStages=*/{}, {}, {}, {}, {}, /*kBias=*/{}, "
@@ -133,15 +101,16 @@ std::string render_body(const KernelSpec& spec) {
       "  Kernel::run(p, smem);\n}}\n\n"
       "extern \"C\" __global__ void fp8jit_gemm_reduce(const __grid_constant__ GemmParams p) {{\n"
       "  Sm90GemmReduce<{}, {}>::run(p);\n}}\n",
-      render_wgmma(c.block_n / gemm_chunks(p, c), p.a_format, p.b_format), c.block_m, c.block_n, c.stages, dev_scale(p.scale),
+      render_wgmma(g.chunk_n, p.a_format, p.b_format), c.block_m, c.block_n, c.stages, dev_scale(p.scale),
       dev_elem(p.out), dev_fp8(p.a_format), dev_fp8(p.b_format), p.bias ? "true" : "false", c.group_m,
-      p.fast_accum ? "true" : "false", c.cluster_m, c.cluster_n, threads, dev_elem(p.out), p.bias ? "true" : "false");
+      p.fast_accum ? "true" : "false", c.cluster_m, c.cluster_n, g.threads, dev_elem(p.out), p.bias ? "true" : "false");
 }
 
 std::vector<std::string> entry_points(const KernelSpec&) { return {"fp8jit_gemm", "fp8jit_gemm_reduce"}; }
-int dynamic_smem(const KernelSpec& spec) { return gemm_smem_bytes(gemm_problem_of(spec), gemm_config_of(spec)); }
-int block_threads(const KernelSpec& spec) { return 128 * ((spec.i("block_m") >= 128 ? 2 : 1) + 1); }
-int cluster_size(const KernelSpec& spec) { return static_cast<int>(spec.i("cluster_m") * spec.i("cluster_n")); }
+GemmGeometry geometry_of(const KernelSpec& spec) { return gemm_geometry(gemm_problem_of(spec), gemm_config_of(spec)); }
+int dynamic_smem(const KernelSpec& spec) { return geometry_of(spec).smem_bytes; }
+int block_threads(const KernelSpec& spec) { return geometry_of(spec).threads; }
+int cluster_size(const KernelSpec& spec) { return geometry_of(spec).cluster; }
 
 std::vector<ParamValue> range(int from, int to, int step) {
   std::vector<ParamValue> v;
@@ -152,6 +121,7 @@ std::vector<ParamValue> range(int from, int to, int step) {
 FamilyDef make_family() {
   FamilyDef f;
   f.name = "gemm";
+  f.generation = 1;  // FamilyDef::generation: bump when a kernel change re-times its configs
   f.header = "fp8jit/gemm/sm90_fp8_gemm.cuh";
   f.params = {
       {"a_format", false, {"e4m3", "e5m2"}, "FP8 format of A [M, K]"},
@@ -184,29 +154,6 @@ FamilyDef make_family() {
 const FamilyDef& gemm_family() {
   static const FamilyDef family = make_family();
   return family;
-}
-
-// Mirrors Sm90Fp8Gemm::kChunks: precise tiles wider than 208 columns with one m64 slab per
-// warpgroup accumulate their two column halves in turn, so the wgmma temporaries cost half a tile.
-int gemm_chunks(const GemmProblem& p, const GemmConfig& c) {
-  return !p.fast_accum && p.scale != ScaleMode::group && c.block_m <= 128 && c.block_n > 208 ? 2 : 1;
-}
-
-bool gemm_sums_splits_in_smem(const GemmConfig& c) {
-  return c.cluster_m * c.cluster_n == 1 &&
-         std::int64_t{c.stages} * (c.block_m + c.block_n) * 128 >= std::int64_t{c.block_m} * c.block_n * 4;
-}
-
-// Mirrors Sm90Fp8Gemm::smem_bytes(): the stage ring (A and B tiles and, for block and group
-// scaling, the K block's scales), its barriers, the epilogue slabs (one per consumer warpgroup,
-// BLOCK_M x BLOCK_N of D in all) and alignment slack.
-int gemm_smem_bytes(const GemmProblem& p, const GemmConfig& c) {
-  const bool staged = p.scale == ScaleMode::block || p.scale == ScaleMode::group;
-  // A's rows, then B's (the tile's two block scales, padded to 8, or one 1x128 scale per
-  // column), each stage's rounded to 128 bytes (TMA destinations).
-  const int scales = !staged ? 0 : (c.block_m + (p.scale == ScaleMode::block ? 8 : c.block_n) + 31) / 32 * 32;
-  return c.stages * ((c.block_m + c.block_n) * 128 + 4 * scales) + 2 * c.stages * 8 + 128 +
-         c.block_m * c.block_n * static_cast<int>(dtype_size(p.out)) + 1024;
 }
 
 KernelSpec make_gemm_spec(const GemmProblem& p, const GemmConfig& c) {

@@ -95,6 +95,7 @@ int block_threads(const KernelSpec& spec) { return static_cast<int>(spec.i("thre
 FamilyDef make_family() {
   FamilyDef f;
   f.name = "quantize";
+  f.generation = 1;  // FamilyDef::generation: bump when a kernel change re-times its configs
   f.header = "fp8jit/quant/quantize.cuh";
   f.params = {
       {"input", false, {"bf16", "fp16", "fp32"}, "element type of the input"},

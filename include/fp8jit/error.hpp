@@ -4,6 +4,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "fp8jit/export.hpp"
+
 namespace fp8jit {
 
 // What kind of failure: lets callers (and the C ABI) map an exception to a status code.
@@ -16,7 +18,7 @@ enum class ErrorKind {
   internal,          // a bug in fp8jit
 };
 
-class Error : public std::runtime_error {
+class FP8JIT_API Error : public std::runtime_error {
  public:
   Error(ErrorKind kind, const std::string& what) : std::runtime_error(what), kind_(kind) {}
   ErrorKind kind() const noexcept { return kind_; }
@@ -26,8 +28,8 @@ class Error : public std::runtime_error {
 };
 
 // Shorthands for the common case: the caller passed `name` = `value`, which breaks `rule`.
-[[noreturn]] void throw_invalid(const std::string& name, const std::string& value,
-                                const std::string& rule);
-[[noreturn]] void throw_unsupported(const std::string& what);
+[[noreturn]] FP8JIT_API void throw_invalid(const std::string& name, const std::string& value,
+                                           const std::string& rule);
+[[noreturn]] FP8JIT_API void throw_unsupported(const std::string& what);
 
 }  // namespace fp8jit

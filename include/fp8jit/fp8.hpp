@@ -12,22 +12,23 @@
 
 #include <cstdint>
 
+#include "fp8jit/export.hpp"
 #include "fp8jit/types.hpp"
 
 namespace fp8jit::fp8 {
 
-std::uint8_t from_float(float x, Fp8Format f);
-float to_float(std::uint8_t code, Fp8Format f);
+FP8JIT_API std::uint8_t from_float(float x, Fp8Format f);
+FP8JIT_API float to_float(std::uint8_t code, Fp8Format f);
 
-std::uint16_t float_to_bf16(float x);
-float bf16_to_float(std::uint16_t bits);
-std::uint16_t float_to_fp16(float x);
-float fp16_to_float(std::uint16_t bits);
+FP8JIT_API std::uint16_t float_to_bf16(float x);
+FP8JIT_API float bf16_to_float(std::uint16_t bits);
+FP8JIT_API std::uint16_t float_to_fp16(float x);
+FP8JIT_API float fp16_to_float(std::uint16_t bits);
 
 // Reads one element of a high-precision tensor stored as `dtype` (bf16/fp16 bits or fp32).
-float load_as_float(const void* base, std::size_t index, DType dtype);
+FP8JIT_API float load_as_float(const void* base, std::size_t index, DType dtype);
 // Writes `x` rounded as the GPU rounds it (see above) into element `index` of `base`; an fp32
 // NaN is written as the canonical 0x7FFFFFFF that GPU arithmetic produces.
-void store_from_float(void* base, std::size_t index, DType dtype, float x);
+FP8JIT_API void store_from_float(void* base, std::size_t index, DType dtype, float x);
 
 }  // namespace fp8jit::fp8

@@ -23,13 +23,19 @@
  *   if (fp8jit_quantize(rt, &a, stream) != FP8JIT_SUCCESS) { puts(fp8jit_last_error()); ... }
  *   fp8jit_runtime_destroy(rt);
  *
- * Link with the fp8jit library (C++: link with a C++ compiler driver, or add libstdc++).
+ * Link with the fp8jit library: the shared libfp8jit.so brings its own dependencies; the static
+ * libfp8jit.a needs a C++ link (a C++ compiler driver, or `pkg-config --static --libs fp8jit`).
+ * FP8JIT_VERSION_STRING (fp8jit/version.hpp) is the headers' version, fp8jit_version() the
+ * library's.
  */
 #ifndef FP8JIT_FP8JIT_H_
 #define FP8JIT_FP8JIT_H_
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "fp8jit/export.hpp"
+#include "fp8jit/version.hpp"
 
 #ifdef __cplusplus
 extern "C" {
@@ -151,9 +157,9 @@ typedef struct fp8jit_gemm_args {
 } fp8jit_gemm_args;
 
 /* Set every field to the C++ struct's default (pointers NULL, sizes 0). NULL is a no-op. */
-void fp8jit_quantize_args_init(fp8jit_quantize_args* args);
-void fp8jit_dequantize_args_init(fp8jit_dequantize_args* args);
-void fp8jit_gemm_args_init(fp8jit_gemm_args* args);
+FP8JIT_API void fp8jit_quantize_args_init(fp8jit_quantize_args* args);
+FP8JIT_API void fp8jit_dequantize_args_init(fp8jit_dequantize_args* args);
+FP8JIT_API void fp8jit_gemm_args_init(fp8jit_gemm_args* args);
 
 /* Mirrors fp8jit::CacheStats. */
 typedef struct fp8jit_cache_stats {
@@ -168,56 +174,64 @@ typedef struct fp8jit_cache_stats {
 /* A kernel cache (compiled and loaded kernels, optionally backed by a disk cache). */
 typedef struct fp8jit_runtime fp8jit_runtime;
 
-/* Options from the FP8JIT_* environment variables (FP8JIT_CACHE_DIR, FP8JIT_DISK_CACHE). */
-fp8jit_status fp8jit_runtime_create(fp8jit_runtime** out);
-/* Binary cache in `cache_dir`; NULL or "" disables the disk cache. */
-fp8jit_status fp8jit_runtime_create_with_cache_dir(const char* cache_dir, fp8jit_runtime** out);
+/* Options from the FP8JIT_* environment variables (fp8jit::RuntimeOptions::from_settings). */
+FP8JIT_API fp8jit_status fp8jit_runtime_create(fp8jit_runtime** out);
+/* Binary cache in `cache_dir`; NULL or "" disables the disk cache. No tuning database, and the
+ * defaults of fp8jit::RuntimeOptions for the rest: no FP8JIT_* variable is read. */
+FP8JIT_API fp8jit_status fp8jit_runtime_create_with_cache_dir(const char* cache_dir,
+                                                              fp8jit_runtime** out);
 /* Frees the handle and its kernels (call after the work queued with it has finished). NULL ok. */
-void fp8jit_runtime_destroy(fp8jit_runtime* runtime);
+FP8JIT_API void fp8jit_runtime_destroy(fp8jit_runtime* runtime);
 /* The disk cache directory ("" when disabled; NULL for a NULL handle). Owned by the handle. */
-const char* fp8jit_runtime_cache_dir(const fp8jit_runtime* runtime);
+FP8JIT_API const char* fp8jit_runtime_cache_dir(const fp8jit_runtime* runtime);
 
 /* Pick the kernel, compile or load it on first use, launch it on `stream` (asynchronous).
  * Arguments are checked before anything is launched. */
-fp8jit_status fp8jit_quantize(fp8jit_runtime* runtime, const fp8jit_quantize_args* args,
-                              fp8jit_stream_t stream);
-fp8jit_status fp8jit_dequantize(fp8jit_runtime* runtime, const fp8jit_dequantize_args* args,
-                                fp8jit_stream_t stream);
-fp8jit_status fp8jit_gemm(fp8jit_runtime* runtime, const fp8jit_gemm_args* args,
-                          fp8jit_stream_t stream);
+FP8JIT_API fp8jit_status fp8jit_quantize(fp8jit_runtime* runtime, const fp8jit_quantize_args* args,
+                                         fp8jit_stream_t stream);
+FP8JIT_API fp8jit_status fp8jit_dequantize(fp8jit_runtime* runtime,
+                                           const fp8jit_dequantize_args* args,
+                                           fp8jit_stream_t stream);
+FP8JIT_API fp8jit_status fp8jit_gemm(fp8jit_runtime* runtime, const fp8jit_gemm_args* args,
+                                     fp8jit_stream_t stream);
 
 /* The kernel fp8jit_gemm would use for these arguments (tuning database row, nearest tuned M, or
  * the heuristic), as its name, NUL-terminated, into buf (capacity bytes; too small:
  * FP8JIT_ERROR_INVALID_ARGUMENT). Needs no GPU. */
-fp8jit_status fp8jit_gemm_select(fp8jit_runtime* runtime, const fp8jit_gemm_args* args, char* buf, size_t capacity);
+FP8JIT_API fp8jit_status fp8jit_gemm_select(fp8jit_runtime* runtime, const fp8jit_gemm_args* args,
+                                            char* buf, size_t capacity);
 /* Sweeps up to top_k candidates (0: every config) for this shape on the GPU (D is overwritten),
  * stores the winner in the tuning database and uses it from then on. Needs a GPU. */
-fp8jit_status fp8jit_gemm_tune(fp8jit_runtime* runtime, const fp8jit_gemm_args* args, size_t top_k);
+FP8JIT_API fp8jit_status fp8jit_gemm_tune(fp8jit_runtime* runtime, const fp8jit_gemm_args* args,
+                                          size_t top_k);
 /* Compiles, in parallel, the kernels fp8jit_gemm would pick for `count` shapes (m, n, k triples in
  * `mnk`) of the problem described by `problem` (its formats, d_dtype, scale_mode, bias != NULL
  * and fast_accum; pointers and sizes are ignored). Needs no GPU. */
-fp8jit_status fp8jit_gemm_precompile(fp8jit_runtime* runtime, const fp8jit_gemm_args* problem, const int64_t* mnk,
-                                     size_t count);
-fp8jit_status fp8jit_runtime_cache_stats(const fp8jit_runtime* runtime, fp8jit_cache_stats* out);
-fp8jit_status fp8jit_runtime_reset_cache_stats(fp8jit_runtime* runtime);
+FP8JIT_API fp8jit_status fp8jit_gemm_precompile(fp8jit_runtime* runtime,
+                                                const fp8jit_gemm_args* problem, const int64_t* mnk,
+                                                size_t count);
+FP8JIT_API fp8jit_status fp8jit_runtime_cache_stats(const fp8jit_runtime* runtime,
+                                                    fp8jit_cache_stats* out);
+FP8JIT_API fp8jit_status fp8jit_runtime_reset_cache_stats(fp8jit_runtime* runtime);
 
 /* Floats a scale tensor holds for an [m, k] tensor (col_major_tma pads its row count to 4). */
-fp8jit_status fp8jit_scale_count(fp8jit_granularity granularity, fp8jit_scale_layout layout,
-                                 int64_t m, int64_t k, int64_t* out);
+FP8JIT_API fp8jit_status fp8jit_scale_count(fp8jit_granularity granularity,
+                                            fp8jit_scale_layout layout, int64_t m, int64_t k,
+                                            int64_t* out);
 
 /* ---- errors and version ------------------------------------------------------------------- */
 
 /* The message of the calling thread's most recent failure ("" if none). Valid until the thread's
  * next failing call or fp8jit_clear_last_error(); successful calls leave it alone. */
-const char* fp8jit_last_error(void);
+FP8JIT_API const char* fp8jit_last_error(void);
 /* The status of the calling thread's most recent failure (FP8JIT_SUCCESS if none). */
-fp8jit_status fp8jit_get_last_status(void);
+FP8JIT_API fp8jit_status fp8jit_get_last_status(void);
 /* Forget the calling thread's last failure. */
-void fp8jit_clear_last_error(void);
+FP8JIT_API void fp8jit_clear_last_error(void);
 /* A static description of a status ("invalid argument", ...). */
-const char* fp8jit_status_string(fp8jit_status status);
+FP8JIT_API const char* fp8jit_status_string(fp8jit_status status);
 /* The library version, "MAJOR.MINOR.PATCH". */
-const char* fp8jit_version(void);
+FP8JIT_API const char* fp8jit_version(void);
 
 #ifdef __cplusplus
 } /* extern "C" */

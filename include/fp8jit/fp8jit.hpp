@@ -6,3 +6,4 @@
 #include "fp8jit/kernel_spec.hpp"
 #include "fp8jit/runtime.hpp"
 #include "fp8jit/types.hpp"
+#include "fp8jit/version.hpp"

@@ -12,13 +12,14 @@
 #include <variant>
 #include <vector>
 
+#include "fp8jit/export.hpp"
 #include "fp8jit/types.hpp"
 
 namespace fp8jit {
 
 using ParamValue = std::variant<std::int64_t, std::string>;
 
-struct KernelSpec {
+struct FP8JIT_API KernelSpec {
   std::string family;                        // "quantize", "dequantize", "gemm"
   std::map<std::string, ParamValue> params;  // problem and config parameters by name
 
@@ -28,30 +29,30 @@ struct KernelSpec {
 };
 
 // Throws fp8jit::Error (invalid_argument) naming the parameter, its value and the allowed set.
-void validate_spec(const KernelSpec& spec);
+FP8JIT_API void validate_spec(const KernelSpec& spec);
 
 // Canonical procedural name, e.g. "quant_sm90_bf16_e4m3_1x128_v8_t256_u2". Validates.
-std::string spec_name(const KernelSpec& spec);
+FP8JIT_API std::string spec_name(const KernelSpec& spec);
 // Stable across runs, platforms and builds: a 64-bit hash of the canonical JSON. Validates.
-std::uint64_t spec_hash(const KernelSpec& spec);
+FP8JIT_API std::uint64_t spec_hash(const KernelSpec& spec);
 
 // {"family": ..., "problem": {...}, "config": {...}} with keys in the family's order.
-std::string spec_to_json(const KernelSpec& spec, int indent = -1);
+FP8JIT_API std::string spec_to_json(const KernelSpec& spec, int indent = -1);
 // Parses and validates; accepts the form above. Throws fp8jit::Error with the reason.
-KernelSpec spec_from_json(std::string_view json);
+FP8JIT_API KernelSpec spec_from_json(std::string_view json);
 
 // The generated CUDA source of one variant: includes the family's header and instantiates one
 // template. Validates first.
-std::string render_source(const KernelSpec& spec);
+FP8JIT_API std::string render_source(const KernelSpec& spec);
 
 // Names of the __global__ functions the source defines, in launch order.
-std::vector<std::string> spec_entry_points(const KernelSpec& spec);
+FP8JIT_API std::vector<std::string> spec_entry_points(const KernelSpec& spec);
 // Dynamic shared memory the variant's main kernel needs, in bytes.
-int spec_dynamic_smem(const KernelSpec& spec);
+FP8JIT_API int spec_dynamic_smem(const KernelSpec& spec);
 // Threads per block of the variant's kernels.
-int spec_block_threads(const KernelSpec& spec);
+FP8JIT_API int spec_block_threads(const KernelSpec& spec);
 // CTAs per thread-block cluster of the variant's main kernel (1: launched without a cluster).
-int spec_cluster_size(const KernelSpec& spec);
+FP8JIT_API int spec_cluster_size(const KernelSpec& spec);
 
 // ---- typed front doors for the quantize and dequantize families ----------------------------
 
@@ -77,15 +78,17 @@ struct ElementwiseConfig {
   int unroll = 2;
 };
 
-KernelSpec make_quantize_spec(const QuantizeProblem& problem, const ElementwiseConfig& config);
-KernelSpec make_dequantize_spec(const DequantizeProblem& problem, const ElementwiseConfig& config);
-QuantizeProblem quantize_problem_of(const KernelSpec& spec);
-DequantizeProblem dequantize_problem_of(const KernelSpec& spec);
-ElementwiseConfig elementwise_config_of(const KernelSpec& spec);
+FP8JIT_API KernelSpec make_quantize_spec(const QuantizeProblem& problem,
+                                         const ElementwiseConfig& config);
+FP8JIT_API KernelSpec make_dequantize_spec(const DequantizeProblem& problem,
+                                           const ElementwiseConfig& config);
+FP8JIT_API QuantizeProblem quantize_problem_of(const KernelSpec& spec);
+FP8JIT_API DequantizeProblem dequantize_problem_of(const KernelSpec& spec);
+FP8JIT_API ElementwiseConfig elementwise_config_of(const KernelSpec& spec);
 
 // Heuristic defaults, used before any tuning. `max_vec` caps the vector width (alignment).
-KernelSpec default_quantize_spec(const QuantizeProblem& problem, int max_vec = 16);
-KernelSpec default_dequantize_spec(const DequantizeProblem& problem, int max_vec = 16);
+FP8JIT_API KernelSpec default_quantize_spec(const QuantizeProblem& problem, int max_vec = 16);
+FP8JIT_API KernelSpec default_dequantize_spec(const DequantizeProblem& problem, int max_vec = 16);
 
 // ---- the gemm family ------------------------------------------------------------------------
 
@@ -113,24 +116,17 @@ struct GemmConfig {
 };
 
 // How a launch cuts K (run-time: the same kernel serves any split count).
-int gemm_split_k(std::int64_t m, std::int64_t n, std::int64_t k, const GemmConfig& config, int sm_count);
+FP8JIT_API int gemm_split_k(std::int64_t m, std::int64_t n, std::int64_t k,
+                            const GemmConfig& config, int sm_count);
 
-KernelSpec make_gemm_spec(const GemmProblem& problem, const GemmConfig& config);
-GemmProblem gemm_problem_of(const KernelSpec& spec);
-GemmConfig gemm_config_of(const KernelSpec& spec);
+FP8JIT_API KernelSpec make_gemm_spec(const GemmProblem& problem, const GemmConfig& config);
+FP8JIT_API GemmProblem gemm_problem_of(const KernelSpec& spec);
+FP8JIT_API GemmConfig gemm_config_of(const KernelSpec& spec);
 
 // Heuristic default for an M x N x K problem on a GPU with `sm_count` multiprocessors and
 // `smem_bytes` of opt-in shared memory per block.
-KernelSpec default_gemm_spec(const GemmProblem& problem, std::int64_t m, std::int64_t n, std::int64_t k,
-                             int sm_count = 132, int smem_bytes = 232448);
-
-// Shared memory a gemm variant needs: stages, barriers and the epilogue's staging of D.
-int gemm_smem_bytes(const GemmProblem& problem, const GemmConfig& config);
-// Column chunks a K block's wgmmas cover in turn (2 for precise tiles wider than 208 columns,
-// promoted one half at a time); the wgmma's N is block_n / chunks.
-int gemm_chunks(const GemmProblem& problem, const GemmConfig& config);
-// Whether split-K ranges of this variant can be summed inside a cluster: its drained stages hold
-// one FP32 tile, and it has no config cluster (Sm90Fp8Gemm::kCanSumSplitsInCluster).
-bool gemm_sums_splits_in_smem(const GemmConfig& config);
+FP8JIT_API KernelSpec default_gemm_spec(const GemmProblem& problem, std::int64_t m, std::int64_t n,
+                                        std::int64_t k, int sm_count = 132,
+                                        int smem_bytes = 232448);
 
 }  // namespace fp8jit

@@ -5,7 +5,10 @@
 // simple on purpose: tests and `fp8jit` demos check the kernels against them.
 #pragma once
 
-#include "fp8jit/runtime.hpp"
+#include <cuda.h>
+
+#include "fp8jit/args.hpp"
+#include "fp8jit/export.hpp"
 
 namespace fp8jit::reference {
 
@@ -14,20 +17,20 @@ struct ScalePair {
   float scale;
   float inv;
 };
-ScalePair scale_from_amax(float amax, Fp8Format format, bool pow2);
-ScalePair scale_from_static(float scale);
+FP8JIT_API ScalePair scale_from_amax(float amax, Fp8Format format, bool pow2);
+FP8JIT_API ScalePair scale_from_static(float scale);
 
-void quantize(const QuantizeArgs& host_args);
-void dequantize(const DequantizeArgs& host_args);
+FP8JIT_API void quantize(const QuantizeArgs& host_args);
+FP8JIT_API void dequantize(const DequantizeArgs& host_args);
 
 // float64 D_ref [m, n] (dense, device memory, m * n doubles) of the dequantized operands of a
 // GEMM whose arguments point to DEVICE memory (+ bias). Runs on the GPU (a naive kernel),
 // synchronously on `stream`.
-void gemm_on_device(const GemmArgs& device_args, double* d_ref, CUstream stream);
+FP8JIT_API void gemm_on_device(const GemmArgs& device_args, double* d_ref, CUstream stream);
 
 // ||d - ref|| / ||ref|| (Frobenius) of a host copy of D [m, n] (row stride ldd, element type
 // dtype) against a host copy of the float64 reference. NaN or inf anywhere in d gives +inf.
-double relative_error(const void* d, std::int64_t ldd, DType dtype, const double* ref, std::int64_t m,
-                      std::int64_t n);
+FP8JIT_API double relative_error(const void* d, std::int64_t ldd, DType dtype, const double* ref,
+                                 std::int64_t m, std::int64_t n);
 
 }  // namespace fp8jit::reference

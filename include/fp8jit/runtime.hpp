@@ -8,80 +8,13 @@
 #include <memory>
 #include <string>
 
+#include "fp8jit/args.hpp"
+#include "fp8jit/export.hpp"
 #include "fp8jit/kernel_spec.hpp"
 #include "fp8jit/tuning.hpp"
 #include "fp8jit/types.hpp"
 
 namespace fp8jit {
-
-// x [m, k] (row stride ldx elements) -> q [m, k] FP8 (row stride ldq bytes) and fp32 scales.
-// All pointers are device pointers. ld* = 0 means "dense" (k, or m for the transposed output).
-struct QuantizeArgs {
-  const void* x = nullptr;
-  DType input = DType::bf16;
-  std::int64_t m = 0, k = 0, ldx = 0;
-  void* q = nullptr;
-  Fp8Format format = Fp8Format::e4m3;
-  std::int64_t ldq = 0;
-  float* scales = nullptr;  // scale_count(granularity, scale_layout, m, k) floats
-  Granularity granularity = Granularity::group128;
-  ScaleLayout scale_layout = ScaleLayout::row_major;
-  bool pow2_scale = false;              // round scales up to powers of two
-  const float* static_scale = nullptr;  // per-tensor only: use this scale instead of the amax
-  // Optional transposed output qt [k, m] (row stride ldqt). For 1x128 it is scaled by 1x128
-  // groups of the transpose (128x1 of x) into scales_t; otherwise it shares `scales`.
-  void* qt = nullptr;
-  std::int64_t ldqt = 0;
-  float* scales_t = nullptr;  // 1x128 only: scale_count(group128, scale_layout, k, m) floats
-  float* amax = nullptr;      // optional: max |x| over the tensor (NaNs ignored)
-};
-
-// q [m, k] FP8 and scales -> y [m, k] (row stride ldy elements).
-struct DequantizeArgs {
-  const void* q = nullptr;
-  Fp8Format format = Fp8Format::e4m3;
-  std::int64_t m = 0, k = 0, ldq = 0;
-  const float* scales = nullptr;
-  Granularity granularity = Granularity::block128;
-  ScaleLayout scale_layout = ScaleLayout::row_major;
-  void* y = nullptr;
-  DType output = DType::bf16;
-  std::int64_t ldy = 0;
-};
-
-struct GemmShape {
-  std::int64_t m = 0, n = 0, k = 0;
-};
-
-// D [m, n] = (A [m, k] scaled) . (B [n, k] scaled)^T (+ bias [n]). A and B are FP8 and K-major
-// (rows of K bytes, leading dimensions in elements); D is row-major. Device pointers.
-struct GemmArgs {
-  const void* a = nullptr;
-  Fp8Format a_format = Fp8Format::e4m3;
-  std::int64_t lda = 0;  // 0 = k
-  const void* b = nullptr;
-  Fp8Format b_format = Fp8Format::e4m3;
-  std::int64_t ldb = 0;
-  void* d = nullptr;
-  DType d_dtype = DType::bf16;
-  std::int64_t ldd = 0;  // 0 = n
-  std::int64_t m = 0, n = 0, k = 0;
-  ScaleMode scale_mode = ScaleMode::block;
-  // tensor: 1 float each; rowwise: m and n floats; block: A 1x128 (scale_count(group128,
-  // scale_a_layout, m, k)) and B 128x128 (scale_count(block128, scale_b_layout, n, k)); group: A and
-  // B 1x128. The sizes (in floats) are checked against the shape.
-  const float* scale_a = nullptr;
-  std::int64_t scale_a_size = 0;
-  ScaleLayout scale_a_layout = ScaleLayout::col_major_tma;
-  const float* scale_b = nullptr;
-  std::int64_t scale_b_size = 0;
-  ScaleLayout scale_b_layout = ScaleLayout::row_major;
-  const void* bias = nullptr;  // [n] in d_dtype, or null
-  bool fast_accum = false;     // tensor/rowwise only: see GemmProblem::fast_accum
-};
-
-// Floats a scale tensor holds for an [m, k] tensor (col_major_tma pads its row count to 4).
-std::int64_t scale_count(Granularity g, ScaleLayout layout, std::int64_t m, std::int64_t k);
 
 struct CacheStats {
   std::uint64_t memory_hits = 0, memory_misses = 0;  // loaded-kernel lookups
@@ -90,19 +23,29 @@ struct CacheStats {
   double compile_seconds = 0;
 };
 
-struct RuntimeOptions {
+// Everything a Runtime is configured by. A Runtime reads no environment variable: these values,
+// and only these, decide; from_settings() fills them from the FP8JIT_* variables.
+struct FP8JIT_API RuntimeOptions {
   std::string cache_dir;  // binary cache directory; empty disables the disk cache
   std::string db_path;    // tuning database; empty: no database (heuristics only)
   TunePolicy tune = TunePolicy::cached;
-  // FP8JIT_CACHE_DIR, FP8JIT_DISK_CACHE, FP8JIT_DB, FP8JIT_TUNE
+  int jobs = 0;  // compile threads of precompile and tune (when TuneOptions::jobs is 0); 0: one per core
+  SplitSum split_sum = SplitSum::cluster;
+  bool keep_source = false;  // write each generated .cu beside its cubin (needs the disk cache)
+  bool ffma_reuse = true;    // the FFMA reuse post-pass on compiled cubins
+  // Diagnostics on stderr: 0 quiet, 1 warnings, 2 info, 3 debug. The level is process-wide: a
+  // Runtime sets it when built (the last one built decides).
+  int log_level = 1;
+  // FP8JIT_CACHE_DIR, FP8JIT_DISK_CACHE, FP8JIT_DB, FP8JIT_TUNE, FP8JIT_JOBS, FP8JIT_SPLIT_SUM,
+  // FP8JIT_KEEP_SOURCE, FP8JIT_FFMA_REUSE, FP8JIT_LOG
   static RuntimeOptions from_settings();
 };
 
 class KernelCache;
 
-class Runtime {
+class FP8JIT_API Runtime {
  public:
-  Runtime();  // options from the FP8JIT_* settings
+  Runtime();  // RuntimeOptions::from_settings()
   explicit Runtime(const RuntimeOptions& options);
   ~Runtime();
   Runtime(const Runtime&) = delete;
@@ -119,17 +62,17 @@ class Runtime {
   void gemm(const GemmArgs& args, CUstream stream);
   void gemm(const GemmArgs& args, const KernelSpec& spec, CUstream stream);
   // The variant gemm(args) uses: the tuning database's row for this GPU and shape, else the
-  // nearest tuned M for the same (N, K, problem), else the heuristic (policy: FP8JIT_TUNE).
+  // nearest tuned M for the same (N, K, problem), else the heuristic (RuntimeOptions::tune).
   KernelSpec select(const GemmArgs& args) const;
 
   // Sweeps the candidates for this shape on the GPU (D is overwritten), stores the winner in the
   // tuning database, and uses it from now on. Needs a GPU.
   TuneResult tune(const GemmArgs& args, const TuneOptions& options = {});
 
-  // Compiles (in parallel) the variants select() picks for these shapes, ahead of serving.
-  // Returns how many compiled; failures throw after every shape was tried.
-  // `progress`, when set, is called (from the compiling threads, one call at a time) after each
-  // kernel with the count done, the count in all and the kernel's spec.
+  // Compiles (in parallel: `jobs` threads, 0 for RuntimeOptions::jobs) the variants select()
+  // picks for these shapes, ahead of serving. Returns how many compiled; failures throw after
+  // every shape was tried. `progress`, when set, is called (from the compiling threads, one call
+  // at a time) after each kernel with the count done, the count in all and the kernel's spec.
   using CompileProgress = std::function<void(std::size_t done, std::size_t total, const KernelSpec& spec)>;
   std::size_t precompile(const GemmProblem& problem, const std::vector<GemmShape>& shapes, int jobs = 0,
                          const CompileProgress& progress = {});
@@ -143,6 +86,7 @@ class Runtime {
   CacheStats cache_stats() const;
   void reset_cache_stats();
   const std::string& cache_dir() const;
+  const RuntimeOptions& options() const;  // as given to the constructor
 
  private:
   struct Impl;
@@ -150,9 +94,13 @@ class Runtime {
 };
 
 // A process-wide runtime built from the settings, for the free functions below.
-Runtime& default_runtime();
-inline void quantize(const QuantizeArgs& a, CUstream s) { default_runtime().quantize(a, s); }
-inline void dequantize(const DequantizeArgs& a, CUstream s) { default_runtime().dequantize(a, s); }
+FP8JIT_API Runtime& default_runtime();
+inline void quantize(const QuantizeArgs& a, CUstream s) {
+  default_runtime().quantize(a, s);
+}
+inline void dequantize(const DequantizeArgs& a, CUstream s) {
+  default_runtime().dequantize(a, s);
+}
 inline void gemm(const GemmArgs& a, CUstream s) { default_runtime().gemm(a, s); }
 
 }  // namespace fp8jit

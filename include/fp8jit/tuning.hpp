@@ -7,12 +7,13 @@
 #include <string_view>
 #include <vector>
 
+#include "fp8jit/export.hpp"
 #include "fp8jit/kernel_spec.hpp"
 
 namespace fp8jit {
 
 enum class CandidateStatus { passed, incorrect, compile_failed, launch_failed, not_supported };
-std::string_view to_string(CandidateStatus s);
+FP8JIT_API std::string_view to_string(CandidateStatus s);
 
 struct Timing {
   double median_us = 0, p20_us = 0, p80_us = 0;
@@ -31,7 +32,7 @@ struct TuneProgress {
 };
 
 struct TuneOptions {
-  int jobs = 0;            // compile threads; 0 = the FP8JIT_JOBS setting
+  int jobs = 0;            // compile threads; 0: the runtime's (RuntimeOptions::jobs)
   std::size_t top_k = 32;  // candidates kept after the analytic ranking (0: the whole space)
   int warmup = 3, iters = 20;
   // Winner's curse: the fastest of many noisy medians is biased low. The `finalists` fastest

@@ -6,6 +6,8 @@
 #include <string>
 #include <string_view>
 
+#include "fp8jit/export.hpp"
+
 namespace fp8jit {
 
 // Element types of high-precision tensors (inputs of quantize, outputs of dequantize and gemm).
@@ -41,19 +43,24 @@ enum class ScaleMode {
 // or the database, tuning a shape the first time it is seen (and storing the winner).
 enum class TunePolicy { off, cached, on_miss };
 
-std::string_view to_string(DType v);
-std::string_view to_string(Fp8Format v);
-std::string_view to_string(Granularity v);
-std::string_view to_string(ScaleLayout v);
+// How split-K ranges are summed (FP8JIT_SPLIT_SUM): inside a thread-block cluster where the
+// kernel and GPU allow it (no workspace, no second kernel), or always through the FP32 workspace
+// and a reduction kernel.
+enum class SplitSum { cluster, workspace };
 
-std::string_view to_string(ScaleMode v);
-std::optional<ScaleMode> parse_scale_mode(std::string_view s);
-std::optional<DType> parse_dtype(std::string_view s);
-std::optional<Fp8Format> parse_fp8_format(std::string_view s);
-std::optional<Granularity> parse_granularity(std::string_view s);
-std::optional<ScaleLayout> parse_scale_layout(std::string_view s);
+FP8JIT_API std::string_view to_string(DType v);
+FP8JIT_API std::string_view to_string(Fp8Format v);
+FP8JIT_API std::string_view to_string(Granularity v);
+FP8JIT_API std::string_view to_string(ScaleLayout v);
 
-std::size_t dtype_size(DType v);
-float fp8_max(Fp8Format f);  // largest finite magnitude: 448 or 57344
+FP8JIT_API std::string_view to_string(ScaleMode v);
+FP8JIT_API std::optional<ScaleMode> parse_scale_mode(std::string_view s);
+FP8JIT_API std::optional<DType> parse_dtype(std::string_view s);
+FP8JIT_API std::optional<Fp8Format> parse_fp8_format(std::string_view s);
+FP8JIT_API std::optional<Granularity> parse_granularity(std::string_view s);
+FP8JIT_API std::optional<ScaleLayout> parse_scale_layout(std::string_view s);
+
+FP8JIT_API std::size_t dtype_size(DType v);
+FP8JIT_API float fp8_max(Fp8Format f);  // largest finite magnitude: 448 or 57344
 
 }  // namespace fp8jit

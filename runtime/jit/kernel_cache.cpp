@@ -6,38 +6,55 @@
 #include "common/file_io.hpp"
 #include "runtime/jit/headers.hpp"
 #include "common/log.hpp"
-#include "common/settings.hpp"
+#include "generator/families/gemm_geometry.hpp"
+#include "fp8jit/version.hpp"
 
 namespace fp8jit {
 
-std::string binary_cache_key(const std::string& source, CompileTarget target) {
-  // The cubin post-passes (FFMA runs) change the bytes: their settings are part of a cubin's key.
-  const bool cubin = target == CompileTarget::cubin;
-  const int ffma_yield = cubin ? Settings::get().ffma_yield : 0;
-  const int ffma_reuse = cubin && Settings::get().ffma_reuse ? 1 : 0;
-  return fmt::format("fp8jit {}\nnvrtc {}\noptions {}\nheaders {:016x}\nffma_yield {}\nffma_reuse {}\n{}",
-                     FP8JIT_VERSION, nvrtc_version(), fmt::join(nvrtc_options(target), " "), embedded_headers().hash,
-                     ffma_yield, ffma_reuse, source);
+std::string binary_cache_key(const std::string& source, CompileTarget target,
+                             const std::vector<std::string>& post_pass_keys) {
+  std::string passes;
+  for (const std::string& line : post_pass_keys) passes += line + "\n";
+  return fmt::format("fp8jit {}\nnvrtc {}\noptions {}\nheaders {:016x}\n{}{}",
+                     FP8JIT_VERSION_STRING, nvrtc_version(), fmt::join(nvrtc_options(target), " "),
+                     embedded_headers().hash, passes, source);
 }
 
-PostPassStats post_pass(const std::string& name, std::string& cubin) {
-  PostPassStats st;
-  // Reuse hints first: a yield share set as well then releases the leading part of each run.
-  if (Settings::get().ffma_reuse) st.reuse = hold_ffma_factors(cubin);
-  st.yield = release_ffma_runs(cubin, Settings::get().ffma_yield);
-  if (st.reuse.runs)
-    log::at(log::debug, "{}: {} FFMAs keep their factor cached ({} runs, {} left alone)", name, st.reuse.held,
-            st.reuse.runs, st.reuse.skipped);
-  if (st.yield.runs) log::at(log::debug, "{}: {} FFMAs in {} runs may yield", name, st.yield.released, st.yield.runs);
-  return st;
+std::vector<std::string> post_pass_keys(const std::vector<CubinPostPass>& passes,
+                                        const std::string& family) {
+  std::vector<std::string> keys;
+  for (const CubinPostPass& p : passes)
+    if (p.family == family) keys.push_back(p.key);
+  return keys;
 }
 
-KernelCache::KernelCache(std::string disk_dir) : disk_(std::move(disk_dir)) {}
+std::vector<std::string> run_post_passes(const std::vector<CubinPostPass>& passes,
+                                         const std::string& family, std::string& cubin) {
+  std::vector<std::string> reports;
+  for (const CubinPostPass& p : passes) {
+    if (p.family != family) continue;
+    std::string report = p.run(cubin);
+    if (!report.empty()) reports.push_back(std::move(report));
+  }
+  return reports;
+}
+
+KernelCache::KernelCache(KernelCacheOptions options)
+    : options_(std::move(options)), disk_(options_.cache_dir) {}
+
+std::string KernelCache::key_of(const std::string& family, const std::string& source) const {
+  return binary_cache_key(source, CompileTarget::cubin,
+                          post_pass_keys(options_.post_passes, family));
+}
+
+std::string KernelCache::cubin_key(const KernelSpec& spec) const {
+  return key_of(spec.family, render_source(spec));
+}
 
 std::string KernelCache::cubin(const KernelSpec& spec) {
   const std::string name = spec_name(spec);
   const std::string source = render_source(spec);
-  const std::string key = binary_cache_key(source, CompileTarget::cubin);
+  const std::string key = key_of(spec.family, source);
   if (auto hit = disk_.load(key)) {
     log::at(log::debug, "{}: cubin from the disk cache", name);
     return *hit;
@@ -47,9 +64,10 @@ std::string KernelCache::cubin(const KernelSpec& spec) {
   compile_micros_ += static_cast<std::uint64_t>(r.seconds * 1e6);
   log::at(log::info, "{}: compiled in {:.3f} s", name, r.seconds);
   if (!r.log.empty()) log::at(log::debug, "{}: NVRTC log:\n{}", name, r.log);
-  post_pass(name, r.binary);
+  for (const std::string& report : run_post_passes(options_.post_passes, spec.family, r.binary))
+    log::at(log::debug, "{}: {}", name, report);
   disk_.store(key, r.binary);
-  if (Settings::get().keep_source && !disk_.dir().empty()) {
+  if (options_.keep_source && !disk_.dir().empty()) {
     // Beside the cubin, so `cuobjdump` output and source can be read together.
     // Temp + rename: a FIFO there fails instead of blocking, a failed write leaves no partial file.
     const std::string path = disk_.path_for(key) + ".cu";

@@ -4,6 +4,7 @@
 #include <array>
 #include <cuda.h>
 
+#include <functional>
 #include <future>
 #include <map>
 #include <memory>
@@ -14,8 +15,6 @@
 #include "fp8jit/kernel_spec.hpp"
 #include "fp8jit/runtime.hpp"
 #include "runtime/jit/binary_cache.hpp"
-#include "runtime/sass/ffma_reuse.hpp"
-#include "runtime/sass/ffma_yield.hpp"
 #include "runtime/jit/module.hpp"
 #include "runtime/jit/nvrtc.hpp"
 
@@ -36,23 +35,43 @@ struct LoadedKernel {
   std::array<int, 9> split_clusters{};
 };
 
-// Everything that decides the bytes of a binary: library version, NVRTC version, options,
-// target, the embedded headers' hash and the rendered source. No paths.
-std::string binary_cache_key(const std::string& source, CompileTarget target);
-
-// The post-passes every cubin NVRTC compiles for the runtime goes through (FP8JIT_FFMA_REUSE,
-// runtime/sass/ffma_reuse.hpp; FP8JIT_FFMA_YIELD, runtime/sass/ffma_yield.hpp; only long FFMA runs change,
-// i.e. promotion), applied in place; `fp8jit compile --cubin` writes the same bytes.
-struct PostPassStats {
-  FfmaReuseStats reuse;
-  FfmaYieldStats yield;
+// A rewrite of the cubins NVRTC compiles for one kernel family, applied before they are cached
+// or loaded. The cache knows no family's passes: the operation that owns a family hands them in
+// (gemm: gemm_post_passes, runtime/sass/gemm_post_passes.hpp) through KernelCacheOptions.
+struct CubinPostPass {
+  std::string family;  // the family whose cubins it rewrites ("gemm")
+  std::string key;     // one line added to those cubins' cache key: the pass and its setting
+  // Rewrites the cubin in place; returns one line on what it did (logged, printed by `fp8jit
+  // compile`), empty where it found nothing to work on.
+  std::function<std::string(std::string& cubin)> run;
 };
-PostPassStats post_pass(const std::string& name, std::string& cubin);
+
+struct KernelCacheOptions {
+  std::string cache_dir;     // the disk cache's directory; empty: no disk cache
+  bool keep_source = false;  // write each compiled kernel's source beside its cubin (`.cu`)
+  std::vector<CubinPostPass> post_passes;  // in the order they run
+};
+
+// Everything that decides the bytes of a binary: library version, NVRTC version, options,
+// target, the embedded headers' hash, the key lines of the post-passes the cubin goes through
+// and the rendered source. No paths.
+std::string binary_cache_key(const std::string& source, CompileTarget target,
+                             const std::vector<std::string>& post_pass_keys = {});
+
+// The key lines of the passes of `passes` that apply to `family`, in order.
+std::vector<std::string> post_pass_keys(const std::vector<CubinPostPass>& passes,
+                                        const std::string& family);
+// Runs the passes of `passes` that apply to `family` on `cubin`, in order; returns their reports
+// (the non-empty ones). `fp8jit compile` calls it with the runtime's passes: the same bytes.
+std::vector<std::string> run_post_passes(const std::vector<CubinPostPass>& passes,
+                                         const std::string& family, std::string& cubin);
 
 class KernelCache {
  public:
-  explicit KernelCache(std::string disk_dir);
+  explicit KernelCache(KernelCacheOptions options);
 
+  // The disk-cache key of `spec`'s cubin (binary_cache_key with its family's post-passes).
+  std::string cubin_key(const KernelSpec& spec) const;
   // The cubin of `spec`, from the disk cache or compiled (needs no GPU).
   std::string cubin(const KernelSpec& spec);
   // `spec` loaded into the calling thread's context; compiles and loads on the first request.
@@ -65,6 +84,9 @@ class KernelCache {
 
  private:
   using Key = std::pair<CUcontext, std::string>;
+  std::string key_of(const std::string& family, const std::string& source) const;
+
+  KernelCacheOptions options_;
   BinaryCache disk_;
   mutable std::mutex mutex_;
   std::map<Key, std::shared_future<std::shared_ptr<LoadedKernel>>> loaded_;

@@ -6,15 +6,15 @@
 
 #include "fp8jit/error.hpp"
 #include "fp8jit/gemm/params.cuh"
+#include "generator/families/gemm_geometry.hpp"
 #include "runtime/ops/dims.hpp"
 #include "runtime/jit/driver.hpp"
-#include "common/settings.hpp"
 #include "runtime/ops/tensor_maps.hpp"
 
 namespace fp8jit::ops {
 namespace {
 
-constexpr std::int64_t kBlockK = 128;
+constexpr std::int64_t kBlockK = dev::kGemmBlockK;
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
@@ -92,7 +92,7 @@ bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 
 // Tensor maps for the scales of block and group scaling where TMA can read them (see
 // GemmParams): A's when column-major, and group scaling's B when column-major too. Sets
 // p.scale_tma; otherwise the kernel copies every scale with cp.async.
-void encode_scale_maps(dev::GemmParams& p, const GemmArgs& a, const GemmConfig& c) {
+void encode_scale_maps(dev::GemmParams& p, const GemmArgs& a, const GemmConfig& c, const GemmGeometry& g) {
   p.sb_hi = 1;
   const std::int64_t kb = p.k_blocks;
   const bool block = a.scale_mode == ScaleMode::block;
@@ -105,7 +105,7 @@ void encode_scale_maps(dev::GemmParams& p, const GemmArgs& a, const GemmConfig& 
   if (try_encode(&p.tma_sa, f32, 4, a.scale_a, kb, a.m, p.sa_cs, c.block_m, 1, none) != CUDA_SUCCESS) return;
   if (!block && try_encode(&p.tma_sb, f32, 4, a.scale_b, kb, a.n, p.sb_cs, c.block_n, 1, none) != CUDA_SUCCESS)
     return;
-  p.scale_tx = 4 * (c.block_m + (block ? 0 : c.block_n));
+  p.scale_tx = g.scale_tma_bytes;
   p.scale_tma = 1;
 }
 
@@ -170,23 +170,24 @@ bool cluster_split_fits(const LoadedKernel& k, const GemmArgs& a, int splits) {
 
 }  // namespace
 
-bool splits_in_cluster(const LoadedKernel& k, const GemmArgs& a, int splits) {
-  return Settings::get().split_sum == SplitSum::cluster && cluster_split_fits(k, a, splits);
+bool splits_in_cluster(const LoadedKernel& k, const GemmArgs& a, int splits, SplitSum sum) {
+  return sum == SplitSum::cluster && cluster_split_fits(k, a, splits);
 }
 
 // The heuristic's split count; where its ranges cannot be summed inside clusters, the largest
 // smaller count that can (no workspace, no second kernel: worth more than the extra ranges on
-// decode-sized shapes, bench/NOTES.md G17), else the heuristic's count through the workspace.
-int split_count(const LoadedKernel& k, const GemmArgs& a, int sm_count) {
+// decode-sized shapes: 128x4096x7168 28.7 -> 23.7 µs, G17), else the heuristic's count through
+// the workspace.
+int split_count(const LoadedKernel& k, const GemmArgs& a, int sm_count, SplitSum sum) {
   const int splits = gemm_split_k(a.m, a.n, a.k, k.gemm_config, sm_count);
-  if (splits <= 1 || Settings::get().split_sum != SplitSum::cluster) return splits;
+  if (splits <= 1 || sum != SplitSum::cluster) return splits;
   for (int s = std::min(splits, static_cast<int>(k.split_clusters.size()) - 1); s >= 2; --s)
     if (cluster_split_fits(k, a, s)) return s;
   return splits;
 }
 
-std::size_t workspace_bytes(const LoadedKernel& k, const GemmArgs& a, int splits) {
-  if (splits <= 1 || splits_in_cluster(k, a, splits)) return 0;
+std::size_t workspace_bytes(const LoadedKernel& k, const GemmArgs& a, int splits, SplitSum sum) {
+  if (splits <= 1 || splits_in_cluster(k, a, splits, sum)) return 0;
   return static_cast<std::size_t>(splits) * a.m * a.n * sizeof(float);
 }
 
@@ -222,31 +223,32 @@ void fill_params(dev::GemmParams& p, const GemmConfig& c, const GemmArgs& a, int
 }  // namespace
 
 GemmLaunch prepare(const LoadedKernel& k, const GemmArgs& a, int sm_count, int splits, float* workspace,
-                   CUstream stream) {
+                   CUstream stream, SplitSum sum) {
   const GemmConfig& c = k.gemm_config;
+  const GemmGeometry g = gemm_geometry(problem_of(a), c);
   const std::size_t esize = dtype_size(a.d_dtype);
   GemmLaunch l;
   dev::GemmParams& p = l.params;
-  const bool split_cluster = splits_in_cluster(k, a, splits);
+  const bool split_cluster = splits_in_cluster(k, a, splits, sum);
   fill_params(p, c, a, splits, split_cluster, workspace);
   // A 2-CTA cluster loads half of the shared operand's tile per CTA (multicast to both).
-  const int box_a = c.cluster_n == 2 ? c.block_m / 2 : c.block_m, box_b = c.cluster_m == 2 ? c.block_n / 2 : c.block_n;
-  encode(&p.tma_a, CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, a.a, a.m, a.k, a.lda, kBlockK, box_a, CU_TENSOR_MAP_SWIZZLE_128B);
-  encode(&p.tma_b, CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, a.b, a.n, a.k, a.ldb, kBlockK, box_b, CU_TENSOR_MAP_SWIZZLE_128B);
+  encode(&p.tma_a, CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, a.a, a.m, a.k, a.lda, kBlockK, g.box_rows_a,
+         CU_TENSOR_MAP_SWIZZLE_128B);
+  encode(&p.tma_b, CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, a.b, a.n, a.k, a.ldb, kBlockK, g.box_rows_b,
+         CU_TENSOR_MAP_SWIZZLE_128B);
   // NOTE: TMA stores need 16-byte aligned rows; other leading dimensions take direct stores.
   p.tma_store = (splits == 1 || split_cluster) && (a.ldd * esize) % 16 == 0 && reinterpret_cast<std::uintptr_t>(a.d) % 16 == 0;
-  if (p.tma_store) {
-    const int rows_per_wg = c.block_m >= 128 ? c.block_m / 2 : c.block_m;
-    encode(&p.tma_d, tma_type(a.d_dtype), esize, a.d, a.m, a.n, a.ldd, c.block_n, rows_per_wg, CU_TENSOR_MAP_SWIZZLE_NONE);
-  }
-  encode_scale_maps(p, a, c);
+  if (p.tma_store)
+    encode(&p.tma_d, tma_type(a.d_dtype), esize, a.d, a.m, a.n, a.ldd, c.block_n, g.rows_per_wg,
+           CU_TENSOR_MAP_SWIZZLE_NONE);
+  encode_scale_maps(p, a, c, g);
   // Work units are cluster tiles (Sm90Fp8Gemm::unit_count); a persistent grid of at most as many
   // clusters as can be resident at once.
   const std::int64_t units =
       ceil_div(p.tiles_m, c.cluster_m) * ceil_div(p.tiles_n, c.cluster_n) * std::int64_t{splits};
   if (units > INT_MAX) throw_invalid("m*n", fmt::format("{}x{}", a.m, a.n), "too many output tiles for one launch");
   // Splits summed in clusters: a cluster per tile, all resident (cluster_split_fits).
-  const int cluster = split_cluster ? splits : c.cluster_m * c.cluster_n;
+  const int cluster = split_cluster ? splits : g.cluster;
   const std::int64_t resident = split_cluster ? units / splits : cluster > 1 ? k.max_active_clusters : sm_count;
   l.main.grid[0] = static_cast<unsigned>(std::min<std::int64_t>(units, resident) * cluster);
   l.main.cluster[0] = static_cast<unsigned>(cluster);
@@ -265,8 +267,9 @@ void launch(const LoadedKernel& k, GemmLaunch& l) {
   if (l.params.splits > 1 && !l.params.split_cluster) fp8jit::launch(k.functions[1], l.reduce, args);
 }
 
-void launch(const LoadedKernel& k, const GemmArgs& a, int sm_count, int splits, float* workspace, CUstream stream) {
-  GemmLaunch l = prepare(k, a, sm_count, splits, workspace, stream);
+void launch(const LoadedKernel& k, const GemmArgs& a, int sm_count, int splits, float* workspace, CUstream stream,
+            SplitSum sum) {
+  GemmLaunch l = prepare(k, a, sm_count, splits, workspace, stream, sum);
   launch(k, l);
 }
 

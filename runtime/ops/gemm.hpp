@@ -17,10 +17,11 @@ GemmProblem problem_of(const GemmArgs& a);
 void check_matches(const KernelSpec& spec, const GemmArgs& a);
 // Split-K ranges a launch will use; whether they are summed inside thread-block clusters (one
 // per tile) rather than through the FP32 workspace and a reduction kernel; the workspace bytes
-// (0 for one range or a sum in clusters).
-int split_count(const LoadedKernel& k, const GemmArgs& a, int sm_count);
-bool splits_in_cluster(const LoadedKernel& k, const GemmArgs& a, int splits);
-std::size_t workspace_bytes(const LoadedKernel& k, const GemmArgs& a, int splits);
+// (0 for one range or a sum in clusters). `sum` is the runtime's RuntimeOptions::split_sum:
+// SplitSum::workspace never sums in clusters.
+int split_count(const LoadedKernel& k, const GemmArgs& a, int sm_count, SplitSum sum = SplitSum::cluster);
+bool splits_in_cluster(const LoadedKernel& k, const GemmArgs& a, int splits, SplitSum sum = SplitSum::cluster);
+std::size_t workspace_bytes(const LoadedKernel& k, const GemmArgs& a, int splits, SplitSum sum = SplitSum::cluster);
 
 // One GEMM ready to launch: the kernel parameters (tensor maps encoded) and the grids of the
 // persistent kernel and, with splits > 1, of the reduction.
@@ -32,10 +33,11 @@ struct GemmLaunch {
 // Encodes the tensor maps and sizes the persistent grid on `sm_count` multiprocessors.
 // `workspace` must hold workspace_bytes(a, splits).
 GemmLaunch prepare(const LoadedKernel& k, const GemmArgs& a, int sm_count, int splits, float* workspace,
-                   CUstream stream);
+                   CUstream stream, SplitSum sum = SplitSum::cluster);
 // Launches a prepared GEMM (the driver's part of a call: what remains with everything cached).
 void launch(const LoadedKernel& k, GemmLaunch& l);
 // prepare + launch.
-void launch(const LoadedKernel& k, const GemmArgs& a, int sm_count, int splits, float* workspace, CUstream stream);
+void launch(const LoadedKernel& k, const GemmArgs& a, int sm_count, int splits, float* workspace, CUstream stream,
+            SplitSum sum = SplitSum::cluster);
 
 }  // namespace fp8jit::ops

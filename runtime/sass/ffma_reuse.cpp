@@ -5,7 +5,6 @@
 #include <vector>
 
 #include "runtime/sass/cubin_code.hpp"
-#include "runtime/sass/ffma_yield.hpp"
 
 namespace fp8jit {
 namespace {

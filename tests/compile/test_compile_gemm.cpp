@@ -19,6 +19,7 @@
 
 #include "fp8jit/error.hpp"
 #include "fp8jit/kernel_spec.hpp"
+#include "generator/families/gemm_geometry.hpp"
 #include "generator/family.hpp"
 #include "runtime/jit/nvrtc.hpp"
 #include "common/parallel.hpp"
@@ -304,7 +305,8 @@ TEST(CompileGemmPtx, WgmmaTmaMbarrierAndSetmaxnreg) {
     EXPECT_FALSE(is_elf(p));
     EXPECT_EQ(p.find('\0'), std::string::npos) << "PTX text carries a NUL";
     // Precise tiles over 208 columns run their wgmmas on column halves.
-    const int wgmma_n = static_cast<int>(s.i("block_n")) / gemm_chunks(gemm_problem_of(s), gemm_config_of(s));
+    const int wgmma_n =
+        static_cast<int>(s.i("block_n")) / gemm_geometry(gemm_problem_of(s), gemm_config_of(s)).chunks;
     const std::string wgmma = fmt::format("wgmma.mma_async.sync.aligned.m64n{}k32.f32.{}.{}", wgmma_n,
                                           s.s("a_format"), s.s("b_format"));
     EXPECT_NE(p.find(wgmma), std::string::npos) << wgmma;

@@ -47,7 +47,7 @@ for shape in "4096 7168 7168" "4096 4096 7168" "64 2112 7168" "128 24576 1536"; 
     spec=$(./$B/fp8jit select-gemm --m $1 --n $2 --k $3 --scale $scale)
     ./$B/fp8jit compile --spec "$spec" --cubin /tmp/g.cubin > /dev/null
     cuobjdump --dump-sass /tmp/g.cubin > /tmp/g.sass
-    # FFMAs with a reuse hint: the ones FP8JIT_FFMA_YIELD's post-pass would free (promotion).
+    # FFMAs with a reuse hint: promotion's, which the FP8JIT_FFMA_REUSE post-pass completes.
     echo "gemm $shape $scale: $(grep -c QGMMA /tmp/g.sass) QGMMA, $(grep -cE '\bLDL|\bSTL' /tmp/g.sass) LDL/STL, $(grep -c UTMALDG /tmp/g.sass) UTMALDG, $(grep -c 'FFMA' /tmp/g.sass) FFMA ($(grep 'FFMA' /tmp/g.sass | grep -c '\.reuse') with reuse)"
   done
 done

@@ -10,8 +10,9 @@
 #include "fp8jit/fp8.hpp"
 #include "fp8jit/reference.hpp"
 #include "fp8jit/runtime.hpp"
+#include "generator/families/gemm_geometry.hpp"
 #include "runtime/sass/ffma_reuse.hpp"
-#include "runtime/sass/ffma_yield.hpp"
+#include "runtime/sass/gemm_post_passes.hpp"
 #include "runtime/ops/gemm.hpp"
 #include "runtime/jit/kernel_cache.hpp"
 #include "common/parallel.hpp"
@@ -228,7 +229,8 @@ TEST(GemmGpu, SplitKSummedInClusters) {
       {{e4, e4, DType::fp32, ScaleMode::block, true}, {128, 128, 4, 8}, {130, 1000, 7168}},  // 16 tiles
       {{e4, e4, DType::bf16, ScaleMode::tensor, false, true}, {128, 96, 5, 8}, {128, 4000, 7168}},
   };
-  KernelCache kernels("/tmp/fp8jit-split-test-cache");
+  KernelCache kernels({"/tmp/fp8jit-split-test-cache", false,
+                       gemm_post_passes(RuntimeOptions::from_settings().ffma_reuse)});
   int sms = 0;
   ASSERT_EQ(cudaSuccess, cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   unsigned seed = 500;
@@ -268,44 +270,29 @@ TEST(GemmGpu, WideTilesInColumnHalves) {
       // wgmmas, then the slab reacquired in the same K block.
       {{e4, e4, DType::bf16, ScaleMode::tensor}, {128, 256, 3, 16}, {4096, 4000, 128}},
   };
-  for (const ConfigCase& c : cases) ASSERT_EQ(gemm_chunks(c.p, c.c), 2) << c.c.block_n;
+  for (const ConfigCase& c : cases) ASSERT_EQ(gemm_geometry(c.p, c.c).chunks, 2) << c.c.block_n;
   run_config_cases(cases, 700, 3);
 }
 
-// Promotion's FFMA runs rewritten by the cubin post-passes, settings read once per process: the
-// cases run in a second process with FP8JIT_FFMA_YIELD=16 (reuse hints dropped,
-// runtime/sass/ffma_yield.hpp), and in another with FP8JIT_FFMA_REUSE=1 (a hint on every FFMA that
-// shares its factor with the next, runtime/sass/ffma_reuse.hpp).
-void run_ffma_child(const std::string& setting, const std::string& pass) {
+// Promotion's FFMA runs rewritten by the cubin post-pass, settings read once per process: the
+// cases run in a second process with FP8JIT_FFMA_REUSE=1 (a hint on every FFMA that shares its
+// factor with the next, runtime/sass/ffma_reuse.hpp).
+TEST(GemmGpu, FfmaRunsThatHoldTheirFactorKeepResults) {
+  FP8JIT_REQUIRE_GPU();
   char dir[] = "/tmp/fp8jit-ffma-XXXXXX";
   ASSERT_NE(mkdtemp(dir), nullptr);
   const int status = run_self("GemmGpuChild.FfmaRunsRewritten",
-                              {setting, std::string("FP8JIT_CACHE_DIR=") + dir, "FP8JIT_CHILD_FFMA=" + pass});
+                              {"FP8JIT_FFMA_REUSE=1", std::string("FP8JIT_CACHE_DIR=") + dir,
+                               "FP8JIT_CHILD_FFMA=reuse"});
   std::filesystem::remove_all(dir);
-  EXPECT_EQ(status, 0) << "the second process (" << setting << ") failed (see its output above)";
-}
-TEST(GemmGpu, FfmaRunsThatYieldKeepResults) {
-  FP8JIT_REQUIRE_GPU();
-  run_ffma_child("FP8JIT_FFMA_YIELD=16", "yield");
-}
-TEST(GemmGpu, FfmaRunsThatHoldTheirFactorKeepResults) {
-  FP8JIT_REQUIRE_GPU();
-  run_ffma_child("FP8JIT_FFMA_REUSE=1", "reuse");
+  EXPECT_EQ(status, 0) << "the second process (FP8JIT_FFMA_REUSE=1) failed (see its output above)";
 }
 
-// What the pass would still change in a cubin, and what it changes in a fresh one.
-int ffma_pass(const std::string& pass, std::string& cubin) {
-  return pass == "yield" ? release_ffma_runs(cubin, 16).released : hold_ffma_factors(cubin).held;
-}
-
-// Runs only as the child of the tests above.
+// Runs only as the child of the test above.
 TEST(GemmGpuChild, FfmaRunsRewritten) {
-  const char* pass_env = std::getenv("FP8JIT_CHILD_FFMA");
-  if (!pass_env) GTEST_SKIP() << "runs as the second process of GemmGpu.FfmaRuns...";
+  if (!std::getenv("FP8JIT_CHILD_FFMA")) GTEST_SKIP() << "runs as the second process of GemmGpu.FfmaRuns...";
   FP8JIT_REQUIRE_GPU();
-  const std::string pass = pass_env;
-  if (pass == "yield") ASSERT_EQ(Settings::get().ffma_yield, 16);
-  else ASSERT_TRUE(Settings::get().ffma_reuse);
+  ASSERT_TRUE(default_runtime().options().ffma_reuse);
   const Fp8Format e4 = Fp8Format::e4m3, e5 = Fp8Format::e5m2;
   const std::vector<ConfigCase> cases = {
       {{e4, e4, DType::bf16, ScaleMode::block}, {128, 256, 3, 16}, {1000, 2112, 7168}},  // column halves
@@ -316,15 +303,14 @@ TEST(GemmGpuChild, FfmaRunsRewritten) {
       {{e4, e4, DType::bf16, ScaleMode::group}, {128, 128, 5, 16}, {257, 640, 1536}},
   };
   // The kernels that run are the rewritten ones: a second pass finds nothing left to change.
-  // Every block-scaled kernel has hints to drop; ptxas already hints every FFMA of some (64x64).
+  // ptxas already hints every FFMA of some (64x64).
   int rewritten = 0;
   for (const ConfigCase& c : cases) {
     const KernelSpec spec = make_gemm_spec(c.p, c.c);
     std::string cubin = default_runtime().compile(spec);
     std::string fresh = nvrtc_compile(spec_name(spec), render_source(spec), CompileTarget::cubin).binary;
-    const int before = ffma_pass(pass, fresh);
-    EXPECT_EQ(ffma_pass(pass, cubin), 0) << spec_name(spec);
-    if (pass == "yield" && c.p.scale == ScaleMode::block) EXPECT_GT(before, 0) << spec_name(spec);
+    const int before = hold_ffma_factors(fresh).held;
+    EXPECT_EQ(hold_ffma_factors(cubin).held, 0) << spec_name(spec);
     rewritten += before;
   }
   EXPECT_GT(rewritten, 100);

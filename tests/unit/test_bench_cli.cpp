@@ -191,16 +191,17 @@ TEST_F(BenchCliTest, RunsTheBenchAndReturnsItsStatus) {
 
 // ---- the repository's shell scripts ------------------------------------------------------------
 
-// The scripts that run on the lent GPU (bench/session.sh, profile*.sh, tests/gpu/run-on-gpu.sh,
-// ...) cannot run here: a syntax error in one would first show up in a device call. `bash -n`
-// parses each without running it.
+// The scripts that run on the lent GPU (lab/scripts/session.sh, profile*.sh,
+// tests/gpu/run-on-gpu.sh, ...) cannot run here: a syntax error in one would first show up in a
+// device call. `bash -n` parses each without running it.
 TEST_F(BenchCliTest, EveryShellScriptParses) {
   const fs::path root = FP8JIT_SOURCE_DIR;
   std::vector<fs::path> scripts = {root / ".ci" / "run"};
-  for (const char* dir : {"bench", "tests/gpu", "scripts"})
+  for (const char* dir : {"bench", "tests/gpu", "scripts", "lab", "lab/scripts"})
     for (const auto& e : fs::directory_iterator(root / dir))
       if (e.path().extension() == ".sh") scripts.push_back(e.path());
-  ASSERT_GE(scripts.size(), 12u) << "bench/, tests/gpu/ and scripts/ hold the GPU-call scripts";
+  ASSERT_GE(scripts.size(), 15u)
+      << "bench/, tests/gpu/, scripts/ and lab/scripts/ hold the GPU-call scripts";
   for (const fs::path& script : scripts) {
     const Result r = shell("bash -n " + quote(script.string()));
     EXPECT_EQ(r.status, 0) << script << ": " << r.err;

@@ -12,11 +12,13 @@
 
 #include "fp8jit/error.hpp"
 #include "fp8jit/kernel_spec.hpp"
+#include "generator/families/gemm_geometry.hpp"
 #include "generator/family.hpp"
 #include "common/hash.hpp"
 #include "runtime/jit/headers.hpp"
 #include "runtime/jit/kernel_cache.hpp"
 #include "runtime/jit/nvrtc.hpp"
+#include "runtime/sass/gemm_post_passes.hpp"
 
 namespace fp8jit {
 namespace {
@@ -136,7 +138,8 @@ TEST(CodegenShape, EverySourceIsShortWithOneHeaderAndItsSpec) {
                                      s.s("accum") == "fast" ? "true" : "false", s.i("cluster_m"), s.i("cluster_n"))),
                 std::string::npos);
       // The wgmma's N: the tile's width, or half of it for precise tiles computed in two halves.
-      const int wgmma_n = static_cast<int>(s.i("block_n")) / gemm_chunks(gemm_problem_of(s), gemm_config_of(s));
+      const int wgmma_n =
+          static_cast<int>(s.i("block_n")) / gemm_geometry(gemm_problem_of(s), gemm_config_of(s)).chunks;
       ASSERT_NE(src.find(fmt::format("template <> struct Wgmma<{}, ", wgmma_n)), std::string::npos);
       ASSERT_NE(src.find(fmt::format("wgmma.mma_async.sync.aligned.m64n{}k32.f32.{}.{} {{%0, ", wgmma_n,
                                      s.s("a_format"), s.s("b_format"))),
@@ -230,7 +233,7 @@ TEST(CodegenSmem, OverDefaultLimitExactlyForTileStrategy) {
       const int scales = (staged + 31) / 32 * 32;  // 128-byte aligned per stage
       ASSERT_EQ(smem, c.stages * ((c.block_m + c.block_n) * 128 + 4 * scales + 16) + 128 +
                           c.block_m * c.block_n * out_bytes + 1024);
-      ASSERT_EQ(smem, gemm_smem_bytes(gemm_problem_of(s), c));
+      ASSERT_EQ(smem, gemm_geometry(gemm_problem_of(s), c).smem_bytes);
       ASSERT_LE(smem, 232448);
       ASSERT_NE(render_source(s).find("extern __shared__ __align__(1024) u8 smem[];"), std::string::npos);
       continue;
@@ -284,6 +287,31 @@ TEST(CodegenCacheKey, KeyCoversSourceHeadersTargetAndHasNoPaths) {
     EXPECT_EQ(ka.find(path), std::string::npos) << path << " in key:\n" << ka;
   for (const std::string& o : nvrtc_options(CompileTarget::cubin))
     EXPECT_EQ(o.rfind("-I", 0), std::string::npos) << "include path option: " << o;
+}
+
+// A post-pass's key line is in the keys of its family's cubins only, before the source: gemm's
+// FFMA reuse pass changes gemm keys, never a quantize or dequantize key.
+TEST(CodegenCacheKey, PostPassLinesOnlyInTheirFamilysKeys) {
+  const KernelCache reuse({.post_passes = gemm_post_passes(true)});
+  const KernelCache plain({.post_passes = gemm_post_passes(false)});
+  auto head = [](const std::string& key, const KernelSpec& spec) {
+    const std::string source = render_source(spec);
+    EXPECT_EQ(key.substr(key.size() - source.size()), source);
+    return key.substr(0, key.size() - source.size());
+  };
+  for (const KernelSpec& s : {default_quantize_spec({}), default_dequantize_spec({})}) {
+    const std::string key = reuse.cubin_key(s);
+    EXPECT_EQ(key, binary_cache_key(render_source(s), CompileTarget::cubin));
+    EXPECT_EQ(key, plain.cubin_key(s));
+    EXPECT_EQ(head(key, s).find("ffma"), std::string::npos) << key;
+  }
+  GemmProblem block{};
+  block.scale = ScaleMode::block;
+  const KernelSpec g = make_gemm_spec(block, GemmConfig{128, 256, 3, 16});
+  const std::string with = reuse.cubin_key(g), without = plain.cubin_key(g);
+  EXPECT_NE(with, without);
+  EXPECT_EQ(without, binary_cache_key(render_source(g), CompileTarget::cubin));
+  EXPECT_EQ(head(with, g), head(without, g) + "ffma_reuse 1\n");
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 // The cubin post-pass that keeps promotion's scale factor in the operand reuse cache
-// (runtime/sass/ffma_reuse.hpp), and the branch-target decoding it relies on (runtime/sass/cubin_code.hpp):
-// on hand-built ELF files whose instructions are known, and on gemm cubins from NVRTC.
+// (runtime/sass/ffma_reuse.hpp), its registration as gemm's post-pass, and the branch-target
+// decoding it relies on (runtime/sass/cubin_code.hpp): on hand-built ELF files whose
+// instructions are known, and on gemm cubins from NVRTC.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
@@ -13,6 +15,7 @@
 #include "generator/family.hpp"
 #include "runtime/sass/cubin_code.hpp"
 #include "runtime/sass/ffma_reuse.hpp"
+#include "runtime/sass/gemm_post_passes.hpp"
 #include "runtime/jit/nvrtc.hpp"
 #include "common/settings.hpp"
 #include "tests/common/cubin_builder.hpp"
@@ -75,6 +78,24 @@ TEST(FfmaReuse, EveryFfmaWhoseSuccessorReadsTheSameFactor) {
   std::string again = after;
   EXPECT_EQ(hold_ffma_factors(again).held, 0);  // idempotent
   EXPECT_EQ(again, after);
+}
+
+// The hook the kernel cache runs: the same rewrite, on gemm cubins only, and only when asked for.
+TEST(FfmaReuse, GemmPostPassHook) {
+  const std::string before = elf_with(promotion_runs());
+  std::string direct = before, hooked = before, other = before;
+  const FfmaReuseStats st = hold_ffma_factors(direct);
+  const std::vector<CubinPostPass> passes = gemm_post_passes(true);
+  ASSERT_EQ(passes.size(), 1u);
+  EXPECT_EQ(passes[0].family, "gemm");
+  EXPECT_EQ(passes[0].key, "ffma_reuse 1");
+  EXPECT_EQ(run_post_passes(passes, "gemm", hooked),
+            std::vector<std::string>{fmt::format(
+                "ffma_reuse: {} FFMAs keep their factor cached (2 runs, 0 left alone)", st.held)});
+  EXPECT_EQ(hooked, direct);
+  EXPECT_TRUE(run_post_passes(passes, "quantize", other).empty());
+  EXPECT_EQ(other, before);
+  EXPECT_TRUE(gemm_post_passes(false).empty());
 }
 
 TEST(FfmaReuse, NotWhereTheFactorIsOverwrittenPredicatedOrRzOrTheRunIsShort) {

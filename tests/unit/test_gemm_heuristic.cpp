@@ -1,8 +1,9 @@
-// The gemm heuristic's measured choices on DeepSeek-V3 shapes (bench/NOTES.md G16-G19): each
+// The gemm heuristic's measured choices on DeepSeek-V3 shapes (H100, G16-G21): each
 // pinned decision names the measurement that made it, so a change to the cost model shows here.
 #include <gtest/gtest.h>
 
 #include "fp8jit/kernel_spec.hpp"
+#include "generator/families/gemm_geometry.hpp"
 
 namespace fp8jit {
 namespace {
@@ -23,7 +24,7 @@ TEST(GemmHeuristic, WideBlockScaledTilesInHalvesOnly) {
     const GemmConfig block = pick(ScaleMode::block, 4096, n, k);
     EXPECT_EQ(block.block_m, 128);
     EXPECT_EQ(block.block_n, 256);
-    EXPECT_EQ(gemm_chunks({Fp8Format::e4m3, Fp8Format::e4m3, DType::bf16, ScaleMode::block}, block),
+    EXPECT_EQ(gemm_geometry({Fp8Format::e4m3, Fp8Format::e4m3, DType::bf16, ScaleMode::block}, block).chunks,
               2);
     EXPECT_LE(pick(ScaleMode::tensor, 4096, n, k).block_n, 208);
     EXPECT_LE(pick(ScaleMode::block, 4096, n, k, true).block_n, 192);

@@ -1,5 +1,6 @@
-// The table of gemm routes (runtime/ops/routes.hpp) Runtime::gemm keeps per seen shape: keys,
-// hits and misses, replacement by tuning, and readers racing writers. No GPU needed.
+// The table of routes (runtime/ops/routes.hpp) the runtime keeps per seen call of quantize,
+// dequantize and gemm: keys, hits and misses, replacement by tuning, and readers racing writers.
+// No GPU needed.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -7,8 +8,9 @@
 #include <thread>
 #include <vector>
 
-#include "runtime/ops/routes.hpp"
 #include "runtime/jit/kernel_cache.hpp"
+#include "runtime/ops/gemm.hpp"
+#include "runtime/ops/routes.hpp"
 
 namespace fp8jit::test {
 namespace {
@@ -24,7 +26,12 @@ GemmArgs args() {
   return a;
 }
 
-TEST(GemmRoutes, EveryProblemHasItsOwnBits) {
+// The key Runtime::gemm routes normalized arguments by.
+RouteKey gemm_route_key(CUcontext ctx, const GemmArgs& a) {
+  return route_key(ctx, ops::problem_of(a), {a.m, a.n, a.k});
+}
+
+TEST(Routes, EveryProblemHasItsOwnBits) {
   std::set<std::uint64_t> seen;
   int problems = 0;
   for (Fp8Format fa : {Fp8Format::e4m3, Fp8Format::e5m2})
@@ -33,15 +40,51 @@ TEST(GemmRoutes, EveryProblemHasItsOwnBits) {
         for (ScaleMode s : {ScaleMode::tensor, ScaleMode::rowwise, ScaleMode::block, ScaleMode::group})
           for (bool bias : {false, true})
             for (bool fast : {false, true}) {
-              seen.insert(gemm_problem_bits({fa, fb, out, s, bias, fast}));
+              seen.insert(problem_bits(GemmProblem{fa, fb, out, s, bias, fast}));
               ++problems;
             }
   EXPECT_EQ(seen.size(), static_cast<std::size_t>(problems));
 }
 
-TEST(GemmRoutes, KeyHoldsWhatIsBakedInAndTheShapeOnly) {
+TEST(Routes, EveryElementwiseProblemHasItsOwnBits) {
+  std::set<std::uint64_t> quantize, dequantize;
+  int problems = 0;
+  for (DType d : {DType::bf16, DType::fp16, DType::fp32})
+    for (Fp8Format f : {Fp8Format::e4m3, Fp8Format::e5m2})
+      for (Granularity g : {Granularity::tensor, Granularity::row, Granularity::group128, Granularity::block128}) {
+        for (bool t : {false, true}) quantize.insert(problem_bits(QuantizeProblem{d, f, g, t}));
+        dequantize.insert(problem_bits(DequantizeProblem{f, d, g}));
+        ++problems;
+      }
+  EXPECT_EQ(quantize.size(), static_cast<std::size_t>(2 * problems));
+  EXPECT_EQ(dequantize.size(), static_cast<std::size_t>(problems));
+}
+
+// One table for every operation: a quantize, a dequantize and a gemm route never take each
+// other's place, even where their problems pack to the same bits; elementwise routes differ by
+// vector width, and not by shape.
+TEST(Routes, OperationsAndVectorWidthsHaveTheirOwnRoutes) {
+  const QuantizeProblem q{DType::bf16, Fp8Format::e4m3, Granularity::tensor, false};
+  const DequantizeProblem d{Fp8Format::e4m3, DType::bf16, Granularity::tensor};
+  ASSERT_EQ(problem_bits(q), problem_bits(d));
+  RouteTable table;
+  std::vector<LoadedKernel> kernels(4);
+  const RouteKey keys[] = {route_key(fake_ctx(0x10), q, 16), route_key(fake_ctx(0x10), q, 8),
+                           route_key(fake_ctx(0x10), d, 16), gemm_route_key(fake_ctx(0x10), args())};
+  for (int i = 0; i < 4; ++i) table.put(keys[i], {&kernels[i], 0, 1});
+  EXPECT_EQ(table.size(), 4u);
+  for (int i = 0; i < 4; ++i) {
+    Route r;
+    ASSERT_TRUE(table.find(keys[i], r)) << i;
+    EXPECT_EQ(r.kernel, &kernels[i]) << i;
+  }
+  EXPECT_EQ(keys[0].m, 0);
+  EXPECT_EQ(keys[0].k, 0);
+}
+
+TEST(Routes, KeyHoldsWhatIsBakedInAndTheShapeOnly) {
   const GemmArgs base = args();
-  const GemmRouteKey k = gemm_route_key(fake_ctx(0x10), base);
+  const RouteKey k = gemm_route_key(fake_ctx(0x10), base);
   // Run-time arguments of any kernel: same route.
   GemmArgs same = base;
   same.a = reinterpret_cast<const void*>(0x1000);
@@ -69,11 +112,11 @@ TEST(GemmRoutes, KeyHoldsWhatIsBakedInAndTheShapeOnly) {
   EXPECT_FALSE(gemm_route_key(fake_ctx(0x10), precise) == gemm_route_key(fake_ctx(0x10), fast));
 }
 
-TEST(GemmRoutes, MissThenHitOnExactlyTheSameKey) {
-  GemmRouteTable table;
+TEST(Routes, MissThenHitOnExactlyTheSameKey) {
+  RouteTable table;
   std::vector<LoadedKernel> kernels(2);
-  const GemmRouteKey k = gemm_route_key(fake_ctx(0x10), args());
-  GemmRoute r{&kernels[1], 99, 7};
+  const RouteKey k = gemm_route_key(fake_ctx(0x10), args());
+  Route r{&kernels[1], 99, 7};
   EXPECT_FALSE(table.find(k, r));
   EXPECT_EQ(r.kernel, &kernels[1]);  // a miss leaves the output alone
   table.put(k, {&kernels[0], 132, 3});
@@ -81,34 +124,36 @@ TEST(GemmRoutes, MissThenHitOnExactlyTheSameKey) {
   EXPECT_EQ(r.kernel, &kernels[0]);
   EXPECT_EQ(r.sm_count, 132);
   EXPECT_EQ(r.splits, 3);
-  std::vector<GemmRouteKey> near(6, k);
+  std::vector<RouteKey> near(8, k);
   near[0].ctx = fake_ctx(0x11);
   near[1].problem ^= 1;
   near[2].m += 1;
   near[3].n += 1;
   near[4].k += 16;
   near[5].problem ^= std::uint64_t{1} << 16;
-  for (const GemmRouteKey& n : near) EXPECT_FALSE(table.find(n, r));
+  near[6].op = RouteOp::quantize;
+  near[7].vec = 8;
+  for (const RouteKey& n : near) EXPECT_FALSE(table.find(n, r));
   EXPECT_EQ(table.size(), 1u);
 }
 
-TEST(GemmRoutes, TuningReplacesARoute) {
-  GemmRouteTable table;
+TEST(Routes, TuningReplacesARoute) {
+  RouteTable table;
   std::vector<LoadedKernel> kernels(2);
-  const GemmRouteKey k = gemm_route_key(fake_ctx(0x10), args());
+  const RouteKey k = gemm_route_key(fake_ctx(0x10), args());
   table.put(k, {&kernels[0], 132, 1});
   table.put(k, {&kernels[1], 132, 2});
-  GemmRoute r;
+  Route r;
   ASSERT_TRUE(table.find(k, r));
   EXPECT_EQ(r.kernel, &kernels[1]);
   EXPECT_EQ(r.splits, 2);
   EXPECT_EQ(table.size(), 1u);
 }
 
-TEST(GemmRoutes, ReadersAndWritersAtOnce) {
+TEST(Routes, ReadersAndWritersAtOnce) {
   // Readers probe shapes already stored while writers add new ones: every hit is the route
   // stored for that key, and every key written is found afterwards.
-  GemmRouteTable table;
+  RouteTable table;
   constexpr int kShapes = 512, kWriters = 2, kReaders = 4;
   std::vector<LoadedKernel> kernels(kShapes);
   auto key_of = [](int i) {
@@ -128,7 +173,7 @@ TEST(GemmRoutes, ReadersAndWritersAtOnce) {
     threads.emplace_back([&, t] {
       for (int round = 0; round < 200; ++round)
         for (int i = t; i < kShapes; i += 7) {
-          GemmRoute r;
+          Route r;
           if (!table.find(key_of(i), r)) {
             if (i < kShapes / 2) ++missed;  // stored before the threads started
             continue;
@@ -141,7 +186,7 @@ TEST(GemmRoutes, ReadersAndWritersAtOnce) {
   EXPECT_EQ(missed, 0);
   EXPECT_EQ(table.size(), static_cast<std::size_t>(kShapes));
   for (int i = 0; i < kShapes; ++i) {
-    GemmRoute r;
+    Route r;
     ASSERT_TRUE(table.find(key_of(i), r)) << i;
     EXPECT_EQ(r.kernel, &kernels[i]);
   }

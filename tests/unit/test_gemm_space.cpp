@@ -1,5 +1,6 @@
 // The gemm family's resources, names and hashes, its whole config space and spread sample, and
 // the heuristic default for real and awkward shapes (split-K included).
+#include "generator/families/gemm_geometry.hpp"
 #include "tests/unit/gemm_spec_rules.hpp"
 
 namespace fp8jit {
@@ -15,31 +16,28 @@ TEST(GemmSpecSmem, FormulaPinned) {
                             true};
   // 4 x ((128 + 128) x 128 bytes of A and B + (128 + 8 -> 160) x 4 bytes of staged scales + 16 bytes
   // of barriers) + 128 + 128 x 128 x 2 bytes of D + 1024 bytes of alignment.
-  EXPECT_EQ(gemm_smem_bytes(block, {128, 128, 4, 8}), 167616);
-  EXPECT_EQ(gemm_smem_bytes(rowwise, {64, 16, 2, 1}), 25760);
-  EXPECT_EQ(gemm_smem_bytes(block, {256, 256, 8, 8}), 665856);
+  auto smem = [](const GemmProblem& p, const GemmConfig& c) { return gemm_geometry(p, c).smem_bytes; };
+  EXPECT_EQ(smem(block, {128, 128, 4, 8}), 167616);
+  EXPECT_EQ(smem(rowwise, {64, 16, 2, 1}), 25760);
+  EXPECT_EQ(smem(block, {256, 256, 8, 8}), 665856);
   EXPECT_EQ(spec_dynamic_smem(tile("block", 128, 128, 4)), 167616);
   EXPECT_EQ(spec_dynamic_smem(raw("e5m2", "e4m3", "fp32", "rowwise", 1, 64, 16, 2, 1)), 25760);
   // Only the output type and the scale mode enter from the problem; group_m does not enter.
-  EXPECT_EQ(gemm_smem_bytes(block, {128, 128, 4, 1}), gemm_smem_bytes(block, {128, 128, 4, 16}));
+  EXPECT_EQ(smem(block, {128, 128, 4, 1}), smem(block, {128, 128, 4, 16}));
   const GemmProblem tensor{Fp8Format::e4m3, Fp8Format::e4m3, DType::bf16, ScaleMode::tensor};
-  EXPECT_EQ(gemm_smem_bytes(tensor, {128, 128, 4, 8}),
-            gemm_smem_bytes(
-                {Fp8Format::e5m2, Fp8Format::e4m3, DType::fp16, ScaleMode::rowwise, true, true},
-                {128, 128, 4, 8}));
-  EXPECT_EQ(gemm_smem_bytes(block, {128, 128, 4, 8}) - gemm_smem_bytes(tensor, {128, 128, 4, 8}), 4 * 160 * 4);
-  EXPECT_EQ(gemm_smem_bytes({Fp8Format::e4m3, Fp8Format::e4m3, DType::fp32, ScaleMode::block}, {128, 128, 4, 8}) -
-                gemm_smem_bytes(block, {128, 128, 4, 8}),
+  EXPECT_EQ(smem(tensor, {128, 128, 4, 8}),
+            smem({Fp8Format::e5m2, Fp8Format::e4m3, DType::fp16, ScaleMode::rowwise, true, true}, {128, 128, 4, 8}));
+  EXPECT_EQ(smem(block, {128, 128, 4, 8}) - smem(tensor, {128, 128, 4, 8}), 4 * 160 * 4);
+  EXPECT_EQ(smem({Fp8Format::e4m3, Fp8Format::e4m3, DType::fp32, ScaleMode::block}, {128, 128, 4, 8}) -
+                smem(block, {128, 128, 4, 8}),
             128 * 128 * 2);
   for (const char* scale : {"tensor", "rowwise", "block", "group"})
     for (DType out : {DType::bf16, DType::fp16, DType::fp32})
       for (int bm : {64, 128, 256})
         for (int bn : {16, 136, 256})
           for (int st = 2; st <= 8; ++st)
-            ASSERT_EQ(
-                gemm_smem_bytes({Fp8Format::e4m3, Fp8Format::e4m3, out, *parse_scale_mode(scale)},
-                                {bm, bn, st, 8}),
-                smem_model(bm, bn, st, static_cast<int>(dtype_size(out)), staged_scales(scale, bm, bn)))
+            ASSERT_EQ(smem({Fp8Format::e4m3, Fp8Format::e4m3, out, *parse_scale_mode(scale)}, {bm, bn, st, 8}),
+                      smem_model(bm, bn, st, static_cast<int>(dtype_size(out)), staged_scales(scale, bm, bn)))
                 << scale << " " << bm << "x" << bn << " s" << st;
 }
 
@@ -324,10 +322,10 @@ GemmConfig check_default(const GemmProblem& p, const Shape& sh, int sms, int sme
   // blocks of 128 (the epilogue dominates).
   EXPECT_LE(c.block_n, heuristic_cap(p)) << spec_name(s);
   if ((sh.k + 127) / 128 <= 4) EXPECT_LE(c.block_n, 160) << spec_name(s);
-  EXPECT_LE(gemm_smem_bytes(p, c), smem) << spec_name(s);
+  EXPECT_LE(gemm_geometry(p, c).smem_bytes, smem) << spec_name(s);
   GemmConfig more = c;
   ++more.stages;
-  EXPECT_TRUE(c.stages == 6 || gemm_smem_bytes(p, more) > smem)
+  EXPECT_TRUE(c.stages == 6 || gemm_geometry(p, more).smem_bytes > smem)
       << spec_name(s) << ": a stage more would fit";
   return c;
 }

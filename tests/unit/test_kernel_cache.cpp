@@ -13,6 +13,9 @@
 #include "fp8jit/runtime.hpp"
 #include "runtime/jit/driver.hpp"
 #include "runtime/jit/kernel_cache.hpp"
+#include "runtime/jit/nvrtc.hpp"
+#include "runtime/sass/ffma_reuse.hpp"
+#include "runtime/sass/gemm_post_passes.hpp"
 #include "tests/common/expect_error.hpp"
 
 namespace fp8jit {
@@ -38,9 +41,7 @@ class KernelCacheTest : public ::testing::Test {
     std::error_code ec;
     fs::remove_all(dir_, ec);
   }
-  std::string cache_file(KernelCache& c) {
-    return c.disk().path_for(binary_cache_key(render_source(spec_), CompileTarget::cubin));
-  }
+  std::string cache_file(KernelCache& c) { return c.disk().path_for(c.cubin_key(spec_)); }
 
   std::string dir_;
   const KernelSpec spec_ = make_quantize_spec({DType::bf16, Fp8Format::e4m3, Granularity::row, false}, {8, 128, 2});
@@ -49,7 +50,7 @@ class KernelCacheTest : public ::testing::Test {
 TEST_F(KernelCacheTest, CompileOnceThenDiskHitThenRecompileCorruptFile) {
   std::string original;
   {
-    KernelCache c(dir_);
+    KernelCache c({.cache_dir = dir_});
     original = c.cubin(spec_);
     ASSERT_TRUE(is_elf(original));
     const CacheStats s = c.stats();
@@ -65,7 +66,7 @@ TEST_F(KernelCacheTest, CompileOnceThenDiskHitThenRecompileCorruptFile) {
     EXPECT_GT(fs::file_size(file), original.size());
   }
   {
-    KernelCache c(dir_);  // a new process would see exactly this
+    KernelCache c({.cache_dir = dir_});  // a new process would see exactly this
     EXPECT_EQ(c.cubin(spec_), original);
     const CacheStats s = c.stats();
     EXPECT_EQ(s.compiles, 0u);
@@ -78,7 +79,7 @@ TEST_F(KernelCacheTest, CompileOnceThenDiskHitThenRecompileCorruptFile) {
     EXPECT_EQ(z.disk_hits + z.compiles + z.disk_misses, 0u);
   }
   {
-    KernelCache c(dir_);
+    KernelCache c({.cache_dir = dir_});
     const std::string file = cache_file(c);
     fs::resize_file(file, fs::file_size(file) / 2);  // a torn write
     EXPECT_EQ(c.cubin(spec_), original);
@@ -91,7 +92,7 @@ TEST_F(KernelCacheTest, CompileOnceThenDiskHitThenRecompileCorruptFile) {
     EXPECT_EQ(read_bytes(file).size(), fs::file_size(file));
   }
   {
-    KernelCache c(dir_);  // the rewritten entry is whole again
+    KernelCache c({.cache_dir = dir_});  // the rewritten entry is whole again
     EXPECT_EQ(c.cubin(spec_), original);
     EXPECT_EQ(c.stats().disk_hits, 1u);
     EXPECT_EQ(c.stats().compiles, 0u);
@@ -107,7 +108,7 @@ TEST_F(KernelCacheTest, CompileOnceThenDiskHitThenRecompileCorruptFile) {
 }
 
 TEST_F(KernelCacheTest, DistinctSpecsGetDistinctFiles) {
-  KernelCache c(dir_);
+  KernelCache c({.cache_dir = dir_});
   const KernelSpec other = make_quantize_spec({DType::bf16, Fp8Format::e4m3, Granularity::row, false}, {8, 256, 2});
   const std::string a = c.cubin(spec_), b = c.cubin(other);
   EXPECT_NE(a, b);
@@ -118,8 +119,44 @@ TEST_F(KernelCacheTest, DistinctSpecsGetDistinctFiles) {
   EXPECT_EQ(c.stats().disk_hits, 1u);
 }
 
+// gemm cubins go through gemm's post-passes before they are stored and loaded: with FFMA reuse,
+// exactly the bytes the reuse pass makes of NVRTC's (what the cache stored before the passes
+// were registered per family); without, NVRTC's bytes, under their own key.
+TEST_F(KernelCacheTest, GemmCubinsThroughTheirPostPasses) {
+  GemmProblem block{};
+  block.scale = ScaleMode::block;
+  const KernelSpec g = make_gemm_spec(block, GemmConfig{128, 256, 3, 16});
+  const std::string nvrtc = nvrtc_compile(spec_name(g), render_source(g), CompileTarget::cubin).binary;
+  std::string hinted = nvrtc;
+  ASSERT_GT(hold_ffma_factors(hinted).held, 0);
+  {
+    KernelCache c({.cache_dir = dir_, .post_passes = gemm_post_passes(true)});
+    EXPECT_EQ(c.cubin(g), hinted);
+    EXPECT_EQ(c.stats().compiles, 1u);
+  }
+  KernelCache c({.cache_dir = dir_, .post_passes = gemm_post_passes(false)});
+  EXPECT_EQ(c.cubin(g), nvrtc);
+  EXPECT_EQ(c.stats().disk_hits, 0u);
+  EXPECT_EQ(c.stats().compiles, 1u);
+  // Registered for gemm, they leave other families' cubins and keys alone: one shared entry.
+  KernelCache q({.cache_dir = dir_, .post_passes = gemm_post_passes(true)});
+  const std::string quantize = q.cubin(spec_);
+  EXPECT_EQ(c.cubin(spec_), quantize);
+  EXPECT_EQ(c.stats().disk_hits, 1u);
+}
+
+TEST_F(KernelCacheTest, KeepSourceWritesTheSourceBesideTheCubin) {
+  KernelCache plain({.cache_dir = dir_});
+  plain.cubin(spec_);
+  EXPECT_FALSE(fs::exists(cache_file(plain) + ".cu"));
+  fs::remove(cache_file(plain));
+  KernelCache keep({.cache_dir = dir_, .keep_source = true});
+  keep.cubin(spec_);
+  EXPECT_EQ(read_bytes(cache_file(keep) + ".cu"), render_source(spec_));
+}
+
 TEST(KernelCacheDisabled, EmptyDirAlwaysCompiles) {
-  KernelCache c("");
+  KernelCache c({});
   const KernelSpec spec = default_dequantize_spec({Fp8Format::e4m3, DType::bf16, Granularity::row});
   const std::string a = c.cubin(spec);
   const std::string b = c.cubin(spec);

@@ -372,7 +372,7 @@ TEST(KernelSpecTyped, ProblemCounts) {
 }
 
 TEST(KernelSpecTyped, DefaultsValidateAndRespectMaxVec) {
-  // The heuristic's choices are tuned elsewhere (bench/NOTES.md); what must hold for any choice:
+  // The heuristic's choices come from measured sweeps (generator/heuristics.cpp); what must hold:
   // the spec is valid, solves the asked problem, and never uses a wider vector than alignment
   // allows (max_vec), while 4 (always allowed) is used when that is the bound.
   for (const QuantizeProblem& p : quantize_problems()) {

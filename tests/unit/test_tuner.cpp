@@ -9,6 +9,8 @@
 #include "autotune/lookup.hpp"
 #include "autotune/tuner.hpp"
 #include "autotune/tuning_db.hpp"
+#include "common/stats.hpp"
+#include "generator/families/gemm_geometry.hpp"
 #include "generator/family.hpp"
 
 namespace fp8jit {
@@ -134,6 +136,20 @@ TEST(TunerTiming, Percentiles) {
   EXPECT_DOUBLE_EQ(t.p80_us, 7);
 }
 
+// One median for the tuner, the CLI's timings and the benchmarks: element n / 2 of the sorted
+// samples (the upper middle of an even count), the same as summarize's.
+TEST(TunerTiming, OneMedianEverywhere) {
+  EXPECT_DOUBLE_EQ(median({9, 1, 5, 3, 7}), 5);
+  EXPECT_DOUBLE_EQ(median({4, 1, 3, 2}), 3);
+  EXPECT_DOUBLE_EQ(median({2.5}), 2.5);
+  EXPECT_DOUBLE_EQ(median({}), 0);
+  for (std::size_t n = 1; n <= 40; ++n) {
+    std::vector<double> s;
+    for (std::size_t i = 0; i < n; ++i) s.push_back(static_cast<double>((i * 7919) % 101));
+    EXPECT_DOUBLE_EQ(summarize(s).median_us, median(s)) << n;
+  }
+}
+
 TEST(TunerCandidates, DefaultFirstValidDistinctAndCapped) {
   for (auto [m, n, k] : {std::tuple{64, 2112, 7168}, std::tuple{4096, 24576, 1536}, std::tuple{1, 16, 16}}) {
     const GemmProblem p;
@@ -142,7 +158,7 @@ TEST(TunerCandidates, DefaultFirstValidDistinctAndCapped) {
     EXPECT_EQ(c[0], default_gemm_spec(p, m, n, k));
     for (std::size_t i = 0; i < c.size(); ++i) {
       EXPECT_NO_THROW(validate_spec(c[i]));
-      EXPECT_LE(gemm_smem_bytes(p, gemm_config_of(c[i])), 232448);
+      EXPECT_LE(gemm_geometry(p, gemm_config_of(c[i])).smem_bytes, 232448);
       for (std::size_t j = 0; j < i; ++j) EXPECT_FALSE(c[i] == c[j]);
       if (m <= 64) EXPECT_EQ(gemm_config_of(c[i]).block_m, 64);
     }

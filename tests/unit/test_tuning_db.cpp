@@ -15,6 +15,7 @@
 
 #include "autotune/tuning_db.hpp"
 #include "fp8jit/error.hpp"
+#include "fp8jit/fp8jit.h"
 #include "fp8jit/tuning.hpp"
 #include "runtime/jit/driver.hpp"
 #include "tuning_db_rows.hpp"
@@ -47,7 +48,8 @@ TEST_F(TuningDbTest, CreatesSchemaAtCurrentVersionInWalMode) {
   }
   ASSERT_TRUE(fs::exists(path_));
   RawDb raw(path_);
-  EXPECT_EQ(raw.scalar("SELECT value FROM meta WHERE key = 'schema_version'"), "2");
+  EXPECT_EQ(raw.scalar("SELECT value FROM meta WHERE key = 'schema_version'"),
+            std::to_string(TuningDb::kSchemaVersion));
   EXPECT_EQ(raw.scalar("PRAGMA journal_mode"), "wal");
   EXPECT_EQ(raw.scalar("SELECT count(*) FROM sqlite_master WHERE name IN ('results', 'meta', "
                        "'results_by_shape')"),
@@ -64,7 +66,7 @@ TEST_F(TuningDbTest, MigratesVersion1Database) {
     raw.insert(raw_row(kH200.str(), std::int64_t{128}, spec_to_json(kQuant), 7.5));
   }
   TuningDb db(path_);
-  EXPECT_EQ(db.schema_version(), 2);
+  EXPECT_EQ(db.schema_version(), TuningDb::kSchemaVersion);
   RawDb raw(path_);
   EXPECT_EQ(
       raw.scalar(
@@ -74,6 +76,7 @@ TEST_F(TuningDbTest, MigratesVersion1Database) {
   ASSERT_TRUE(r.has_value());
   EXPECT_EQ(r->best, kQuant);
   EXPECT_EQ(r->best_us, 7.5);
+  EXPECT_EQ(r->fp8jit_version, "unknown");  // tuned before versions were recorded
 }
 
 TEST_F(TuningDbTest, RefusesNewerSchemaVersion) {
@@ -430,8 +433,10 @@ TEST_F(TuningDbTest, CliCommands) {
   CliRun r = run_cli(dir_, "db list" + db);
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_TRUE(has(r.out, kH200.str()) && has(r.out, spec_name(kQuant))) << r.out;
+  EXPECT_TRUE(has(r.out, "by fp8jit") && has(r.out, std::string("Z ") + fp8jit_version())) << r.out;
   r = run_cli(dir_, "db show --op quantize --m 64" + db);
   EXPECT_TRUE(has(r.out, "compile_failed") && has(r.out, "ptxas: too many registers")) << r.out;
+  EXPECT_TRUE(has(r.out, std::string("by fp8jit ") + fp8jit_version())) << r.out;
   EXPECT_EQ(run_cli(dir_, "db export --file " + file + db).status, 0);
   r = run_cli(dir_, "db import --file " + file + " --db " + dir_ + "/b.sqlite");
   EXPECT_TRUE(r.status == 0 && has(r.out, "1 new")) << r.out << r.err;

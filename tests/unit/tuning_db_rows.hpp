@@ -48,12 +48,21 @@ class RawDb {
     return out;
   }
   // gpu_key, op, problem_key, m, n, k, space_hash, best_config, best_us, timings, created_at
+  // and, optionally, fp8jit_version (schema 3; without it the column's default, "unknown").
   void insert(const std::vector<Value>& v) {
+    static const char* const kNames[] = {"gpu_key", "op",      "problem_key", "m",
+                                         "n",       "k",       "space_hash",  "best_config",
+                                         "best_us", "timings", "created_at",  "fp8jit_version"};
+    ASSERT_LE(v.size(), std::size(kNames));
+    std::string cols, params;
+    for (std::size_t i = 0; i < v.size(); ++i)
+      cols += std::string(i ? ", " : "") + kNames[i], params += i ? ", ?" : "?";
     sqlite3_stmt* s = nullptr;
-    ASSERT_EQ(
-        sqlite3_prepare_v2(db_, "INSERT INTO results VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", -1,
-                           &s, nullptr),
-        SQLITE_OK);
+    ASSERT_EQ(sqlite3_prepare_v2(
+                  db_, ("INSERT INTO results (" + cols + ") VALUES (" + params + ")").c_str(), -1,
+                  &s, nullptr),
+              SQLITE_OK)
+        << sqlite3_errmsg(db_);
     for (int i = 0; i < static_cast<int>(v.size()); ++i) {
       if (auto* n = std::get_if<std::int64_t>(&v[i]))
         sqlite3_bind_int64(s, i + 1, *n);
@@ -78,6 +87,11 @@ inline constexpr const char* kV1Schema =
     " best_config TEXT NOT NULL, best_us REAL NOT NULL, timings TEXT NOT NULL, created_at INTEGER "
     "NOT NULL,"
     " PRIMARY KEY (gpu_key, op, problem_key, m, n, k, space_hash));";
+// Migrations 1 and 2: what the releases before fp8jit_version (schema 2) left behind.
+inline const std::string kV2Schema =
+    std::string(kV1Schema) +
+    "CREATE INDEX results_by_shape ON results (gpu_key, op, problem_key, n, k, m);"
+    "INSERT INTO meta VALUES ('schema_version', 2);";
 
 inline TuningRecord quant_record(const GpuKey& gpu, std::int64_t m, std::int64_t k, double us,
                                  const KernelSpec& best = kQuant, int candidates = 2) {
@@ -98,14 +112,15 @@ inline TuningRecord quant_record(const GpuKey& gpu, std::int64_t m, std::int64_t
 
 inline std::vector<Value> raw_row(const std::string& gpu, Value m, const std::string& config,
                                   double us = 5.0, const std::string& timings = "[]",
-                                  const std::string& problem = kQuantProblem) {
+                                  const std::string& problem = kQuantProblem,
+                                  const std::string& space = "space-1") {
   return {gpu,
           std::string("quantize"),
           problem,
           m,
           std::int64_t{0},
           std::int64_t{4096},
-          std::string("space-1"),
+          space,
           config,
           us,
           timings,

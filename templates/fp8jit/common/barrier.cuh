@@ -25,7 +25,7 @@ FP8JIT_DEVICE void arrive(u64* bar) {
 
 // Arrive on the same barrier of CTA `cta` of the cluster (used to release a peer's stage). The
 // default (CTA-scope) release is enough: the arriving warps only read the stage, and their
-// wgmmas have completed. A .release.cluster arrival made 2-CTA clusters 2.5x slower (NOTES G13).
+// wgmmas have completed. A .release.cluster arrival made 2-CTA clusters 2.5x slower (G14).
 FP8JIT_DEVICE void arrive_cluster(u64* bar, u32 cta) {
   asm volatile(
       "{\n.reg .b32 remote;\n"

@@ -20,6 +20,7 @@
 #include "fp8jit/common/tma.cuh"
 #include "fp8jit/common/warpgroup.cuh"
 #include "fp8jit/gemm/epilogue.cuh"
+#include "fp8jit/gemm/geometry.cuh"
 #include "fp8jit/gemm/params.cuh"
 #include "fp8jit/gemm/promotion.cuh"
 #include "fp8jit/gemm/scale_loads.cuh"
@@ -47,38 +48,38 @@ template <int GROUP_M> FP8JIT_DEVICE void tile_coords(int tiles_m, int tiles_n, 
 template <int BLOCK_M, int BLOCK_N, int kStages, int SCALE, int OUT, int FA, int FB, bool kBias, int GROUP_M,
           bool kFastAccum, int CLUSTER_M = 1, int CLUSTER_N = 1>
 struct Sm90Fp8Gemm {
-  static constexpr int BLOCK_K = 128;  // bytes of K per stage: one 128-byte swizzle atom
-  static constexpr int kMathWGs = BLOCK_M >= 128 ? 2 : 1;
-  static constexpr int kRowsPerWG = BLOCK_M / kMathWGs;
-  static constexpr int kMmaM = kRowsPerWG / 64;  // m64 wgmmas per warpgroup and k-step
-  static constexpr int kThreads = warpgroup::kThreads * (kMathWGs + 1);
+  // Warpgroups, column chunks, the shared-memory layout and split-K summing, as the host computes
+  // them from the same config (geometry.cuh).
+  using Geometry =
+      GemmGeometryOf<BLOCK_M, BLOCK_N, kStages, SCALE, ElemSize<OUT>::value, kFastAccum, kBias, CLUSTER_M, CLUSTER_N>;
+  static constexpr int BLOCK_K = kGemmBlockK;  // bytes of K per stage: one 128-byte swizzle atom
+  static constexpr int kMathWGs = Geometry::get().math_wgs;
+  static constexpr int kRowsPerWG = Geometry::get().rows_per_wg;
+  static constexpr int kMmaM = Geometry::get().mma_m;  // m64 wgmmas per warpgroup and k-step
+  static constexpr int kThreads = Geometry::get().threads;
+  static_assert(kThreads == warpgroup::kThreads * (kMathWGs + 1), "one producer warpgroup");
   static constexpr int kAccum = BLOCK_N / 2;     // fp32 accumulators per thread per m64
   // Fast accumulation (tensor and rowwise scaling only) keeps the whole K sum in the tensor
   // cores' accumulators, as cuBLASLt's FAST_ACCUM does: fewer registers, larger tiles, ~2e-3
   // relative error at K = 7168. Otherwise every 128 of K is promoted into FP32 registers.
   static constexpr bool kPromote = !kFastAccum;
-  // Precise accumulation of tiles wider than 208 columns (one m64 slab per warpgroup): the
-  // wgmmas accumulate the tile's two column halves in turn, each promoted before the next, so
-  // the temporaries cost half a tile (128x256: 128 + 64 registers instead of 256). Block scaling
-  // needs BLOCK_N = 256 here: each half is one 128-block of B. Mirrors gemm_chunks() on the host.
-  static constexpr int kChunks = (kPromote && SCALE != kGroupScale && kMmaM == 1 && BLOCK_N > 208) ? 2 : 1;
-  static constexpr int kChunkN = BLOCK_N / kChunks;
+  // Precise accumulation of tiles wider than 208 columns (one m64 slab per warpgroup) runs in two
+  // column halves (GemmGeometry::chunks). Block scaling needs BLOCK_N = 256 here: each half is one
+  // 128-block of B.
+  static constexpr int kChunks = Geometry::get().chunks;
+  static constexpr int kChunkN = Geometry::get().chunk_n;
   static constexpr int kChunkAccum = kChunkN / 2;
   static_assert(kChunkN % 8 == 0, "a chunk is a valid wgmma N");
   static_assert(kChunks == 1 || SCALE != kBlockScale || BLOCK_N == 256, "block scaling: each half one block of B");
   static_assert(!kFastAccum || SCALE == kPerTensor || SCALE == kPerRow,
                 "block and group scaling apply their scales when promoting: no fast accumulation");
-  static constexpr int kStageA = BLOCK_M * BLOCK_K, kStageB = BLOCK_N * BLOCK_K;
-  // Scales staged per stage: A's for the tile's rows; B's 128x128 blocks (the one or two the tile
-  // touches, padded to 8) or 1x128 groups (one per column). Each stage's scales start on
-  // 128 bytes, as TMA tensor-copy destinations must (B's follow A's BLOCK_M x 4 bytes).
+  static constexpr int kStageA = Geometry::get().stage_a, kStageB = Geometry::get().stage_b;
+  // Scales staged per stage (GemmGeometry::stage_scales floats): A's, then B's from A's
+  // BLOCK_M x 4 bytes on.
   static constexpr bool kStagedScales = SCALE == kBlockScale || SCALE == kGroupScale;
-  static constexpr int kScalesA = kStagedScales ? BLOCK_M : 0;
-  static constexpr int kScalesB = SCALE == kBlockScale ? 8 : SCALE == kGroupScale ? BLOCK_N : 0;
-  static constexpr int kStageScales = (kScalesA + kScalesB + 31) / 32 * 32;  // floats
-  static constexpr int kOutBytes = ElemSize<OUT>::value;
+  static constexpr int kStageScales = Geometry::get().stage_scales;
   // Per consumer warpgroup, its slab of D staged for the TMA store.
-  static constexpr int kEpiSlab = kRowsPerWG * BLOCK_N * kOutBytes;
+  static constexpr int kEpiSlab = Geometry::get().epi_slab;
   // NOTE: producer 40 / consumers 232 registers fills the 64K register file at 384 threads.
   static constexpr int kProducerRegs = 40;
   static constexpr int kConsumerRegs = kMathWGs == 2 ? 232 : 240;
@@ -89,17 +90,15 @@ struct Sm90Fp8Gemm {
   // A) or along M (CLUSTER_M = 2: same columns of B). Each CTA loads half of the shared
   // operand's tile and multicasts it to both, halving that operand's L2 traffic; a stage is
   // refilled only when the consumers of both CTAs have released it.
-  static constexpr int kCluster = CLUSTER_M * CLUSTER_N;
+  static constexpr int kCluster = Geometry::get().cluster;
   static constexpr bool kShareA = CLUSTER_N == 2, kShareB = CLUSTER_M == 2;
-  static constexpr int kBoxRowsA = kShareA ? BLOCK_M / 2 : BLOCK_M;
-  static constexpr int kBoxRowsB = kShareB ? BLOCK_N / 2 : BLOCK_N;
+  static constexpr int kBoxRowsA = Geometry::get().box_rows_a;
+  static constexpr int kBoxRowsB = Geometry::get().box_rows_b;
   static_assert(kCluster == 1 || kCluster == 2, "clusters of 1 or 2 CTAs, along M or N");
   static_assert(kBoxRowsB % 8 == 0, "half of B's tile must keep whole 8-row swizzle atoms");
   static_assert(kEpiSlab % 1024 == 0, "the scales after the slabs must stay 128-byte aligned");
 
-  static constexpr int smem_bytes() {
-    return kStages * (kStageA + kStageB + 4 * kStageScales) + 2 * kStages * 8 + 128 + kMathWGs * kEpiSlab + 1024;
-  }
+  static constexpr int smem_bytes() { return Geometry::get().smem_bytes; }
 
   struct Smem {
     u8* a;
@@ -154,7 +153,7 @@ struct Sm90Fp8Gemm {
   // Block scaling with A's scales by TMA: lane 0 loads B's two block scales of a K block before
   // it waits for the stage to be free (the load's latency hides behind that wait) and stores them
   // into the stage before its expect_tx arrival, whose release publishes them to the consumers.
-  // No cp.async and one full-barrier arrival per stage (bench/NOTES.md, G14). Not in clusters:
+  // No cp.async and one full-barrier arrival per stage (G15: 1 % faster). Not in clusters:
   // the producer's 40 registers then spill.
   static constexpr bool kScalesBByLane0 = SCALE == kBlockScale && kCluster == 1;
 
@@ -267,7 +266,7 @@ struct Sm90Fp8Gemm {
       if (wg == 1) named_barrier_arrive(kTurnBarrier, kTurnThreads);
     // Deferred epilogue: the previous tile's D, packed, and where it goes. Only where each CTA
     // runs three tiles or more: with two (decode-sized M, K = 512) block scaling lost ~1 µs of
-    // 17 to it (bench/NOTES.md, G21), having little to hide the store under.
+    // 17 to it (G21), having little to hide the store under.
     const bool defer = kDeferEpilogue && p.tma_store && (p.splits == 1 || p.split_cluster) &&
                        units >= 3 * unit_stride();
     u32 packed[kMmaM][kDeferEpilogue ? Epilogue::kPacked : 1];
@@ -298,7 +297,7 @@ struct Sm90Fp8Gemm {
       for (int kb = first; kb < last; ++kb) {
         barrier::wait(&s.full[stage], phase);
         // Scales are read before the fence: ptxas otherwise interleaves the LDS with the wgmmas,
-        // which stalled their issue (bench/NOTES.md, G7: 4 % on large block-scaled shapes).
+        // which stalled their issue (G8: 8192^3 block 1045 -> 990 µs with ld.shared before it).
         const float* st = s.scales + stage * kStageScales;
         BlockScales bs;
         Promotion::read_scales(st, r0, p.sb_hi, bs);
@@ -420,9 +419,8 @@ struct Sm90Fp8Gemm {
   }
 
   // Split-K inside a cluster (GemmParams::split_cluster): a tile's partials are summed through
-  // the drained stages, which must hold one FP32 tile (the host checks the same condition).
-  static constexpr bool kCanSumSplitsInCluster =
-      kCluster == 1 && kStages * (kStageA + kStageB) >= BLOCK_M * BLOCK_N * 4;
+  // the drained stages, which must hold one FP32 tile (the host reads the same geometry).
+  static constexpr bool kCanSumSplitsInCluster = Geometry::get().sums_splits_in_cluster;
   using SplitSum = ClusterSplitSum<kMathWGs * warpgroup::kThreads, kMmaM * kAccum>;
 
   // This thread's part of a tile's split-K sum (the sums, or fast accumulation's wgmma

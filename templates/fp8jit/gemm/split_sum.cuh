@@ -2,7 +2,7 @@
 // the CTAs of one cluster (rank = split), each holding its FP32 partial tile in registers. The
 // other ranks leave theirs in their own shared memory, and rank 0 adds them in over distributed
 // shared memory and runs the epilogue: no FP32 workspace in global memory and no second kernel,
-// which cost a decode-sized GEMM ~8 µs of its ~28 (bench/NOTES.md, G17).
+// which cost a decode-sized GEMM ~8 µs of its ~28 (128x4096x7168 on an H100, G17).
 #pragma once
 
 #include "fp8jit/common/bulk_store.cuh"

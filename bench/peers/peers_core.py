@@ -1,0 +1,299 @@
+"""The GPU-free part of the peer benchmark: shape lists, roofline arithmetic, speed ratios, geometric
+means and the report (markdown, CSV, JSON). Standard library only: the CPU self-test runs it all."""
+import csv
+import io
+import json
+import math
+import os
+import re
+
+PROVIDERS = ("fp8jit", "deepgemm", "cublaslt")
+PROVIDER_TITLES = {"fp8jit": "fp8jit", "deepgemm": "DeepGEMM", "cublaslt": "cuBLASLt"}
+PEERS = ("deepgemm", "cublaslt")
+# tensor-fast: per-tensor scales with the whole K sum in the tensor cores (fp8jit accum=fast,
+# cuBLASLt use_fast_accum); block is 1x128 activations x 128x128 weights.
+SCALES = ("block", "tensor", "tensor-fast")
+DECODE_MAX_M = 128  # rows up to this M are memory-bound: they get a roofline fraction
+ERROR_LIMIT = 1e-2  # relative Frobenius error above this is flagged (bf16 output)
+SHAPES_DIR = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "shapes"))
+
+
+class InputError(ValueError):
+    """Bad input from the command line or a shape file: the message names what and where."""
+
+
+class Shape:
+    __slots__ = ("m", "n", "k", "label")
+
+    def __init__(self, m, n, k, label=""):
+        self.m, self.n, self.k, self.label = m, n, k, label
+
+    def mnk(self):
+        return (self.m, self.n, self.k)
+
+    def __repr__(self):
+        return f"{self.m}x{self.n}x{self.k}"
+
+
+def _ceil_div(a, b):
+    return -(-a // b)
+
+
+def resolve_shape_list(name):
+    """A suite name of bench/shapes (deepseek-v3 is deepseek_v3.csv) or a path to a CSV."""
+    if os.sep in name or name.endswith(".csv"):
+        path = name
+    else:
+        path = os.path.join(SHAPES_DIR, name.replace("-", "_") + ".csv")
+    if not os.path.isfile(path):
+        known = sorted(f[:-4].replace("_", "-") for f in os.listdir(SHAPES_DIR) if f.endswith(".csv")) \
+            if os.path.isdir(SHAPES_DIR) else []
+        raise InputError(f"--shapes {name}: no such file {path} (suites: {', '.join(known) or 'none'}; "
+                         f"or give a path to an m,n,k CSV)")
+    return path
+
+
+def list_name(path):
+    return os.path.splitext(os.path.basename(path))[0]
+
+
+def read_shapes(path):
+    """m,n,k rows, as strictly as the fp8jit CLI reads them: '#' lines and blank lines skipped, one
+    optional m,n,k header, three positive integers a row, K a multiple of 16. A comment line right
+    before a group of rows names the group (the label shown in the report)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except OSError as e:
+        raise InputError(f"--shapes {path}: cannot be read ({e.strerror})") from e
+    shapes, label, last_comment = [], "", None
+    for number, raw in enumerate(lines, 1):
+        line = raw.strip()
+        if not line:
+            last_comment = None
+            continue
+        if line.startswith("#"):
+            last_comment = line[1:].strip().split(":")[0].strip()
+            continue
+        if not shapes and line.replace(" ", "") == "m,n,k":
+            last_comment = None
+            continue
+        if last_comment is not None:
+            label, last_comment = last_comment, None
+        where = f"{path}:{number}"
+        fields = [x.strip() for x in line.split(",")]
+        if len(fields) != 3:
+            raise InputError(f"{where}: \"{line[:80]}\" has {len(fields)} fields, expected m,n,k")
+        if not all(re.fullmatch(r"[0-9]+", x) for x in fields):
+            raise InputError(f"{where}: \"{line[:80]}\" is not an m,n,k row of positive integers")
+        m, n, k = (int(x) for x in fields)
+        if min(m, n, k) < 1 or max(m, n, k) > 2**31 - 1:
+            raise InputError(f"{where}: m, n and k must be in [1, 2^31-1]")
+        if k % 16:
+            raise InputError(f"{where}: k = {k} must be a multiple of 16 (TMA needs 16-byte rows)")
+        shapes.append(Shape(m, n, k, label))
+    if not shapes:
+        raise InputError(f"{path}: no m,n,k rows (a CSV with lines such as 4096,7168,2048)")
+    return shapes
+
+
+def parse_choice_list(value, allowed, option):
+    items = [x.strip() for x in value.split(",") if x.strip()]
+    if not items:
+        raise InputError(f"{option}: empty (choose from {','.join(allowed)})")
+    bad = [x for x in items if x not in allowed]
+    if bad:
+        raise InputError(f"{option}: unknown {', '.join(bad)} (choose from {','.join(allowed)})")
+    return list(dict.fromkeys(items))
+
+
+# ---- roofline -----------------------------------------------------------------------------------
+
+def scale_bytes(m, n, k, scale):
+    if scale == "block":  # fp32: one per 1x128 group of A, one per 128x128 block of B
+        kb = _ceil_div(k, 128)
+        return 4 * (m * kb + _ceil_div(n, 128) * kb)
+    return 8  # one fp32 scalar per operand
+
+
+def gemm_bytes(m, n, k, scale):
+    """Bytes a GEMM must move at least: FP8 A and B read once, bf16 D written once, the scales."""
+    return m * k + n * k + 2 * m * n + scale_bytes(m, n, k, scale)
+
+
+def copy_bandwidth(copy_bytes, seconds):
+    """A device-to-device copy reads and writes each byte: both count."""
+    return 2 * copy_bytes / seconds
+
+
+def roofline_fraction(m, n, k, scale, us, bandwidth):
+    """Fraction of the copy bandwidth the GEMM's bytes reach in `us` microseconds."""
+    if not us or not bandwidth or us <= 0:
+        return None
+    return gemm_bytes(m, n, k, scale) / bandwidth / (us * 1e-6)
+
+
+# ---- ratios and summaries -----------------------------------------------------------------------
+
+def geomean(values):
+    values = [v for v in values if v is not None]
+    if not values:
+        return None
+    if any(v <= 0 for v in values):
+        raise ValueError("geomean of a non-positive value")
+    return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
+def speed_ratio(peer_us, fp8jit_us):
+    """Peer time over fp8jit time: above 1 means fp8jit is faster."""
+    if not peer_us or not fp8jit_us:
+        return None
+    return peer_us / fp8jit_us
+
+
+def result_of(row, provider):
+    return row["providers"].get(provider) or {"status": "skipped"}
+
+
+def timed_ok(row, provider):
+    r = result_of(row, provider)
+    return r["status"] == "ok" and r.get("us")
+
+
+def row_ratio(row, peer):
+    if not (timed_ok(row, "fp8jit") and timed_ok(row, peer)):
+        return None
+    return speed_ratio(result_of(row, peer)["us"], result_of(row, "fp8jit")["us"])
+
+
+def row_roofline(row, provider, bandwidth):
+    if row["m"] > DECODE_MAX_M or not timed_ok(row, provider):
+        return None
+    return roofline_fraction(row["m"], row["n"], row["k"], row["scale"], result_of(row, provider)["us"], bandwidth)
+
+
+def shape_text(row):
+    return f"{row['m']}x{row['n']}x{row['k']}"
+
+
+def summarize(rows, bandwidth):
+    """Per scale mode: geometric mean and worst shape of each peer ratio (rows where both ran
+    correctly), and the M <= 128 roofline geometric mean of each provider."""
+    out = {}
+    for scale in dict.fromkeys(r["scale"] for r in rows):
+        mine = [r for r in rows if r["scale"] == scale]
+        s = {"rows": len(mine), "vs": {}, "roofline": {}}
+        for peer in PEERS:
+            pairs = [(row_ratio(r, peer), r) for r in mine]
+            pairs = [(x, r) for x, r in pairs if x is not None]
+            if pairs:
+                worst = min(pairs, key=lambda p: p[0])
+                s["vs"][peer] = {"geomean": geomean([x for x, _ in pairs]), "shapes": len(pairs),
+                                 "worst": worst[0], "worst_shape": shape_text(worst[1]),
+                                 "below_1": sum(1 for x, _ in pairs if x < 1.0)}
+        for p in PROVIDERS:
+            fr = [row_roofline(r, p, bandwidth) for r in mine]
+            fr = [x for x in fr if x is not None]
+            if fr:
+                s["roofline"][p] = {"geomean": geomean(fr), "shapes": len(fr), "min": min(fr)}
+        s["flagged"] = [f"{shape_text(r)} {p}: {result_of(r, p)['status']}" for r in mine for p in PROVIDERS
+                        if result_of(r, p)["status"] not in ("ok", "skipped", "n/a")]
+        out[scale] = s
+    return out
+
+
+# ---- report -------------------------------------------------------------------------------------
+
+def _fmt(x, spec):
+    return "" if x is None else format(x, spec)
+
+
+def cell_time(r):
+    st = r["status"]
+    if st == "ok":
+        return f"{r['us']:.1f}"
+    if st == "bad" and r.get("us"):
+        return f"{r['us']:.1f}!"
+    return {"skipped": "", "n/a": "n/a"}.get(st, st)
+
+
+def check_text(row):
+    notes = []
+    for p in PROVIDERS:
+        r = result_of(row, p)
+        if r["status"] == "bad":
+            notes.append(f"{PROVIDER_TITLES[p]} err {_fmt(r.get('rel_err'), '.1e')}")
+        elif r["status"] not in ("ok", "skipped", "n/a"):
+            notes.append(f"{PROVIDER_TITLES[p]} {r['status']}")
+    return "; ".join(notes) or "ok"
+
+
+def markdown(title, rows, summary, bandwidth, meta_lines=()):
+    out = [f"## {title}", ""]
+    out += [f"{x}  " for x in meta_lines]
+    out += ["Kernel time (µs) from the CUDA profiler, L2 flushed before each call, median; ratios are "
+            "peer time / fp8jit time (> 1: fp8jit is faster); roofline = bytes of A, B, D and scales "
+            f"over the copy bandwidth ({_fmt(bandwidth and bandwidth / 1e12, '.2f')} TB/s) / kernel time, "
+            f"M <= {DECODE_MAX_M}; ! marks a result whose error is above {ERROR_LIMIT:g}.", ""]
+    out.append("| M | N | K | scale | fp8jit µs | DeepGEMM µs | cuBLASLt µs | DeepGEMM / fp8jit "
+               "| cuBLASLt / fp8jit | roofline fp8jit / DeepGEMM / cuBLASLt | check |")
+    out.append("| ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | --- | --- |")
+    for r in rows:
+        roof = [row_roofline(r, p, bandwidth) for p in PROVIDERS]
+        roof_text = "" if all(x is None for x in roof) else " / ".join(_fmt(x, ".2f") or "-" for x in roof)
+        out.append(f"| {r['m']} | {r['n']} | {r['k']} | {r['scale']} | "
+                   + " | ".join(cell_time(result_of(r, p)) for p in PROVIDERS)
+                   + f" | {_fmt(row_ratio(r, 'deepgemm'), '.3f')} | {_fmt(row_ratio(r, 'cublaslt'), '.3f')}"
+                   + f" | {roof_text} | {check_text(r)} |")
+    out += ["", "| scale | vs DeepGEMM: geomean (shapes), worst | vs cuBLASLt: geomean (shapes), worst "
+            f"| roofline M <= {DECODE_MAX_M} geomean: fp8jit / DeepGEMM / cuBLASLt | flagged |",
+            "| --- | --- | --- | --- | --- |"]
+    for scale, s in summary.items():
+        vs = []
+        for peer in PEERS:
+            v = s["vs"].get(peer)
+            vs.append(f"**{v['geomean']:.3f}×** ({v['shapes']}), {v['worst']:.3f}× at {v['worst_shape']}"
+                      if v else "—")
+        roof = " / ".join(_fmt(s["roofline"].get(p, {}).get("geomean"), ".2f") or "-" for p in PROVIDERS)
+        out.append(f"| {scale} | {vs[0]} | {vs[1]} | {roof} | {len(s['flagged'])} |")
+    return "\n".join(out) + "\n"
+
+
+CSV_FIELDS = ["list", "label", "m", "n", "k", "scale"] + \
+    [f"{p}_{x}" for p in PROVIDERS for x in ("us", "status", "rel_err")] + \
+    ["ratio_deepgemm", "ratio_cublaslt"] + [f"roofline_{p}" for p in PROVIDERS] + \
+    [f"kernels_{p}" for p in PROVIDERS]
+
+
+def csv_text(rows, bandwidth):
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=CSV_FIELDS, lineterminator="\n")
+    w.writeheader()
+    for r in rows:
+        d = {x: r.get(x, "") for x in ("list", "label", "m", "n", "k", "scale")}
+        for p in PROVIDERS:
+            res = result_of(r, p)
+            d[f"{p}_us"] = _fmt(res.get("us"), ".3f")
+            d[f"{p}_status"] = res["status"]
+            d[f"{p}_rel_err"] = _fmt(res.get("rel_err"), ".3e")
+            d[f"roofline_{p}"] = _fmt(row_roofline(r, p, bandwidth), ".4f")
+            d[f"kernels_{p}"] = " + ".join(res.get("kernels") or [])
+        for peer in PEERS:
+            d[f"ratio_{peer}"] = _fmt(row_ratio(r, peer), ".4f")
+        w.writerow(d)
+    return buf.getvalue()
+
+
+def write_report(out_dir, name, title, rows, bandwidth, meta, meta_lines=()):
+    """name.md, name.csv and name.json in out_dir; returns the markdown."""
+    summary = summarize(rows, bandwidth)
+    md = markdown(title, rows, summary, bandwidth, meta_lines)
+    files = {f"{name}.md": md, f"{name}.csv": csv_text(rows, bandwidth),
+             f"{name}.json": json.dumps({"meta": meta, "copy_bandwidth_bytes_per_s": bandwidth,
+                                         "summary": summary, "rows": rows}, indent=1, default=str) + "\n"}
+    for fname, text in files.items():
+        tmp = os.path.join(out_dir, fname + ".tmp")
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, os.path.join(out_dir, fname))
+    return md

@@ -1,0 +1,43 @@
+// The host's view of the gemm kernel's geometry: the constexpr functions the kernel itself is
+// built from (fp8jit/gemm/geometry.cuh), applied to a problem and config. The family's rules,
+// the heuristic, the tuner and the launch code read shared memory, threads, chunks, clusters and
+// the register limits from here.
+#pragma once
+
+#include "fp8jit/gemm/geometry.cuh"
+#include "fp8jit/kernel_spec.hpp"
+
+namespace fp8jit {
+
+using GemmGeometry = dev::GemmGeometry;
+
+// Opt-in shared memory per block on H100/H200: the most a gemm variant may use.
+inline constexpr int kGemmSmemLimit = dev::kGemmSmemLimit;
+
+static_assert(static_cast<int>(ScaleMode::tensor) == dev::kPerTensor &&
+                  static_cast<int>(ScaleMode::rowwise) == dev::kPerRow &&
+                  static_cast<int>(ScaleMode::block) == dev::kBlockScale &&
+                  static_cast<int>(ScaleMode::group) == dev::kGroupScale,
+              "dev::GemmScale mirrors ScaleMode");
+
+inline dev::GemmTile gemm_tile(const GemmProblem& p, const GemmConfig& c) {
+  return {c.block_m,   c.block_n, c.stages,     static_cast<int>(p.scale), static_cast<int>(dtype_size(p.out)),
+          p.fast_accum, p.bias,   c.cluster_m, c.cluster_n};
+}
+
+inline GemmGeometry gemm_geometry(const GemmProblem& p, const GemmConfig& c) {
+  return dev::gemm_geometry(gemm_tile(p, c));
+}
+
+// Whether split-K ranges of a config can be summed inside a cluster (the problem does not enter).
+inline bool gemm_sums_splits_in_smem(const GemmConfig& c) {
+  return dev::gemm_sums_splits_in_cluster(c.block_m, c.block_n, c.stages, c.cluster_m * c.cluster_n);
+}
+
+// The widest block_n whose registers fit for the problem with block_m rows and no cluster, in
+// at most max_chunks column chunks (1: no column halves).
+inline int gemm_widest_block_n(const GemmProblem& p, int block_m, int max_chunks = 2) {
+  return dev::gemm_widest_block_n(gemm_tile(p, GemmConfig{block_m, 8, 2, 1, 1, 1}), max_chunks);
+}
+
+}  // namespace fp8jit

@@ -1,0 +1,19 @@
+// The gemm cost model: one estimate of a config's time on a shape, behind both the heuristic
+// (default_gemm_spec takes the cheapest of the tiles its rules allow) and the tuner's ranking of
+// the whole config space (gemm_candidates).
+#pragma once
+
+#include <cstdint>
+
+#include "fp8jit/kernel_spec.hpp"
+
+namespace fp8jit {
+
+// Predicted relative time of an m x n x k GEMM with config c on `sm_count` multiprocessors, its
+// K cut into `splits` ranges: waves of work units (tile x K range) on a persistent grid, times
+// the K blocks of a range, times one tile's time per K block. Only ratios between configs mean
+// anything.
+double gemm_cost(const GemmConfig& c, std::int64_t m, std::int64_t n, std::int64_t k, int sm_count,
+                 int splits);
+
+}  // namespace fp8jit

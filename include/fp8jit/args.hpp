@@ -1,0 +1,82 @@
+// Arguments of the operations (quantize, dequantize, gemm): plain values, shared by the runtime,
+// the host reference and the autotuner, which therefore need not include the runtime's header.
+#pragma once
+
+#include <cstdint>
+
+#include "fp8jit/export.hpp"
+#include "fp8jit/types.hpp"
+
+namespace fp8jit {
+
+// x [m, k] (row stride ldx elements) -> q [m, k] FP8 (row stride ldq bytes) and fp32 scales.
+// All pointers are device pointers. ld* = 0 means "dense" (k, or m for the transposed output).
+struct QuantizeArgs {
+  const void* x = nullptr;
+  DType input = DType::bf16;
+  std::int64_t m = 0, k = 0, ldx = 0;
+  void* q = nullptr;
+  Fp8Format format = Fp8Format::e4m3;
+  std::int64_t ldq = 0;
+  float* scales = nullptr;  // scale_count(granularity, scale_layout, m, k) floats
+  Granularity granularity = Granularity::group128;
+  ScaleLayout scale_layout = ScaleLayout::row_major;
+  bool pow2_scale = false;              // round scales up to powers of two
+  const float* static_scale = nullptr;  // per-tensor only: use this scale instead of the amax
+  // Optional transposed output qt [k, m] (row stride ldqt). For 1x128 it is scaled by 1x128
+  // groups of the transpose (128x1 of x) into scales_t; otherwise it shares `scales`.
+  void* qt = nullptr;
+  std::int64_t ldqt = 0;
+  float* scales_t = nullptr;  // 1x128 only: scale_count(group128, scale_layout, k, m) floats
+  float* amax = nullptr;      // optional: max |x| over the tensor (NaNs ignored)
+};
+
+// q [m, k] FP8 and scales -> y [m, k] (row stride ldy elements).
+struct DequantizeArgs {
+  const void* q = nullptr;
+  Fp8Format format = Fp8Format::e4m3;
+  std::int64_t m = 0, k = 0, ldq = 0;
+  const float* scales = nullptr;
+  Granularity granularity = Granularity::block128;
+  ScaleLayout scale_layout = ScaleLayout::row_major;
+  void* y = nullptr;
+  DType output = DType::bf16;
+  std::int64_t ldy = 0;
+};
+
+struct GemmShape {
+  std::int64_t m = 0, n = 0, k = 0;
+};
+
+// D [m, n] = (A [m, k] scaled) . (B [n, k] scaled)^T (+ bias [n]). A and B are FP8 and K-major
+// (rows of K bytes, leading dimensions in elements); D is row-major. Device pointers.
+struct GemmArgs {
+  const void* a = nullptr;
+  Fp8Format a_format = Fp8Format::e4m3;
+  std::int64_t lda = 0;  // 0 = k
+  const void* b = nullptr;
+  Fp8Format b_format = Fp8Format::e4m3;
+  std::int64_t ldb = 0;
+  void* d = nullptr;
+  DType d_dtype = DType::bf16;
+  std::int64_t ldd = 0;  // 0 = n
+  std::int64_t m = 0, n = 0, k = 0;
+  ScaleMode scale_mode = ScaleMode::block;
+  // tensor: 1 float each; rowwise: m and n floats; block: A 1x128 (scale_count(group128,
+  // scale_a_layout, m, k)) and B 128x128 (scale_count(block128, scale_b_layout, n, k)); group: A
+  // and B 1x128. The sizes (in floats) are checked against the shape.
+  const float* scale_a = nullptr;
+  std::int64_t scale_a_size = 0;
+  ScaleLayout scale_a_layout = ScaleLayout::col_major_tma;
+  const float* scale_b = nullptr;
+  std::int64_t scale_b_size = 0;
+  ScaleLayout scale_b_layout = ScaleLayout::row_major;
+  const void* bias = nullptr;  // [n] in d_dtype, or null
+  bool fast_accum = false;     // tensor/rowwise only: see GemmProblem::fast_accum
+};
+
+// Floats a scale tensor holds for an [m, k] tensor (col_major_tma pads its row count to 4).
+FP8JIT_API std::int64_t scale_count(Granularity g, ScaleLayout layout, std::int64_t m,
+                                    std::int64_t k);
+
+}  // namespace fp8jit

@@ -1,0 +1,48 @@
+# Shared by ab.sh, ab_tune.sh and session.sh in lab/scripts/ (sourced from the repo root, OUT
+# set): builds one CMake target per variant — the tree as it is, then a plain copy with each patch
+# applied — and hands each build tree to the caller's `measure NAME BUILD_DIR`.
+
+sqlite_args=()
+if [ ! -f /usr/include/sqlite3.h ] && [ -f .carry/sqlite/sqlite3.h ]; then
+  # A machine with the SQLite runtime but no headers: the header travels with the tree.
+  sqlite_args=(-DSQLite3_INCLUDE_DIR="$PWD/.carry/sqlite" -DSQLite3_LIBRARY=/lib/x86_64-linux-gnu/libsqlite3.so.0)
+fi
+
+ab_variant() {  # target, name, source dir[, existing build tree]
+  local target=$1 name=$2 src=$3 b=${4:-/tmp/fp8jit-ab-build/$2}
+  cmake -S "$src" -B "$b" -DCMAKE_BUILD_TYPE=Release "${sqlite_args[@]}" > "$OUT/$name.cmake.log" 2>&1 &&
+    cmake --build "$b" -j"$(nproc)" --target "$target" > "$OUT/$name.build.log" 2>&1 ||
+    { echo "== $name: build failed"; tail -20 "$OUT/$name.build.log"; return 1; }
+  measure "$name" "$b"
+}
+
+# ab_patch_tree PATCH: a plain copy of the tree (the device machine's may have no .git; build
+# trees, results and lab/ left out) at /tmp/fp8jit-ab-src/<name> with PATCH applied; fails if it
+# does not apply.
+ab_patch_tree() {
+  local dir=/tmp/fp8jit-ab-src/$(basename "$1" .patch)
+  rm -rf "$dir" && mkdir -p "$dir" &&
+    tar -c --exclude='./build*' --exclude=./.git --exclude='./bench/results' --exclude=./lab . | tar -x -C "$dir" &&
+    patch -s -p1 -d "$dir" < "$1"
+}
+
+# ab_gemm_table NAME BUILD_DIR SHAPES SCALES: fp8jit_bench's GEMM suite against cuBLASLt into
+# $OUT/NAME.txt (and $OUT/NAME/), its table printed.
+ab_gemm_table() {
+  FP8JIT_CACHE_DIR=/tmp/fp8jit-ab-cache/$1 "$2/bench/fp8jit_bench" --benchmark_filter='^Gemm/' --shapes="$3" \
+    --scales="$4" --providers=fp8jit,cublaslt --out="$OUT/$1" > "$OUT/$1.txt" 2>&1
+  echo "== $1"
+  sed -n '/^| M/,$p' "$OUT/$1.txt" | cut -d'|' -f2-7,11
+}
+
+# ab_all TARGET PATCH...: the base (AB_BASE_BUILD=DIR reuses that build tree), then each patch.
+ab_all() {
+  local target=$1 patch name
+  shift
+  ab_variant "$target" base "$PWD" "${AB_BASE_BUILD:-}"
+  for patch in "$@"; do
+    name=$(basename "$patch" .patch)
+    ab_patch_tree "$patch" || { echo "== $name: patch does not apply"; continue; }
+    ab_variant "$target" "$name" "/tmp/fp8jit-ab-src/$name"
+  done
+}

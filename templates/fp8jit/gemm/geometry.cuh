@@ -1,0 +1,150 @@
+// The gemm kernel's geometry, computed from its config by constexpr functions that g++ and NVRTC
+// both build: the kernel (Sm90Fp8Gemm) takes its warpgroups, column chunks, shared-memory layout
+// and split-K summing from here, and so do the family's rules, the heuristic and the launch code
+// on the host, so the two sides cannot disagree. NVRTC-safe: no system header.
+#pragma once
+
+#include "fp8jit/gemm/params.cuh"
+
+namespace fp8jit {
+namespace dev {
+
+constexpr int kGemmBlockK = 128;          // K per stage: one 128-byte swizzle atom of FP8
+constexpr int kGemmSmemLimit = 232448;    // opt-in shared memory per block on H100/H200
+constexpr int kGemmUnchunkedMaxN = 208;   // precise tiles wider than this run in two column halves
+constexpr int kGemmChunkedBiasMaxN = 224; // ptxas spills the bias epilogue of wider ones
+constexpr int kGemmWarpgroupThreads = 128;
+
+// What a gemm kernel's geometry depends on: its tile config and the problem parameters that
+// enter (the scale mode, D's element size, accumulation, bias).
+struct GemmTile {
+  int block_m, block_n, stages;
+  int scale;        // GemmScale
+  int out_bytes;    // bytes per element of D
+  bool fast_accum;  // the whole K sum in the tensor cores (no promotion)
+  bool bias;
+  int cluster_m, cluster_n;
+};
+
+struct GemmGeometry {
+  int math_wgs;     // consumer warpgroups: 2 for 128- and 256-row tiles, 1 for 64
+  int rows_per_wg;  // rows of the tile each consumer warpgroup owns
+  int mma_m;        // m64 wgmmas per warpgroup and k-step (its m64 row slabs)
+  int threads;      // the consumers and one producer warpgroup
+  // Column chunks a K block's wgmmas cover in turn: precise tiles wider than 208 columns with one
+  // m64 slab per warpgroup accumulate their two column halves in turn, each promoted before the
+  // next, so the wgmma temporaries cost half a tile (128x256: 128 + 64 registers instead of 256).
+  int chunks;
+  int chunk_n;      // the wgmma's N
+  int cluster;      // CTAs per thread-block cluster of the config (1 or 2)
+  // Rows of A's and B's tiles each CTA loads: a 2-CTA cluster loads half of the operand it
+  // shares (A along N, B along M) and multicasts it to both.
+  int box_rows_a, box_rows_b;
+  int stage_a, stage_b;  // bytes of A's and B's tiles per stage
+  // Floats of scales staged per stage: A's for the tile's rows; B's 128x128 blocks (the one or
+  // two the tile touches, padded to 8) or 1x128 groups (one per column), rounded so that each
+  // stage's scales start on 128 bytes, as TMA destinations must.
+  int scales_a, scales_b, stage_scales;
+  // Bytes the scale boxes deliver per stage where scales come by TMA: A's (block and group
+  // scaling) and group scaling's B (block scaling's two of B come by the producer's loads).
+  int scale_tma_bytes;
+  // Block scaling reads the scales of at most two 128-wide blocks of B per tile; some tile of
+  // this width would touch three.
+  bool straddles_three_b_blocks;
+  int epi_slab;     // bytes of D each consumer warpgroup stages for the TMA store
+  // Dynamic shared memory: the stage ring (tiles and scales), a full and an empty barrier per
+  // stage, the epilogue slabs and slack to align the ring to 1024 bytes.
+  int smem_bytes;
+  // Split-K ranges of a tile can be summed inside a cluster: its drained stages hold one FP32
+  // tile, and the config has no cluster of its own.
+  bool sums_splits_in_cluster;
+  // Registers: accumulators a consumer thread holds, how many fit (ptxas, see
+  // gemm_max_accumulators), and the spills that the count alone does not show.
+  int accumulators, max_accumulators;
+  bool bias_spills, cluster_spills;
+  bool fits_registers;
+};
+
+constexpr int gemm_gcd(int a, int b) { return b == 0 ? a : gemm_gcd(b, a % b); }
+
+constexpr bool gemm_sums_splits_in_cluster(int block_m, int block_n, int stages, int cluster) {
+  return cluster == 1 && stages * (block_m + block_n) * kGemmBlockK >= block_m * block_n * 4;
+}
+
+// Accumulator registers a consumer thread may hold: the largest tiles ptxas fits without
+// spilling (sm_90a, CUDA 13.0, bias and fp32 out included) of 232 registers, the rest going to
+// addresses, loop state and scale products. With the scales in shared memory: 128x208 and
+// 256x104 (tensor, rowwise, block); 128x160 and 256x64 (group, which also holds B's per-column
+// scales); fast accumulation spills past 256x144 and, with one m64 slab, at 128x256 (bf16 out
+// with bias: the 128-operand wgmma), so it stops at 240 columns.
+constexpr int gemm_max_accumulators(const GemmTile& t) {
+  if (t.fast_accum) return t.block_m == 256 ? 144 : 120;
+  if (t.scale == kGroupScale) return t.block_m == 256 ? 128 : 160;
+  return 208;
+}
+
+constexpr GemmGeometry gemm_geometry(const GemmTile& t) {
+  GemmGeometry g{};
+  g.math_wgs = t.block_m >= 128 ? 2 : 1;
+  g.rows_per_wg = t.block_m / g.math_wgs;
+  g.mma_m = g.rows_per_wg / 64;
+  g.threads = kGemmWarpgroupThreads * (g.math_wgs + 1);
+  const bool promote = !t.fast_accum;
+  g.chunks = promote && t.scale != kGroupScale && g.mma_m == 1 && t.block_n > kGemmUnchunkedMaxN ? 2 : 1;
+  g.chunk_n = t.block_n / g.chunks;
+  g.cluster = t.cluster_m * t.cluster_n;
+  g.box_rows_a = t.cluster_n == 2 ? t.block_m / 2 : t.block_m;
+  g.box_rows_b = t.cluster_m == 2 ? t.block_n / 2 : t.block_n;
+  g.stage_a = t.block_m * kGemmBlockK;
+  g.stage_b = t.block_n * kGemmBlockK;
+  const bool staged = t.scale == kBlockScale || t.scale == kGroupScale;
+  g.scales_a = staged ? t.block_m : 0;
+  g.scales_b = t.scale == kBlockScale ? 8 : t.scale == kGroupScale ? t.block_n : 0;
+  g.stage_scales = (g.scales_a + g.scales_b + 31) / 32 * 32;
+  g.scale_tma_bytes = 4 * (g.scales_a + (t.scale == kGroupScale ? t.block_n : 0));
+  // The tiles' starts step through the 128-blocks by gcd(block_n, 128): the worst one starts
+  // 128 - gcd columns into a block.
+  g.straddles_three_b_blocks = t.scale == kBlockScale && 128 - gemm_gcd(t.block_n, 128) > 256 - t.block_n;
+  g.epi_slab = g.rows_per_wg * t.block_n * t.out_bytes;
+  g.smem_bytes = t.stages * (g.stage_a + g.stage_b + 4 * g.stage_scales) + 2 * t.stages * 8 + 128 +
+                 g.math_wgs * g.epi_slab + 1024;
+  g.sums_splits_in_cluster = gemm_sums_splits_in_cluster(t.block_m, t.block_n, t.stages, g.cluster);
+  // BLOCK_N/2 per m64 row slab, plus with promotion the wgmma temporaries of one column chunk.
+  const int sums = g.mma_m * t.block_n / 2;
+  g.accumulators = sums + (promote ? sums / g.chunks : 0);
+  g.max_accumulators = gemm_max_accumulators(t);
+  // ptxas: the bias epilogue of 240- and 256-wide precise tiles spills (4-72 bytes).
+  g.bias_spills = g.chunks == 2 && t.bias && t.block_n > kGemmChunkedBiasMaxN;
+  // The registers a cluster's rank and multicast addressing take spill group scaling (any tile)
+  // and block scaling with two m64 slabs per warpgroup (12-64 bytes).
+  g.cluster_spills = g.cluster > 1 && (t.scale == kGroupScale || (t.scale == kBlockScale && g.mma_m == 2));
+  g.fits_registers = g.accumulators <= g.max_accumulators && !g.bias_spills && !g.cluster_spills;
+  return g;
+}
+
+// The widest tile (a multiple of 8 columns, in at most max_chunks column chunks) whose registers
+// fit with t's rows, scale mode, accumulation, bias and cluster; t.block_n is ignored.
+constexpr bool gemm_width_fits(const GemmTile& t, int max_chunks) {
+  const GemmGeometry g = gemm_geometry(t);
+  return g.fits_registers && g.chunks <= max_chunks;
+}
+constexpr int gemm_widest_block_n(GemmTile t, int max_chunks = 2) {
+  for (t.block_n = 256; t.block_n > 8 && !gemm_width_fits(t, max_chunks); t.block_n -= 8) {
+  }
+  return t.block_n;
+}
+
+// The geometry of a kernel with these template arguments, for device code. A function, not a
+// constexpr variable: NVRTC emits a variable of class type into the cubin as an initialised
+// global, even where only its members are read at compile time.
+template <int BLOCK_M, int BLOCK_N, int STAGES, int SCALE, int OUT_BYTES, bool FAST_ACCUM, bool BIAS, int CLUSTER_M,
+          int CLUSTER_N>
+struct GemmGeometryOf {
+  static constexpr GemmGeometry get() {
+    return gemm_geometry(
+        GemmTile{BLOCK_M, BLOCK_N, STAGES, SCALE, OUT_BYTES, FAST_ACCUM, BIAS, CLUSTER_M, CLUSTER_N});
+  }
+};
+
+}  // namespace dev
+}  // namespace fp8jit
