@@ -40,7 +40,7 @@ KernelSpec gemm_latency_spec() { return default_gemm_spec(GemmProblem{}, 4096, 7
 
 // A kernel cache in `dir` that makes the default runtime's cubins.
 KernelCacheOptions cache_options(const std::string& dir) {
-  return {dir, false, gemm_post_passes(default_runtime().options().ffma_reuse)};
+  return {dir, false, gemm_post_passes(default_runtime().options().ffma_reuse), {ops::gemm_load_hook()}};
 }
 
 // Render once, then time NVRTC alone (source -> sm_90a cubin) per iteration.

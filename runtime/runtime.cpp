@@ -73,7 +73,7 @@ RouteKey gemm_route_key(CUcontext ctx, const GemmArgs& a) {
 struct Runtime::Impl {
   explicit Impl(const RuntimeOptions& o)
       : options(applied(o)),
-        kernels({options.cache_dir, options.keep_source, gemm_post_passes(options.ffma_reuse)}) {}
+        kernels({options.cache_dir, options.keep_source, gemm_post_passes(options.ffma_reuse), {ops::gemm_load_hook()}}) {}
 
   RuntimeOptions options;
   KernelCache kernels;

@@ -6,7 +6,6 @@
 #include "common/file_io.hpp"
 #include "runtime/jit/headers.hpp"
 #include "common/log.hpp"
-#include "generator/families/gemm_geometry.hpp"
 #include "fp8jit/version.hpp"
 
 namespace fp8jit {
@@ -83,10 +82,6 @@ std::string KernelCache::cubin(const KernelSpec& spec) {
   return std::move(r.binary);
 }
 
-namespace {
-
-// Resident clusters of `size` CTAs, probed with a grid of one cluster per `size` SMs, as a
-// persistent launch would be.
 int resident_clusters(const LoadedKernel& k, int size, int sms) {
   LaunchConfig probe;
   probe.grid[0] = static_cast<unsigned>(std::max(1, sms / size) * size);
@@ -96,30 +91,17 @@ int resident_clusters(const LoadedKernel& k, int size, int sms) {
   return max_active_clusters(k.functions[0], probe);
 }
 
-// The config's own cluster (persistent grid size), or for a gemm without one the clusters that
-// split-K summed in shared memory would use.
-void probe_clusters(LoadedKernel& k) {
-  const int sms = driver::device_info().sm_count;
-  if (k.cluster > 1) {
-    k.max_active_clusters = resident_clusters(k, k.cluster, sms);
-    if (k.max_active_clusters < 1)
-      throw Error(ErrorKind::unsupported,
-                  fmt::format("{}: no cluster of {} CTAs with {} bytes of shared memory each fits on this GPU; "
-                              "pick a config with cluster_m = cluster_n = 1",
-                              k.name, k.cluster, k.smem_bytes));
-    log::at(log::info, "{}: {} clusters of {} CTAs can be resident", k.name, k.max_active_clusters, k.cluster);
-    return;
-  }
-  // Only kernels whose stages can hold a partial tile sum splits in clusters (ops::splits_in_cluster).
-  if (!gemm_sums_splits_in_smem(k.gemm_config)) return;
-  // 0 where the driver declines a size: that split count then sums through the workspace.
-  for (int size = 2; size < static_cast<int>(k.split_clusters.size()); ++size) {
-    try {
-      k.split_clusters[size] = resident_clusters(k, size, sms);
-    } catch (const Error&) {
-      k.split_clusters[size] = 0;
-    }
-  }
+namespace {
+
+// A kernel with a cluster of its own is launched as a persistent grid of resident clusters.
+void probe_own_clusters(LoadedKernel& k) {
+  k.max_active_clusters = resident_clusters(k, k.cluster, driver::device_info().sm_count);
+  if (k.max_active_clusters < 1)
+    throw Error(ErrorKind::unsupported,
+                fmt::format("{}: no cluster of {} CTAs with {} bytes of shared memory each fits on this GPU; "
+                            "pick a config with cluster_m = cluster_n = 1",
+                            k.name, k.cluster, k.smem_bytes));
+  log::at(log::info, "{}: {} clusters of {} CTAs can be resident", k.name, k.max_active_clusters, k.cluster);
 }
 
 }  // namespace
@@ -156,9 +138,10 @@ const LoadedKernel& KernelCache::get(const KernelSpec& spec) {
     k->threads = spec_block_threads(spec);
     k->smem_bytes = spec_dynamic_smem(spec);
     for (CUfunction f : k->functions) set_max_dynamic_smem(f, k->smem_bytes);
-    if (spec.family == "gemm") k->gemm_config = gemm_config_of(spec);
     k->cluster = spec_cluster_size(spec);
-    if (k->cluster > 1 || spec.family == "gemm") probe_clusters(*k);
+    if (k->cluster > 1) probe_own_clusters(*k);
+    for (const KernelLoadHook& hook : options_.load_hooks)
+      if (hook.family == spec.family) hook.run(*k);
     promise.set_value(k);
   } catch (...) {
     promise.set_exception(std::current_exception());

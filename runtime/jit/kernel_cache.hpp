@@ -27,12 +27,27 @@ struct LoadedKernel {
   std::vector<CUfunction> functions;  // parallel to spec_entry_points(spec)
   int threads = 0;
   int smem_bytes = 0;
-  GemmConfig gemm_config;       // gemm family: the spec's config, parsed once (the launch path reads it)
   int cluster = 1;              // CTAs per cluster of functions[0]
   int max_active_clusters = 0;  // of `cluster` CTAs, resident at once (cluster > 1 only)
-  // gemm without a config cluster: split_clusters[s] clusters of s CTAs (2 <= s <= 8) can be
-  // resident at once, for split-K summed inside a cluster (ops::splits_in_cluster).
+  // Filled by the gemm family's load hook (ops::gemm_load_hook), zero for other families: the
+  // spec's config parsed once for the launch path, and for a gemm without a config cluster
+  // split_clusters[s] clusters of s CTAs (2 <= s <= 8) that can be resident at once, for split-K
+  // summed inside a cluster (ops::splits_in_cluster).
+  GemmConfig gemm_config;
   std::array<int, 9> split_clusters{};
+};
+
+// Clusters of `size` CTAs of k.functions[0] that can be resident at once on `sms`
+// multiprocessors, probed with a grid of one cluster per `size` SMs, as a persistent launch
+// would be; 0 where none fits.
+int resident_clusters(const LoadedKernel& k, int size, int sms);
+
+// A step that runs when a family's kernel is loaded, after the generic fields are set: what the
+// family's launch path needs to know about the loaded kernel, probed once (gemm:
+// ops::gemm_load_hook). The cache itself knows no family.
+struct KernelLoadHook {
+  std::string family;
+  std::function<void(LoadedKernel& k)> run;
 };
 
 // A rewrite of the cubins NVRTC compiles for one kernel family, applied before they are cached
@@ -50,6 +65,7 @@ struct KernelCacheOptions {
   std::string cache_dir;     // the disk cache's directory; empty: no disk cache
   bool keep_source = false;  // write each compiled kernel's source beside its cubin (`.cu`)
   std::vector<CubinPostPass> post_passes;  // in the order they run
+  std::vector<KernelLoadHook> load_hooks;   // in the order they run
 };
 
 // Everything that decides the bytes of a binary: library version, NVRTC version, options,

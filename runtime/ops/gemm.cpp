@@ -170,6 +170,22 @@ bool cluster_split_fits(const LoadedKernel& k, const GemmArgs& a, int splits) {
 
 }  // namespace
 
+KernelLoadHook gemm_load_hook() {
+  return {"gemm", [](LoadedKernel& k) {
+            k.gemm_config = gemm_config_of(k.spec);
+            if (k.cluster > 1 || !gemm_sums_splits_in_smem(k.gemm_config)) return;
+            const int sms = driver::device_info().sm_count;
+            // 0 where the driver declines a size: that split count then sums through the workspace.
+            for (int size = 2; size < static_cast<int>(k.split_clusters.size()); ++size) {
+              try {
+                k.split_clusters[size] = resident_clusters(k, size, sms);
+              } catch (const Error&) {
+                k.split_clusters[size] = 0;
+              }
+            }
+          }};
+}
+
 bool splits_in_cluster(const LoadedKernel& k, const GemmArgs& a, int splits, SplitSum sum) {
   return sum == SplitSum::cluster && cluster_split_fits(k, a, splits);
 }

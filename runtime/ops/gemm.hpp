@@ -13,6 +13,11 @@ namespace fp8jit::ops {
 // Fills defaults (ld = 0 -> dense) and throws Error(invalid_argument) naming the first bad
 // argument. Touches no GPU.
 GemmArgs normalize(const GemmArgs& a);
+// The gemm family's step when one of its kernels is loaded (KernelCacheOptions::load_hooks):
+// parses the config for the launch path and, for a config without a cluster of its own whose
+// stages can hold a partial tile, probes how many clusters of 2..8 CTAs can be resident, for
+// split-K summed inside a cluster.
+KernelLoadHook gemm_load_hook();
 GemmProblem problem_of(const GemmArgs& a);
 void check_matches(const KernelSpec& spec, const GemmArgs& a);
 // Split-K ranges a launch will use; whether they are summed inside thread-block clusters (one
