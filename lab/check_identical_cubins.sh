@@ -54,13 +54,25 @@ compile() { # binary dir index spec
   local out="$2/$3.cubin"
   [[ -s $out ]] || "$1" compile --spec "$4" --cubin "$out" >/dev/null
 }
+export -f compile
+
+# Every compile first, JOBS at a time (default: one per core); then the comparisons.
+builds=("$old")
+[[ ${OLD_ONLY:-0} == 1 ]] || builds+=("$new")
+i=0
+while IFS= read -r spec; do
+  i=$((i + 1))
+  for b in "${builds[@]}"; do
+    dir=$work/new
+    [[ $b == "$old" ]] && dir=$work/old
+    printf '%s\0%s\0%s\0%s\0' "$b" "$dir" "$i" "$spec"
+  done
+done <"$specs" | xargs -0 -n 4 -P "${JOBS:-$(nproc)}" bash -c 'compile "$@"' _ || { echo "a compile failed"; exit 1; }
+[[ ${OLD_ONLY:-0} == 1 ]] && exit 0
 
 same=0 sass_same=0 differ=0 i=0
 while IFS= read -r spec; do
   i=$((i + 1))
-  compile "$old" "$work/old" "$i" "$spec"
-  [[ ${OLD_ONLY:-0} == 1 ]] && continue
-  compile "$new" "$work/new" "$i" "$spec"
   if cmp -s "$work/old/$i.cubin" "$work/new/$i.cubin"; then
     same=$((same + 1))
   elif [[ -n $cuobjdump ]] && "$cuobjdump" -sass "$work/old/$i.cubin" >"$work/old/$i.sass" &&
