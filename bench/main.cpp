@@ -138,6 +138,21 @@ std::string gpu_problem() {
   return "";
 }
 
+// A run that failed, and its message: Google Benchmark 1.8 replaced Run::error_occurred and
+// error_message by Run::skipped (error or user skip) and skip_message; both versions are in use
+// (Debian ships 1.7, the GPU machine 1.8+).
+template <class Run>
+bool run_failed(const Run& r, std::string& message) {
+  if constexpr (requires { r.error_occurred; }) {
+    message = r.error_message;
+    return r.error_occurred;
+  } else {
+    message = r.skip_message;
+    using Skipped = decltype(r.skipped);  // dependent: only looked up with 1.8+
+    return r.skipped == Skipped::SkippedWithError;
+  }
+}
+
 // The display reporter Google Benchmark would have used, counting the runs that reported an
 // error: Google Benchmark itself exits 0 whatever failed.
 class ErrorCountingReporter : public benchmark::BenchmarkReporter {
@@ -146,8 +161,10 @@ class ErrorCountingReporter : public benchmark::BenchmarkReporter {
   ErrorCountingReporter() : inner_(benchmark::CreateDefaultDisplayReporter()) {}
   bool ReportContext(const Context& context) override { return inner_->ReportContext(context); }
   void ReportRuns(const std::vector<Run>& runs) override {
-    for (const Run& r : runs)
-      if (r.error_occurred && errors_++ == 0) first_ = r.benchmark_name() + ": " + r.error_message;
+    for (const Run& r : runs) {
+      std::string message;
+      if (run_failed(r, message) && errors_++ == 0) first_ = r.benchmark_name() + ": " + message;
+    }
     inner_->ReportRuns(runs);
   }
   void Finalize() override { inner_->Finalize(); }
