@@ -133,6 +133,71 @@ def roofline_fraction(m, n, k, scale, us, bandwidth):
     return gemm_bytes(m, n, k, scale) / bandwidth / (us * 1e-6)
 
 
+# ---- profiler events ----------------------------------------------------------------------------
+
+def median(values):
+    values = sorted(values)
+    if not values:
+        return None
+    mid = len(values) // 2
+    return values[mid] if len(values) % 2 else 0.5 * (values[mid - 1] + values[mid])
+
+
+def split_by_flush(events, is_flush, expected):
+    """Device events (name, start_ns, duration_ns) of one profiled region -> `expected` groups, one
+    per timed call: the events after each flush and before the next one. The region is
+    flush, call, flush, call, ..., flush: events before the first flush and after the last one
+    (the closing flush, then the synchronisation) belong to no call. Raises ValueError when the
+    number of calls found differs from `expected` or a call launched nothing on the device."""
+    events = sorted(events, key=lambda e: e[1])
+    groups, current, seen_flush = [], None, False
+    for name, start, dur in events:
+        if is_flush(name):
+            if current is not None:
+                groups.append(current)
+            current, seen_flush = [], True
+        elif seen_flush:
+            current.append((name, start, dur))
+    # `current` now holds whatever followed the closing flush: not a call.
+    if len(groups) != expected:
+        raise ValueError(f"the profiler shows {len(groups)} flushed calls, expected {expected}")
+    empty = [i for i, g in enumerate(groups) if not g]
+    if empty:
+        raise ValueError(f"{len(empty)} of {expected} calls launched no device work (first: call {empty[0]})")
+    return groups
+
+
+def short_kernel_name(name, limit=60):
+    """A kernel's name without template arguments and parameters ('void ns::k<...>(...)' -> 'ns::k')."""
+    s = name.strip()
+    if s.startswith("void "):
+        s = s[5:]
+    depth, out = 0, []
+    for ch in s:
+        if ch in "<(":
+            if depth == 0 and ch == "(":
+                break
+            depth += 1
+        elif ch in ">)":
+            depth = max(0, depth - 1)
+        elif depth == 0:
+            out.append(ch)
+    s = "".join(out).strip() or name.strip()
+    return s if len(s) <= limit else s[:limit - 3] + "..."
+
+
+def call_times(groups, calls_per_combo):
+    """Per combination (consecutive runs of calls_per_combo groups): the kernel time of each call
+    in µs (the sum of its device events' durations) and the distinct kernel names."""
+    out = []
+    for c in range(0, len(groups), calls_per_combo):
+        chunk = groups[c:c + calls_per_combo]
+        times = [sum(d for _, _, d in g) / 1e3 for g in chunk]
+        names = list(dict.fromkeys(short_kernel_name(n) for g in chunk for n, _, _ in g))
+        out.append((times, names))
+    return out
+
+
 # ---- ratios and summaries -----------------------------------------------------------------------
 
 def geomean(values):
@@ -151,13 +216,20 @@ def speed_ratio(peer_us, fp8jit_us):
     return peer_us / fp8jit_us
 
 
+# Result statuses: ok (timed, error within ERROR_LIMIT); bad (timed, error above it: shown with
+# '!', left out of the ratios); nan (NaN in the output: unwritten or broken, not timed); error (the
+# call failed: message in 'note'); unsupported (the provider refused this scale mode or shape);
+# n/a (the provider has no such mode: DeepGEMM per tensor); skipped (not asked for).
+NEUTRAL_STATUSES = ("ok", "skipped", "n/a")
+
+
 def result_of(row, provider):
     return row["providers"].get(provider) or {"status": "skipped"}
 
 
 def timed_ok(row, provider):
     r = result_of(row, provider)
-    return r["status"] == "ok" and r.get("us")
+    return r["status"] == "ok" and bool(r.get("us"))
 
 
 def row_ratio(row, peer):
@@ -177,8 +249,9 @@ def shape_text(row):
 
 
 def summarize(rows, bandwidth):
-    """Per scale mode: geometric mean and worst shape of each peer ratio (rows where both ran
-    correctly), and the M <= 128 roofline geometric mean of each provider."""
+    """Per scale mode: geometric mean, worst shape and count below 1 of each peer ratio (rows where
+    both ran correctly), the M <= 128 roofline geometric mean of each provider, and the flagged
+    results (statuses other than ok, skipped and n/a)."""
     out = {}
     for scale in dict.fromkeys(r["scale"] for r in rows):
         mine = [r for r in rows if r["scale"] == scale]
@@ -188,16 +261,19 @@ def summarize(rows, bandwidth):
             pairs = [(x, r) for x, r in pairs if x is not None]
             if pairs:
                 worst = min(pairs, key=lambda p: p[0])
+                best = max(pairs, key=lambda p: p[0])
                 s["vs"][peer] = {"geomean": geomean([x for x, _ in pairs]), "shapes": len(pairs),
                                  "worst": worst[0], "worst_shape": shape_text(worst[1]),
+                                 "best": best[0], "best_shape": shape_text(best[1]),
                                  "below_1": sum(1 for x, _ in pairs if x < 1.0)}
         for p in PROVIDERS:
             fr = [row_roofline(r, p, bandwidth) for r in mine]
             fr = [x for x in fr if x is not None]
             if fr:
-                s["roofline"][p] = {"geomean": geomean(fr), "shapes": len(fr), "min": min(fr)}
-        s["flagged"] = [f"{shape_text(r)} {p}: {result_of(r, p)['status']}" for r in mine for p in PROVIDERS
-                        if result_of(r, p)["status"] not in ("ok", "skipped", "n/a")]
+                s["roofline"][p] = {"geomean": geomean(fr), "shapes": len(fr), "min": min(fr), "max": max(fr)}
+        s["flagged"] = [f"{shape_text(r)} {PROVIDER_TITLES[p]}: {result_of(r, p)['status']}"
+                        + (f" ({result_of(r, p)['note']})" if result_of(r, p).get("note") else "")
+                        for r in mine for p in PROVIDERS if result_of(r, p)["status"] not in NEUTRAL_STATUSES]
         out[scale] = s
     return out
 
@@ -206,6 +282,10 @@ def summarize(rows, bandwidth):
 
 def _fmt(x, spec):
     return "" if x is None else format(x, spec)
+
+
+def _md_escape(text):
+    return str(text).replace("|", "\\|").replace("\n", " ")
 
 
 def cell_time(r):
@@ -223,18 +303,15 @@ def check_text(row):
         r = result_of(row, p)
         if r["status"] == "bad":
             notes.append(f"{PROVIDER_TITLES[p]} err {_fmt(r.get('rel_err'), '.1e')}")
-        elif r["status"] not in ("ok", "skipped", "n/a"):
+        elif r["status"] not in NEUTRAL_STATUSES:
             notes.append(f"{PROVIDER_TITLES[p]} {r['status']}")
     return "; ".join(notes) or "ok"
 
 
-def markdown(title, rows, summary, bandwidth, meta_lines=()):
-    out = [f"## {title}", ""]
-    out += [f"{x}  " for x in meta_lines]
-    out += ["Kernel time (µs) from the CUDA profiler, L2 flushed before each call, median; ratios are "
-            "peer time / fp8jit time (> 1: fp8jit is faster); roofline = bytes of A, B, D and scales "
-            f"over the copy bandwidth ({_fmt(bandwidth and bandwidth / 1e12, '.2f')} TB/s) / kernel time, "
-            f"M <= {DECODE_MAX_M}; ! marks a result whose error is above {ERROR_LIMIT:g}.", ""]
+def markdown_section(title, rows, summary, bandwidth, level=2):
+    """One shape list: the per-shape table, then the summary per scale mode."""
+    h = "#" * level
+    out = [f"{h} {title}", ""]
     out.append("| M | N | K | scale | fp8jit µs | DeepGEMM µs | cuBLASLt µs | DeepGEMM / fp8jit "
                "| cuBLASLt / fp8jit | roofline fp8jit / DeepGEMM / cuBLASLt | check |")
     out.append("| ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | --- | --- |")
@@ -244,25 +321,48 @@ def markdown(title, rows, summary, bandwidth, meta_lines=()):
         out.append(f"| {r['m']} | {r['n']} | {r['k']} | {r['scale']} | "
                    + " | ".join(cell_time(result_of(r, p)) for p in PROVIDERS)
                    + f" | {_fmt(row_ratio(r, 'deepgemm'), '.3f')} | {_fmt(row_ratio(r, 'cublaslt'), '.3f')}"
-                   + f" | {roof_text} | {check_text(r)} |")
-    out += ["", "| scale | vs DeepGEMM: geomean (shapes), worst | vs cuBLASLt: geomean (shapes), worst "
+                   + f" | {roof_text} | {_md_escape(check_text(r))} |")
+    out += ["", f"{h}# {title}: summary", "",
+            "| scale | vs DeepGEMM: geomean (shapes), worst, below 1 | vs cuBLASLt: geomean (shapes), worst, below 1 "
             f"| roofline M <= {DECODE_MAX_M} geomean: fp8jit / DeepGEMM / cuBLASLt | flagged |",
             "| --- | --- | --- | --- | --- |"]
     for scale, s in summary.items():
         vs = []
         for peer in PEERS:
             v = s["vs"].get(peer)
-            vs.append(f"**{v['geomean']:.3f}×** ({v['shapes']}), {v['worst']:.3f}× at {v['worst_shape']}"
-                      if v else "—")
+            vs.append(f"**{v['geomean']:.3f}x** ({v['shapes']}), {v['worst']:.3f}x at {v['worst_shape']}, "
+                      f"{v['below_1']}" if v else "-")
         roof = " / ".join(_fmt(s["roofline"].get(p, {}).get("geomean"), ".2f") or "-" for p in PROVIDERS)
         out.append(f"| {scale} | {vs[0]} | {vs[1]} | {roof} | {len(s['flagged'])} |")
+    flagged = [f for s in summary.values() for f in s["flagged"]]
+    if flagged:
+        out += ["", "Flagged: " + "; ".join(_md_escape(f) for f in flagged[:40])
+                + (f"; ... ({len(flagged) - 40} more)" if len(flagged) > 40 else "")]
     return "\n".join(out) + "\n"
+
+
+def markdown(title, sections, bandwidth, meta_lines=()):
+    """sections: [(list title, rows, summary)]."""
+    out = [f"# {title}", ""]
+    out += [f"{x}  " for x in meta_lines]
+    out += ["", "Kernel time (µs): device-side kernel durations from the CUDA profiler (kineto/CUPTI), "
+            "summed over the device work of one call (kernels, and memsets where a library issues them), L2 flushed (a 256 MiB write, not counted) before each "
+            "call, median of the timed calls after warm-up; the Python wrappers' host time is not in it "
+            "for any provider. Ratios are peer time / fp8jit time (> 1: fp8jit is faster); geomeans "
+            "cover the shapes where both ran and passed the check. Roofline (M <= "
+            f"{DECODE_MAX_M}) = bytes of A, B, D and scales / the device-to-device copy bandwidth "
+            f"({_fmt(bandwidth and bandwidth / 1e12, '.2f')} TB/s, read + write, same run) / kernel time. "
+            f"! marks a result whose relative error against the float64 reference is above {ERROR_LIMIT:g}; "
+            "n/a: the provider has no such scale mode.", ""]
+    for list_title, rows, summary in sections:
+        out.append(markdown_section(list_title, rows, summary, bandwidth))
+    return "\n".join(out)
 
 
 CSV_FIELDS = ["list", "label", "m", "n", "k", "scale"] + \
     [f"{p}_{x}" for p in PROVIDERS for x in ("us", "status", "rel_err")] + \
     ["ratio_deepgemm", "ratio_cublaslt"] + [f"roofline_{p}" for p in PROVIDERS] + \
-    [f"kernels_{p}" for p in PROVIDERS]
+    [f"config_{p}" for p in PROVIDERS] + [f"kernels_{p}" for p in PROVIDERS] + [f"note_{p}" for p in PROVIDERS]
 
 
 def csv_text(rows, bandwidth):
@@ -277,23 +377,63 @@ def csv_text(rows, bandwidth):
             d[f"{p}_status"] = res["status"]
             d[f"{p}_rel_err"] = _fmt(res.get("rel_err"), ".3e")
             d[f"roofline_{p}"] = _fmt(row_roofline(r, p, bandwidth), ".4f")
+            d[f"config_{p}"] = res.get("config") or ""
             d[f"kernels_{p}"] = " + ".join(res.get("kernels") or [])
+            d[f"note_{p}"] = res.get("note") or ""
         for peer in PEERS:
             d[f"ratio_{peer}"] = _fmt(row_ratio(r, peer), ".4f")
         w.writerow(d)
     return buf.getvalue()
 
 
-def write_report(out_dir, name, title, rows, bandwidth, meta, meta_lines=()):
-    """name.md, name.csv and name.json in out_dir; returns the markdown."""
-    summary = summarize(rows, bandwidth)
-    md = markdown(title, rows, summary, bandwidth, meta_lines)
-    files = {f"{name}.md": md, f"{name}.csv": csv_text(rows, bandwidth),
-             f"{name}.json": json.dumps({"meta": meta, "copy_bandwidth_bytes_per_s": bandwidth,
-                                         "summary": summary, "rows": rows}, indent=1, default=str) + "\n"}
+def json_safe(x):
+    """x with every non-finite float replaced by None (JSON has no NaN or infinity)."""
+    if isinstance(x, float):
+        return x if math.isfinite(x) else None
+    if isinstance(x, dict):
+        return {k: json_safe(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [json_safe(v) for v in x]
+    return x
+
+
+def write_report(out_dir, name, title, lists, bandwidth, meta, meta_lines=()):
+    """name.md, name.csv and name.json in out_dir for several shape lists, each reported on its
+    own (table and summary): lists = [(list name, list title, rows)]. Returns the markdown and
+    the summaries ({list name: {scale: summary}})."""
+    sections, summaries, all_rows = [], {}, []
+    for list_name_, list_title, rows in lists:
+        summary = summarize(rows, bandwidth)
+        summaries[list_name_] = summary
+        sections.append((list_title, rows, summary))
+        all_rows += rows
+    md = markdown(title, sections, bandwidth, meta_lines)
+    files = {f"{name}.md": md, f"{name}.csv": csv_text(all_rows, bandwidth),
+             f"{name}.json": json.dumps(json_safe({"meta": meta, "copy_bandwidth_bytes_per_s": bandwidth,
+                                                   "summary": summaries, "rows": all_rows}),
+                                        indent=1, default=str, allow_nan=False) + "\n"}
+    os.makedirs(out_dir, exist_ok=True)
     for fname, text in files.items():
         tmp = os.path.join(out_dir, fname + ".tmp")
         with open(tmp, "w", encoding="utf-8") as f:
             f.write(text)
         os.replace(tmp, os.path.join(out_dir, fname))
-    return md
+    return md, summaries
+
+
+def summary_lines(summaries):
+    """Short text of the summaries, one line per list and scale mode (the end of the run's log)."""
+    out = []
+    for list_name_, summary in summaries.items():
+        for scale, s in summary.items():
+            parts = [f"{list_name_:<13} {scale:<11}"]
+            for peer in PEERS:
+                v = s["vs"].get(peer)
+                parts.append(f"vs {PROVIDER_TITLES[peer]} " +
+                             (f"{v['geomean']:.3f}x ({v['shapes']}, worst {v['worst']:.3f}x at {v['worst_shape']})"
+                              if v else "-"))
+            roof = "/".join(_fmt(s["roofline"].get(p, {}).get("geomean"), ".2f") or "-" for p in PROVIDERS)
+            parts.append(f"roofline M<={DECODE_MAX_M} fp8jit/DG/cuBLASLt {roof}")
+            parts.append(f"flagged {len(s['flagged'])}")
+            out.append("  ".join(parts))
+    return out

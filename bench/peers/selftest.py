@@ -1,0 +1,368 @@
+#!/usr/bin/env python3
+"""CPU self-test of the peer benchmark's GPU-free parts; standard library only (no torch, no GPU).
+
+  python3 bench/peers/selftest.py            (from the repository root, or anywhere)
+
+Checks: the shape lists and the CSV reader's errors; the roofline, ratio and geomean arithmetic;
+the profiler-event grouping; the report (markdown, CSV, JSON) on made-up rows; fp8jit_ctypes'
+structs and function table against include/fp8jit/fp8jit.h (parsed here, and compiled with a C
+compiler when one is installed); and, when a built libfp8jit.so is found (FP8JIT_LIB, or
+build-peers/, build-gpu/, build-shared/, build/), the C ABI calls that need no GPU.
+Exit status 0 when every check passes.
+"""
+import csv
+import ctypes
+import json
+import math
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
+HEADER = os.path.join(ROOT, "include", "fp8jit", "fp8jit.h")
+sys.path.insert(0, HERE)
+import fp8jit_ctypes as fj  # noqa: E402
+import peers_core as pc  # noqa: E402
+
+FAILURES = []
+CHECKS = [0]
+
+
+def check(cond, what):
+    CHECKS[0] += 1
+    if not cond:
+        FAILURES.append(what)
+        print(f"FAIL: {what}")
+
+
+def close(a, b, rel=1e-12):
+    return a is not None and b is not None and abs(a - b) <= rel * max(abs(a), abs(b), 1e-300)
+
+
+def raises(exc, fn, *args):
+    try:
+        fn(*args)
+    except exc as e:
+        return str(e) or True
+    return None
+
+
+# ---- shape lists --------------------------------------------------------------------------------
+
+def test_shapes():
+    ds = pc.read_shapes(pc.resolve_shape_list("deepseek-v3"))
+    check(len(ds) == 19, f"deepseek_v3.csv: 19 shapes, got {len(ds)}")
+    check(ds[0].mnk() == (64, 2112, 7168) and ds[-1].mnk() == (8192, 8192, 8192), "deepseek_v3.csv: first/last rows")
+    om = pc.read_shapes(pc.resolve_shape_list("open-models"))
+    check(len(om) >= 40, f"open_models.csv: at least 40 shapes, got {len(om)}")
+    check(all(s.k % 16 == 0 for s in ds + om), "every K a multiple of 16")
+    check(any(s.m <= pc.DECODE_MAX_M for s in om) and any(s.m > pc.DECODE_MAX_M for s in om),
+          "open_models.csv has decode and prefill M")
+    check(all(s.label for s in om), "every open_models.csv row has a label")
+    check(om[0].label.startswith("Llama-3 8B, attention QKV"), f"first label: {om[0].label!r}")
+    check(pc.list_name(pc.resolve_shape_list("open-models")) == "open_models", "list name")
+    check(raises(pc.InputError, pc.resolve_shape_list, "no-such-suite") is not None, "unknown suite refused")
+    with tempfile.TemporaryDirectory() as d:
+        def case(text):
+            p = os.path.join(d, "s.csv")
+            with open(p, "w") as f:
+                f.write(text)
+            return p
+        good = pc.read_shapes(case("# c\nm,n,k\n# grp: x\n1,16,32\n\n2, 32, 64\n"))
+        check([s.mnk() for s in good] == [(1, 16, 32), (2, 32, 64)], "header, comments, blanks, spaces")
+        check(good[0].label == "grp" and good[1].label == "grp", f"labels {[s.label for s in good]}")
+        for bad, why in [("1,2\n", "fields"), ("1,2,x\n", "positive integers"), ("1,16,24\n", "multiple of 16"),
+                         ("0,16,32\n", "[1, 2^31-1]"), ("# only comments\n", "no m,n,k rows"),
+                         ("1,16,32\nm,n,k\n", "positive integers")]:
+            msg = raises(pc.InputError, pc.read_shapes, case(bad))
+            check(msg is not None and why in str(msg), f"bad CSV {bad!r}: {msg!r}")
+    check(pc.parse_choice_list("block, tensor,block", pc.SCALES, "--scales") == ["block", "tensor"],
+          "choice list dedup")
+    check(raises(pc.InputError, pc.parse_choice_list, "blk", pc.SCALES, "--scales") is not None, "bad choice")
+
+
+# ---- arithmetic ---------------------------------------------------------------------------------
+
+def test_arithmetic():
+    m, n, k = 64, 2112, 7168
+    check(pc.scale_bytes(m, n, k, "block") == 4 * (64 * 56 + 17 * 56), "block scale bytes")
+    check(pc.scale_bytes(m, n, k, "tensor") == 8 and pc.scale_bytes(m, n, k, "tensor-fast") == 8, "tensor scale bytes")
+    check(pc.gemm_bytes(m, n, k, "tensor") == 64 * 7168 + 2112 * 7168 + 2 * 64 * 2112 + 8, "gemm bytes")
+    check(pc.gemm_bytes(1, 16, 128, "block") == 128 + 16 * 128 + 32 + 4 * (1 + 1), "gemm bytes, tiny block")
+    bw = pc.copy_bandwidth(2**30, 1e-3)
+    check(close(bw, 2 * 2**30 / 1e-3), "copy bandwidth counts read + write")
+    b = pc.gemm_bytes(m, n, k, "block")
+    check(close(pc.roofline_fraction(m, n, k, "block", 10.0, 3e12), b / 3e12 / 10e-6), "roofline fraction")
+    check(pc.roofline_fraction(m, n, k, "block", None, 3e12) is None, "roofline without a time")
+    check(close(pc.geomean([1, 4]), 2.0) and pc.geomean([None]) is None, "geomean")
+    check(raises(ValueError, pc.geomean, [1, 0]) is not None, "geomean refuses 0")
+    check(close(pc.speed_ratio(12.0, 10.0), 1.2) and pc.speed_ratio(None, 1) is None, "ratio = peer / fp8jit")
+    check(pc.median([3, 1, 2]) == 2 and pc.median([4, 1, 2, 3]) == 2.5 and pc.median([]) is None, "median")
+
+
+def test_events():
+    fl = "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<int>, std::array<char*, 1ul> >(int)"
+    k1, k2 = "void fp8jit_gemm<1, 2>(Params)", "Memset (Device)"
+    ev = [("early", 0, 5), (fl, 10, 100), (k1, 120, 20), (fl, 150, 100), (k1, 260, 30), (k2, 295, 2),
+          (fl, 300, 100), ("after", 410, 1)]
+    is_flush = lambda s: "FillFunctor" in s  # noqa: E731
+    groups = pc.split_by_flush(list(reversed(ev)), is_flush, 2)
+    check([[e[0] for e in g] for g in groups] == [[k1], [k1, k2]], f"groups {groups}")
+    timed = pc.call_times(groups, 1)
+    check(close(timed[0][0][0], 0.020) and close(timed[1][0][0], 0.032), f"µs per call {timed}")
+    check(timed[1][1] == ["fp8jit_gemm", "Memset"], f"kernel names {timed[1][1]}")
+    check(raises(ValueError, pc.split_by_flush, ev, is_flush, 3) is not None, "wrong call count refused")
+    check(raises(ValueError, pc.split_by_flush, [(fl, 0, 1), (fl, 2, 1), (k1, 4, 1), (fl, 6, 1)], is_flush, 2)
+          is not None, "a call without device work refused")
+    check(pc.short_kernel_name("void cutlass::device_kernel<X<(int)3>>(Y)") == "cutlass::device_kernel", "short name")
+
+
+# ---- report -------------------------------------------------------------------------------------
+
+def _row(lst, m, n, k, scale, us):
+    provs = {}
+    for p, t in zip(pc.PROVIDERS, us):
+        if t is None:
+            provs[p] = {"status": "n/a"}
+        elif isinstance(t, str):
+            provs[p] = {"status": t, "note": "boom"}
+        else:
+            provs[p] = {"status": "ok", "us": t, "rel_err": 1.6e-3, "kernels": ["k"], "config": "c"}
+    return {"list": lst, "label": "grp", "m": m, "n": n, "k": k, "scale": scale, "providers": provs}
+
+
+def test_report():
+    bw = 3.0e12
+    rows = [_row("a", 64, 2112, 7168, "block", [10.0, 12.0, 11.0]),
+            _row("a", 4096, 7168, 2048, "block", [100.0, 90.0, 200.0]),
+            _row("a", 64, 2112, 7168, "tensor", [9.0, None, 8.0]),
+            _row("a", 128, 4096, 7168, "tensor", [20.0, None, "error"])]
+    rows[1]["providers"]["cublaslt"]["status"] = "bad"
+    rows[1]["providers"]["cublaslt"]["rel_err"] = 0.5
+    s = pc.summarize(rows, bw)
+    vs = s["block"]["vs"]
+    check(close(vs["deepgemm"]["geomean"], math.sqrt(1.2 * 0.9)), f"DeepGEMM geomean {vs['deepgemm']}")
+    check(vs["deepgemm"]["worst_shape"] == "4096x7168x2048" and vs["deepgemm"]["below_1"] == 1, "worst shape")
+    check(vs["cublaslt"]["shapes"] == 1 and close(vs["cublaslt"]["geomean"], 1.1), "bad result left out of the ratio")
+    check("deepgemm" not in s["tensor"]["vs"] and close(s["tensor"]["vs"]["cublaslt"]["geomean"], 8 / 9),
+          "n/a and error left out")
+    roof = s["block"]["roofline"]["fp8jit"]
+    check(roof["shapes"] == 1 and close(roof["geomean"], pc.gemm_bytes(64, 2112, 7168, "block") / bw / 10e-6),
+          "roofline only for M <= 128")
+    check(len(s["block"]["flagged"]) == 1 and len(s["tensor"]["flagged"]) == 1, f"flagged {s['block']['flagged']}")
+    with tempfile.TemporaryDirectory() as d:
+        md, summaries = pc.write_report(d, "t", "Title", [("a", "list a", rows), ("b", "list b", rows[:1])], bw,
+                                        {"x": float("nan")}, ["meta line"])
+        check(set(os.listdir(d)) == {"t.md", "t.csv", "t.json"}, f"files {os.listdir(d)}")
+        check("## list a" in md and "## list b" in md and "**1.039x**" in md, "markdown sections and geomean")
+        check("1.0!" not in md and "200.0!" in md, "bad result marked with !")
+        with open(os.path.join(d, "t.csv")) as f:
+            got = list(csv.DictReader(f))
+        check(len(got) == 5 and got[0]["ratio_deepgemm"] == "1.2000", f"CSV rows {len(got)}")
+        check(got[0]["roofline_fp8jit"] != "" and got[1]["roofline_fp8jit"] == "", "CSV roofline only M <= 128")
+        with open(os.path.join(d, "t.json")) as f:
+            js = json.load(f)
+        check(js["meta"]["x"] is None and set(js["summary"]) == {"a", "b"} and len(js["rows"]) == 5, "JSON")
+    lines = pc.summary_lines(summaries)
+    check(len(lines) == 3 and "vs DeepGEMM 1.039x" in lines[0], f"summary lines {lines}")
+
+
+# ---- ctypes against the header ------------------------------------------------------------------
+
+def _strip_comments(text):
+    return re.sub(r"/\*.*?\*/", " ", re.sub(r"//[^\n]*", " ", text, flags=re.S), flags=re.S)
+
+
+def parse_header():
+    with open(HEADER, encoding="utf-8") as f:
+        text = _strip_comments(f.read())
+    enums = set(re.findall(r"typedef\s+enum\s+(\w+)", text))
+    structs = {}
+    for name, body in re.findall(r"typedef\s+struct\s+(\w+)\s*\{(.*?)\}\s*\w+\s*;", text, flags=re.S):
+        fields = []
+        for decl in body.split(";"):
+            decl = " ".join(decl.split())
+            if not decl:
+                continue
+            m = re.match(r"(.*?)(\w+(?:\s*,\s*\w+)*)$", decl)
+            ctype, names = m.group(1).strip(), [x.strip() for x in m.group(2).split(",")]
+            if ctype.endswith("*") is False and "*" in names[0]:
+                raise ValueError(decl)
+            for n in names:
+                fields.append((n, ctype))
+        structs[name] = fields
+    funcs = {}
+    for ret, name, args in re.findall(r"FP8JIT_API\s+([\w\s\*]+?)\s*(\w+)\s*\(([^)]*)\)\s*;", text):
+        args = [" ".join(a.split()) for a in args.split(",") if a.strip() and a.strip() != "void"]
+        funcs[name] = (" ".join(ret.split()), args)
+    return enums, structs, funcs
+
+
+def c_kind(ctype, enums):
+    """(size, alignment, ctypes type) of a C type on x86-64."""
+    t = ctype.replace("const ", "").strip()
+    if t.endswith("*"):
+        return 8, 8, ctypes.c_void_p
+    table = {"int64_t": ctypes.c_int64, "uint64_t": ctypes.c_uint64, "double": ctypes.c_double,
+             "int": ctypes.c_int, "size_t": ctypes.c_size_t}
+    if t in table:
+        c = table[t]
+        return ctypes.sizeof(c), ctypes.alignment(c), c
+    if t in enums:
+        return 4, 4, ctypes.c_int
+    raise ValueError(f"unknown C type {ctype!r}")
+
+
+def layout(fields, enums):
+    off, offsets, align_max = 0, {}, 1
+    for name, ctype in fields:
+        size, align, _ = c_kind(ctype, enums)
+        off = -(-off // align) * align
+        offsets[name] = off
+        off += size
+        align_max = max(align_max, align)
+    return offsets, -(-off // align_max) * align_max
+
+
+def arg_kind(arg, enums):
+    t = re.sub(r"\s*\b\w+$", "", arg) if not arg.endswith("*") else arg  # drop the parameter name
+    t = t.replace("const ", "").strip()
+    if t.endswith("*") or t in ("fp8jit_stream_t",):
+        if t in ("char*",):
+            return "char*"
+        return "ptr"
+    if t in enums or t == "int":
+        return "int"
+    return {"int64_t": "i64", "size_t": "size_t", "void": "void", "double": "double"}.get(t, t)
+
+
+def ctypes_kind(c):
+    if c is None:
+        return "void"
+    if c is ctypes.c_char_p:
+        return "char*"
+    if c is ctypes.c_void_p or (isinstance(c, type) and issubclass(c, ctypes._Pointer)):
+        return "ptr"
+    return {ctypes.c_int: "int", ctypes.c_int64: "i64", ctypes.c_size_t: "size_t", ctypes.c_double: "double"}.get(c, repr(c))
+
+
+def test_header():
+    enums, structs, funcs = parse_header()
+    expected = {"fp8jit_gemm_args": (fj.GEMM_ARGS_C_LAYOUT, fj.GEMM_ARGS_C_SIZE),
+                "fp8jit_cache_stats": (fj.CACHE_STATS_C_LAYOUT, fj.CACHE_STATS_C_SIZE)}
+    for cname, cls in fj.STRUCTS.items():
+        fields = structs.get(cname)
+        check(fields is not None, f"{cname} in the header")
+        if not fields:
+            continue
+        check([n for n, _ in fields] == [n for n, _ in cls._fields_],
+              f"{cname}: fields in header order {[n for n, _ in fields]} vs {[n for n, _ in cls._fields_]}")
+        for (n, ctype), (pn, ptype) in zip(fields, cls._fields_):
+            check(c_kind(ctype, enums)[2] is ptype, f"{cname}.{n}: C {ctype} vs ctypes {ptype.__name__}")
+        offsets, size = layout(fields, enums)
+        got = {n: getattr(cls, n).offset for n, _ in cls._fields_}
+        check(offsets == got, f"{cname}: header layout {offsets} vs ctypes {got}")
+        check(size == ctypes.sizeof(cls), f"{cname}: sizeof {size} vs ctypes {ctypes.sizeof(cls)}")
+        check(expected[cname] == (offsets, size), f"{cname}: recorded layout constants")
+    for name, (restype, argtypes) in fj.FUNCTIONS.items():
+        decl = funcs.get(name)
+        check(decl is not None, f"{name} declared in the header")
+        if not decl:
+            continue
+        ret, args = decl
+        want_ret = "void" if ret == "void" else arg_kind(ret + " x", enums)
+        check(ctypes_kind(restype) == want_ret, f"{name}: returns {ret}, ctypes {ctypes_kind(restype)}")
+        check(len(args) == len(argtypes), f"{name}: {len(args)} parameters, ctypes {len(argtypes)}")
+        for arg, at in zip(args, argtypes):
+            check(arg_kind(arg, enums) == ctypes_kind(at), f"{name}: parameter {arg!r} vs ctypes {ctypes_kind(at)}")
+
+
+def test_c_compiler():
+    """offsetof/sizeof from a real C compiler, where one is installed."""
+    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+    if not cc:
+        print("note: no C compiler here: the compiled layout check is skipped")
+        return
+    with tempfile.TemporaryDirectory() as d:
+        os.makedirs(os.path.join(d, "fp8jit"))
+        with open(os.path.join(d, "fp8jit", "version.hpp"), "w") as f:  # configure_file's output stand-in
+            f.write('#define FP8JIT_VERSION_STRING "0.0.0"\n')
+        lines = ['#include <stdio.h>', '#include <stddef.h>', '#include "fp8jit/fp8jit.h"', "int main(void) {"]
+        for cname, cls in fj.STRUCTS.items():
+            for n, _ in cls._fields_:
+                lines.append(f'  printf("{cname} {n} %zu\\n", offsetof({cname}, {n}));')
+            lines.append(f'  printf("{cname} sizeof %zu\\n", sizeof({cname}));')
+        lines += ["  return 0;", "}"]
+        src, exe = os.path.join(d, "t.c"), os.path.join(d, "t")
+        with open(src, "w") as f:
+            f.write("\n".join(lines) + "\n")
+        r = subprocess.run([cc, "-std=c99", "-I", d, "-I", os.path.join(ROOT, "include"), src, "-o", exe],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            check(False, f"C compile of the layout probe failed: {r.stderr[:500]}")
+            return
+        out = subprocess.run([exe], capture_output=True, text=True, check=True).stdout.split("\n")
+        for line in filter(None, out):
+            cname, field, value = line.split()
+            cls = fj.STRUCTS[cname]
+            got = ctypes.sizeof(cls) if field == "sizeof" else getattr(cls, field).offset
+            check(int(value) == got, f"C compiler: {cname}.{field} = {value}, ctypes {got}")
+        print(f"note: layouts match {os.path.basename(cc)}'s offsetof/sizeof")
+
+
+def test_library():
+    """The C ABI calls that need no GPU, on a built library (skipped when none is found)."""
+    path = os.environ.get("FP8JIT_LIB") or fj.find_library(ROOT)
+    if not path:
+        print("note: no libfp8jit.so found (FP8JIT_LIB, build*/): the library checks are skipped")
+        return
+    try:
+        lib = fj.Fp8jit(path, cache_dir="")
+    except fj.Fp8jitError as e:
+        check(False, f"loading {path}: {e}")
+        return
+    with lib:
+        check(re.fullmatch(r"\d+\.\d+\.\d+", lib.version) is not None, f"version {lib.version}")
+        a = fj.GemmArgs()
+        lib.lib.fp8jit_gemm_args_init(ctypes.byref(a))
+        check((a.a_format, a.b_format, a.d_dtype, a.scale_mode, a.scale_a_layout, a.scale_b_layout, a.fast_accum,
+               a.m, a.lda, a.a, a.bias) == (fj.FP8_E4M3, fj.FP8_E4M3, fj.DTYPE_BF16, fj.SCALE_MODE_BLOCK,
+                                            fj.LAYOUT_COL_MAJOR_TMA, fj.LAYOUT_ROW_MAJOR, 0, 0, 0, None, None),
+              "fp8jit_gemm_args_init defaults read back through the ctypes layout")
+        check(lib.scale_count(fj.GRANULARITY_GROUP128, fj.LAYOUT_COL_MAJOR_TMA, 37, 768) == 6 * 40,
+              "scale_count 1x128 col_major_tma pads M to 4")
+        check(lib.scale_count(fj.GRANULARITY_BLOCK128, fj.LAYOUT_ROW_MAJOR, 2112, 7168) == 17 * 56,
+              "scale_count 128x128")
+        args = lib.gemm_args(64, 2112, 7168, fj.SCALE_MODE_BLOCK)
+        check(args.scale_a_size == 56 * 64 and args.scale_b_size == 17 * 56, "gemm_args scale sizes")
+        msg = raises(fj.Fp8jitError, lib.gemm, args, 0)  # NULL operands: refused before any launch
+        check(msg is not None and "invalid argument" in msg, f"fp8jit_gemm with NULL operands: {msg}")
+        # Selection reads the pointers' alignment only: made-up aligned addresses will do.
+        args.a, args.b, args.d, args.scale_a, args.scale_b = 1 << 20, 2 << 20, 3 << 20, 4 << 20, 5 << 20
+        try:
+            name = lib.select(args)
+            check(bool(name), "fp8jit_gemm_select names a kernel")
+            print(f"note: {path}: version {lib.version}, 64x2112x7168 block -> {name}")
+        except fj.Fp8jitError as e:
+            check(False, f"fp8jit_gemm_select: {e}")
+        st = lib.cache_stats()
+        check(set(st) == {n for n, _ in fj.CacheStats._fields_}, "cache stats")
+
+
+def main():
+    for t in (test_shapes, test_arithmetic, test_events, test_report, test_header, test_c_compiler, test_library):
+        try:
+            t()
+        except Exception as e:  # noqa: BLE001
+            FAILURES.append(f"{t.__name__}: {type(e).__name__}: {e}")
+            print(f"FAIL: {t.__name__} raised {type(e).__name__}: {e}")
+    print(f"{CHECKS[0]} checks, {len(FAILURES)} failed")
+    return 1 if FAILURES else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
