@@ -6,13 +6,13 @@ enable_language(C)
 set(FP8JIT_EXAMPLES_DIR ${CMAKE_SOURCE_DIR}/examples)
 
 add_executable(example_quantize_gemm_cpp ${FP8JIT_EXAMPLES_DIR}/quantize_gemm.cpp)
-target_link_libraries(example_quantize_gemm_cpp PRIVATE fp8jit CUDA::cudart)
+target_link_libraries(example_quantize_gemm_cpp PRIVATE fp8jit::fp8jit CUDA::cudart)
 
 # The C example links the C++ library: link with the C++ driver so libstdc++ comes along.
 add_executable(example_quantize_gemm_c ${FP8JIT_EXAMPLES_DIR}/quantize_gemm.c)
 set_target_properties(example_quantize_gemm_c PROPERTIES C_STANDARD 99 C_STANDARD_REQUIRED ON
   C_EXTENSIONS OFF LINKER_LANGUAGE CXX)
-target_link_libraries(example_quantize_gemm_c PRIVATE fp8jit CUDA::cudart)
+target_link_libraries(example_quantize_gemm_c PRIVATE fp8jit::fp8jit CUDA::cudart)
 if(UNIX)
   target_link_libraries(example_quantize_gemm_c PRIVATE m)
 endif()
