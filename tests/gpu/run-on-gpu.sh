@@ -2,6 +2,8 @@
 # Builds fp8jit on a lent Hopper machine and runs the GPU tests, the PyTorch cross-check, the
 # demo, the SASS checks and the benchmarks. Logs go to $OUT (default /tmp/fp8jit-gpu-out).
 # Usage (repo root): bash tests/gpu/run-on-gpu.sh [quick|all]   (all: also the no-GPU unit tests)
+#   quick skips compute-sanitizer and the benchmarks; BENCH=0 skips only the benchmarks;
+#   CATALOGUE=1 also runs the whole catalogue of bad inputs (tests/catalogue) with the GPU.
 set -uo pipefail
 MODE=${1:-}  # the SASS loop below reuses the positional parameters
 OUT=${OUT:-/tmp/fp8jit-gpu-out}
@@ -67,11 +69,19 @@ if [ "$MODE" != "quick" ]; then
   compute-sanitizer --tool memcheck ./$B/fp8jit gemm --m 130 --n 200 --k 272 --out fp32 --iters 1 2>&1 | tail -2
   # Split-K summed inside clusters (distributed shared memory).
   compute-sanitizer --tool memcheck ./$B/fp8jit gemm --m 64 --n 2112 --k 7168 --scale block --iters 1 2>&1 | tail -2
+fi
+if [ "$MODE" != "quick" ] && [ "${BENCH:-1}" != 0 ]; then
   step "bench"
   ./$B/bench/fp8jit_bench --benchmark_filter="${BENCH_FILTER:-^BM_}" --benchmark_out="$OUT/bench_quant.json" --benchmark_out_format=json 2>&1 | tee "$OUT/bench_quant.txt" | grep -vE "^\*\*\*|^---"
   step "gemm bench"
   ./$B/bench/fp8jit_bench --benchmark_filter=Gemm --shapes=bench/shapes/deepseek_v3.csv --scales="${GEMM_SCALES:-block,tensor,tensor_fast}" \
     --out="$OUT" --benchmark_out="$OUT/bench_gemm.json" --benchmark_out_format=json > "$OUT/bench_gemm.txt" 2>&1
   sed -n '/^GEMM on/,$p' "$OUT/bench_gemm.txt"
+fi
+if [ "${CATALOGUE:-0}" = 1 ]; then
+  step "catalogue of bad inputs and faults, with the GPU"
+  python3 tests/catalogue/catalogue.py --cli ./$B/fp8jit > "$OUT/catalogue.log" 2>&1 || status=1
+  tail -2 "$OUT/catalogue.log"
+  grep -E "^FAIL" "$OUT/catalogue.log" | head -20
 fi
 exit $status
