@@ -2,8 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 
+#include "common/file_io.hpp"
 #include "fp8jit/error.hpp"
 #include "runtime/jit/driver.hpp"
 
@@ -21,8 +23,9 @@ int parse_count(std::string_view s) {
   return v;
 }
 
-std::string shown(std::string_view text) {
-  return text.size() > 80 ? std::string(text.substr(0, 77)) + "..." : std::string(text);
+// The key is shown by `fp8jit db list` as it is: a control byte could move a terminal's cursor.
+bool has_control_byte(std::string_view s) {
+  return std::any_of(s.begin(), s.end(), [](unsigned char c) { return c < 0x20 || c == 0x7f; });
 }
 
 }  // namespace
@@ -30,7 +33,11 @@ std::string shown(std::string_view text) {
 std::string GpuKey::str() const { return fmt::format("{}|{}.{}|{}", name, cc_major, cc_minor, sm_count); }
 
 GpuKey GpuKey::from_string(std::string_view text) {
-  const auto bad = [&]() { throw_invalid("gpu key", shown(text), std::string("expected ") + kForm); };
+  const auto bad = [&]() {
+    throw_invalid("gpu key", printable(text, 80), std::string("expected ") + kForm);
+  };
+  if (has_control_byte(text))
+    throw_invalid("gpu key", printable(text, 80), "control bytes are not allowed in a GPU key");
   const std::size_t last = text.rfind('|');
   if (last == std::string_view::npos || last == 0) bad();
   const std::size_t mid = text.rfind('|', last - 1);

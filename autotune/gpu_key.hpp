@@ -18,7 +18,8 @@ struct GpuKey {
   // "NVIDIA H200|9.0|132": the form stored in the tuning database.
   std::string str() const;
   // Inverse of str(). Parses from the right, so a name containing '|' still round-trips.
-  // Throws fp8jit::Error (invalid_argument) naming the text and the expected form.
+  // Throws fp8jit::Error (invalid_argument) naming the text (escaped) and the expected form, and
+  // for control bytes anywhere in it: `fp8jit db list` shows keys as they are.
   static GpuKey from_string(std::string_view text);
 
   bool operator==(const GpuKey&) const = default;

@@ -5,13 +5,13 @@
 #include <sys/stat.h>
 
 #include <algorithm>
-#include <climits>
 #include <cmath>
 #include <ctime>
 #include <nlohmann/json.hpp>
 #include <utility>
 
 #include "autotune/tuning_db_internal.hpp"
+#include "common/file_io.hpp"
 #include "fp8jit/error.hpp"
 #include "fp8jit/fp8jit.h"
 #include "fp8jit/tuning.hpp"
@@ -55,17 +55,10 @@ void exec(sqlite3* db, const std::string& path, const char* sql) {
     fail(db, path, rc, sql);
 }
 
-}  // namespace tuning_db_detail
-
-using namespace tuning_db_detail;
-
-namespace {
-
-[[noreturn]] void invalid(const std::string& what) {
+void invalid(const std::string& what) {
   throw Error(ErrorKind::invalid_argument, what);
 }
 
-// NOTE: the depth limit keeps hostile input from exhausting the stack in nlohmann's recursion.
 json parse_json(std::string_view text, int max_depth, const std::string& what) {
   try {
     return json::parse(text, [&](int depth, json::parse_event_t, json&) {
@@ -77,6 +70,16 @@ json parse_json(std::string_view text, int max_depth, const std::string& what) {
     invalid(fmt::format("{} is not valid JSON: {}", what, e.what()));
   }
 }
+
+bool has_control_byte(std::string_view s) {
+  return std::any_of(s.begin(), s.end(), [](unsigned char c) { return c < 0x20 || c == 0x7f; });
+}
+
+}  // namespace tuning_db_detail
+
+using namespace tuning_db_detail;
+
+namespace {
 
 void check_timings(const json& arr) {
   using enum CandidateStatus;
@@ -112,12 +115,14 @@ bool is_version(std::string_view v) {
   });
 }
 
-// "" when `r` may be stored and returned; otherwise why not. The one rule for put(), import,
-// rebuild and every row read back.
-std::string record_problem(const TuningRecord& r) {
+// The end of year 9999 in unix seconds: `fp8jit db list` shows created_at as a calendar date.
+constexpr std::int64_t kLastTime = 253402300799;
+
+}  // namespace
+
+std::string tuning_db_detail::record_problem(const TuningRecord& r) {
   try {
-    if (r.gpu.name.empty() || r.gpu.sm_count <= 0)
-      return "gpu key \"" + brief(r.gpu.str()) + "\" is incomplete";
+    GpuKey::from_string(r.gpu.str());  // complete, and no control bytes
     validate_spec(r.best);
     if (r.op != r.best.family)
       return fmt::format("op \"{}\" differs from the config's family \"{}\"", brief(r.op),
@@ -128,6 +133,11 @@ std::string record_problem(const TuningRecord& r) {
     if (r.m < 0 || r.n < 0 || r.k < 0)
       return fmt::format("negative shape m={} n={} k={}", r.m, r.n, r.k);
     if (r.space_hash.empty()) return "space_hash is empty";
+    if (has_control_byte(r.space_hash))
+      return "space_hash \"" + printable(r.space_hash, 80) + "\" holds control bytes";
+    if (r.created_at < 0 || r.created_at > kLastTime)
+      return fmt::format("created_at {} is not a time from 1970 to 9999 (0 to {} unix seconds)",
+                         r.created_at, kLastTime);
     if (!is_version(r.fp8jit_version))
       return fmt::format(
           "fp8jit_version \"{}\" is not a version (1 to 64 letters, digits, '.', "
@@ -142,6 +152,8 @@ std::string record_problem(const TuningRecord& r) {
   }
   return "";
 }
+
+namespace {
 
 constexpr const char* kKeyWhere =
     "gpu_key = ? AND op = ? AND problem_key = ? AND m = ? AND n = ? AND k = ? AND space_hash = ?";
@@ -216,57 +228,6 @@ Merge tuning_db_detail::merge_row(sqlite3* db, const std::string& path, const Tu
   return kind;
 }
 
-namespace {
-
-// Export versions: 1 from releases before fp8jit_version was recorded, 2 with it.
-constexpr int kExportVersion = 2;
-
-TuningRecord parse_import_row(const json& row, std::size_t i, int version) {
-  const std::string at = fmt::format("rows[{}]", i);
-  if (!row.is_object()) invalid(fmt::format("{}: expected an object, got {}", at, row.type_name()));
-  static const std::vector<std::string> kFields = {
-      "gpu",        "op",          "problem_key",
-      "m",          "n",           "k",
-      "space_hash", "best_config", "best_us",
-      "timings",    "created_at",  "fp8jit_version"};  // the last one only from version 2 on
-  const auto known_end = version >= 2 ? kFields.end() : kFields.end() - 1;
-  for (const auto& [key, _] : row.items())
-    if (std::find(kFields.begin(), known_end, key) == known_end)
-      invalid(fmt::format("{}: unknown field \"{}\"", at, brief(key)));
-  const auto get = [&](const char* name, bool (json::*is)() const noexcept,
-                       const char* what) -> const json& {
-    if (!row.contains(name)) invalid(fmt::format("{}: missing field \"{}\"", at, name));
-    const json& v = row[name];
-    if (!(v.*is)() || (v.is_number_unsigned() && v.get<std::uint64_t>() > std::uint64_t(INT64_MAX)))
-      invalid(fmt::format("{}.{}: expected {}, got {}", at, name, what, brief(v.dump(), 40)));
-    return v;
-  };
-  const auto str = [&](const char* name) {
-    return get(name, &json::is_string, "a string").get<std::string>();
-  };
-  const auto integer = [&](const char* n) {
-    return get(n, &json::is_number_integer, "an integer").get<std::int64_t>();
-  };
-  TuningRecord r;
-  try {  // library errors (gpu key, spec) do not know the row: name it
-    r.gpu = GpuKey::from_string(str("gpu"));
-    r.best = spec_from_json(get("best_config", &json::is_object, "a spec object").dump());
-  } catch (const Error& e) {
-    if (std::string_view(e.what()).rfind(at, 0) == 0) throw;
-    invalid(at + ": " + e.what());
-  }
-  r.op = str("op"), r.problem_key = str("problem_key");
-  r.space_hash = upgraded_space_hash(r.op, str("space_hash"));  // version 1's may be legacy
-  r.fp8jit_version = version >= 2 ? str("fp8jit_version") : "unknown";
-  r.m = integer("m"), r.n = integer("n"), r.k = integer("k"), r.created_at = integer("created_at");
-  r.best_us = get("best_us", &json::is_number, "a number").get<double>();
-  r.timings = get("timings", &json::is_array, "an array").dump();
-  if (std::string why = record_problem(r); !why.empty()) invalid(at + ": " + why);
-  return r;
-}
-
-}  // namespace
-
 std::string problem_key(const KernelSpec& spec) {
   json out = json::object();  // sorts its keys: the dump is canonical
   for (const ParamDef& def : find_family(spec.family).params) {
@@ -315,11 +276,11 @@ TuningDb::TuningDb(const std::string& path, LockMode lock) : path_(path) {
                         SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
     if (rc != SQLITE_OK) fail(db_, path_, rc, "open");
     open_database(db_, path_);
-  } catch (const NotOurs&) {
-    if (created_lock) remove_lock(path);  // leave no trace beside someone else's file
-    close();
-    throw;
   } catch (...) {
+    // A refused file (someone else's, damaged, newer) is left with nothing beside it that this
+    // process made. The connection closes first, as in close().
+    sqlite3_close(std::exchange(db_, nullptr));
+    if (created_lock) drop_created_lock(path, std::exchange(lock_fd_, -1));
     close();
     throw;
   }
@@ -411,7 +372,25 @@ std::size_t TuningDb::row_count() {
   return s.step() ? static_cast<std::size_t>(s.i64(0)) : 0;
 }
 
+namespace {
+
+// An empty space hash (or one no row can have) would delete every row of the op.
+void check_prune_spaces(const std::map<std::string, std::string>& space_hash_by_op) {
+  for (const auto& [op, space] : space_hash_by_op) {
+    if (!space.empty() && !has_control_byte(space)) continue;
+    const std::string what =
+        space.empty() ? "empty" : "\"" + printable(space, 80) + "\", which holds control bytes";
+    invalid(
+        fmt::format("prune: the space hash to keep for op \"{}\" is {}; pass the space whose "
+                    "rows stay, e.g. tuning_space_hash(\"{}\")",
+                    printable(op, 40), what, printable(op, 40)));
+  }
+}
+
+}  // namespace
+
 std::size_t TuningDb::prune(const std::map<std::string, std::string>& space_hash_by_op) {
+  check_prune_spaces(space_hash_by_op);
   WriteTxn txn(db_, path_);
   std::vector<std::int64_t> doomed;
   for (Stmt s(db_, path_, fmt::format("SELECT {} FROM results", kCols)); s.step();) {
@@ -424,55 +403,6 @@ std::size_t TuningDb::prune(const std::map<std::string, std::string>& space_hash
     Stmt(db_, path_, "DELETE FROM results WHERE rowid = ?").bind(1, rowid).step();
   txn.commit();
   return doomed.size();
-}
-
-std::string TuningDb::export_json() {
-  using ojson = nlohmann::ordered_json;
-  ojson rows = ojson::array();
-  for (const TuningRecord& r : list())
-    rows.push_back({{"gpu", r.gpu.str()},
-                    {"op", r.op},
-                    {"problem_key", r.problem_key},
-                    {"m", r.m},
-                    {"n", r.n},
-                    {"k", r.k},
-                    {"space_hash", r.space_hash},
-                    {"best_config", ojson::parse(spec_to_json(r.best))},
-                    {"best_us", r.best_us},
-                    {"timings", ojson::parse(r.timings)},
-                    {"created_at", r.created_at},
-                    {"fp8jit_version", r.fp8jit_version}});
-  return ojson{{"format", "fp8jit-tuning"}, {"version", kExportVersion}, {"rows", std::move(rows)}}
-             .dump(2) +
-         "\n";
-}
-
-ImportStats TuningDb::import_json(std::string_view text) {
-  // Everything is parsed and validated before the transaction starts: a bad row writes nothing.
-  const json doc = parse_json(text, 12, "import");
-  if (!doc.is_object())
-    invalid(fmt::format("import: expected a JSON object, got {}", doc.type_name()));
-  if (doc.value("format", json()) != "fp8jit-tuning")
-    invalid("import: \"format\" is not \"fp8jit-tuning\" (not an `fp8jit db export` file)");
-  const json v = doc.value("version", json());
-  if (v != 1 && v != kExportVersion)
-    invalid(fmt::format("import: export version {} is not 1 or {}, the ones this fp8jit reads",
-                        brief(v.dump(), 20), kExportVersion));
-  if (!doc.contains("rows") || !doc["rows"].is_array())
-    invalid("import: \"rows\" must be an array");
-  std::vector<TuningRecord> records;
-  for (std::size_t i = 0; i < doc["rows"].size(); ++i)
-    records.push_back(parse_import_row(doc["rows"][i], i, v.get<int>()));
-  ImportStats stats;
-  WriteTxn txn(db_, path_);
-  for (const TuningRecord& r : records) {
-    const Merge kind = merge_row(db_, path_, r);
-    ++(kind == Merge::inserted   ? stats.inserted
-       : kind == Merge::replaced ? stats.replaced
-                                 : stats.kept);
-  }
-  txn.commit();
-  return stats;
 }
 
 }  // namespace fp8jit

@@ -17,12 +17,14 @@
 //
 // Safety: nothing is written to a file before it is known to be fp8jit's. The path is checked
 // first (a directory, a FIFO, a socket or a device is refused without opening it; so are a file
-// or folder this process cannot write, since WAL mode creates PATH-wal and PATH-shm beside it).
+// or folder this process cannot write, since WAL mode creates PATH-wal and PATH-shm beside it,
+// and a symbolic link to nothing, whose target SQLite would create wherever it points).
 // Then the file's tables are read: an empty database (or a zero-length file) is adopted, one
 // holding exactly fp8jit's tables is used, anything else (another program's database, a file
 // that is not SQLite at all) throws Error(io) "PATH is not an fp8jit tuning database (...)" and
-// the file stays byte-identical, with nothing left beside it (a PATH.lock made for the check is
-// removed again).
+// the file stays byte-identical, with nothing left beside it. On that and every other refusal (a
+// newer schema, a damaged file) a PATH.lock that the refused connection made is removed again,
+// unless another connection holds it by then.
 //
 // Rebuild: a healthy database is left alone (RebuildStats::healthy). A damaged one is moved
 // aside only while no connection anywhere has it open, and the fresh one is complete before any
@@ -77,15 +79,21 @@ struct TuningRecord {
   std::string op;           // the kernel family of `best`: "quantize", "dequantize", "gemm"
   std::string problem_key;  // problem_key(best)
   std::int64_t m = 0, n = 0, k = 0;  // the tuned shape (>= 0; unused dimensions are 0)
-  std::string space_hash;            // identifies the candidate set searched; a new space re-tunes
+  std::string space_hash;            // identifies the candidate set; no control bytes
   KernelSpec best;                   // the fastest correct config
   double best_us = 0;                // its median time in microseconds (finite, > 0)
   std::string timings = "[]";        // timings_to_json(result.candidates)
-  std::int64_t created_at = 0;       // unix seconds; put() fills in the current time for 0
+  // Unix seconds, 0 to 253402300799 (the end of year 9999); put() fills in the current time for 0.
+  std::int64_t created_at = 0;
   // The fp8jit release that tuned it ("unknown" for rows from before it was recorded): 1 to 64
   // letters, digits, '.', '-', '+' or '_'. put() fills in this library's version for "".
   std::string fp8jit_version;
 };
+
+// The rows of an `fp8jit db export` document, every one validated as put() would (see
+// TuningDb::import_json), without a database. Throws Error(invalid_argument) naming the row and
+// the reason, or the document's format or version.
+std::vector<TuningRecord> parse_tuning_export(std::string_view json);
 
 struct ImportStats {
   std::size_t inserted = 0;  // rows for keys the database did not have
@@ -143,7 +151,9 @@ class TuningDb {
   std::size_t row_count();
 
   // Deletes rows that no longer validate and, for every op in `space_hash_by_op`, rows of that
-  // op tuned over another space. Returns how many rows were deleted.
+  // op tuned over another space. Returns how many rows were deleted. An empty space hash (or one
+  // with control bytes, which no row can have) would delete all of that op's rows: it throws
+  // Error(invalid_argument) and deletes nothing.
   std::size_t prune(const std::map<std::string, std::string>& space_hash_by_op = {});
 
   // {"format": "fp8jit-tuning", "version": 2, "rows": [...]}: every valid row, in list() order,
@@ -151,10 +161,14 @@ class TuningDb {
   std::string export_json();
   // Merges an export into this database, faster entry wins (as put()). Reads version 2 and the
   // version 1 of earlier releases (rows without fp8jit_version: "unknown"; rows keyed by the
-  // space hash of earlier releases are re-keyed as migration 3 does). All or nothing: one
-  // transaction; malformed JSON or any invalid row throws Error(invalid_argument) naming the
-  // row and the reason, and nothing is written.
+  // space hash of earlier releases are re-keyed as migration 3 does); any other version is
+  // refused. All or nothing: the document is validated by parse_tuning_export() before one
+  // transaction merges it; malformed JSON or any invalid row throws Error(invalid_argument)
+  // naming the row and the reason, and nothing is written.
   ImportStats import_json(std::string_view json);
+  // import_json() into the database at `path`, which is opened (or created) only once the whole
+  // document has validated: a refused document leaves no file behind.
+  static ImportStats import_into(const std::string& path, std::string_view json);
 
   // Checks the database under the writers' lock (BEGIN IMMEDIATE) and, when it is healthy,
   // changes nothing and says so (healthy, rows). A damaged one is recovered: `path` (and its
@@ -175,6 +189,7 @@ class TuningDb {
   enum class LockMode { shared, held_by_caller };
   TuningDb(const std::string& path, LockMode lock);
   static RebuildStats salvage_into_fresh(const std::string& path);
+  ImportStats merge_all(const std::vector<TuningRecord>& records);  // validated ones
   void close() noexcept;  // the connection first, then the lock
 
   std::string path_;

@@ -73,6 +73,17 @@ void check_existing(const std::string& path, const struct stat& st) {
                     path, dir, errno_text(err), path, path, path));
 }
 
+// SQLite would create a dangling link's target, wherever it points: refused instead.
+void refuse_dangling_link(const std::string& path) {
+  std::error_code ec;
+  if (!fs::is_symlink(fs::symlink_status(path, ec))) return;
+  const fs::path target = fs::read_symlink(path, ec);
+  throw Error(ErrorKind::io,
+              fmt::format("{} is a symbolic link to nothing ({} does not exist); create its "
+                          "target, remove the link or point FP8JIT_DB / --db at another file",
+                          path, ec ? "its target" : target.string()));
+}
+
 // For a missing database: its folder must exist (it is created here) and accept new files.
 void prepare_folder(const std::string& path) {
   const std::string dir = folder_of(path);
@@ -131,6 +142,39 @@ int open_lock(const std::string& path, bool& created) {
   lock_open_failed(path, ENOENT);
 }
 
+// Whether `fd` is still the file named PATH.lock: a refused opener that created it may have
+// removed it (drop_created_lock) between our open and our flock, and a lock on a removed file
+// keeps no rebuild out.
+bool is_current(int fd, const std::string& path) {
+  struct stat held, named;
+  return ::fstat(fd, &held) == 0 && ::stat((path + ".lock").c_str(), &named) == 0 &&
+         held.st_dev == named.st_dev && held.st_ino == named.st_ino;
+}
+
+// Takes `how` (LOCK_SH or LOCK_EX) on fd, retrying until `deadline`: 0 once held, otherwise the
+// errno (EWOULDBLOCK: still held by others at the deadline).
+int flock_until(int fd, int how, std::chrono::steady_clock::time_point deadline) {
+  while (::flock(fd, how | LOCK_NB) != 0) {
+    const int err = errno;
+    if (err == EINTR) continue;
+    if (err != EWOULDBLOCK || std::chrono::steady_clock::now() > deadline) return err;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return 0;
+}
+
+// Removal and re-creation can only race a few times in a row; past that, use what is held.
+constexpr int kReopens = 100;
+
+[[noreturn]] void rebuild_too_long(const std::string& path, int fd) {
+  ::close(fd);
+  throw Error(ErrorKind::io,
+              fmt::format("tuning database {} is being rebuilt by another process ({}.lock is "
+                          "held) and it did not finish within {} s; try again when `fp8jit db "
+                          "rebuild` is done",
+                          path, path, kBusyMs / 1000));
+}
+
 [[noreturn]] void lock_failed(const std::string& path, int fd, int err) {
   ::close(fd);
   throw Error(ErrorKind::io,
@@ -145,7 +189,10 @@ void check_path(const std::string& path) {
   struct stat st;  // stat, not open: opening a FIFO would block
   if (::stat(path.c_str(), &st) == 0) return check_existing(path, st);
   const int err = errno;
-  if (err == ENOENT) return prepare_folder(path);
+  if (err == ENOENT) {
+    refuse_dangling_link(path);
+    return prepare_folder(path);
+  }
   throw Error(ErrorKind::io,
               fmt::format("cannot use {} as the tuning database ({}); point FP8JIT_DB / "
                           "--db at another file",
@@ -153,48 +200,48 @@ void check_path(const std::string& path) {
 }
 
 int lock_shared(const std::string& path, bool& created) {
-  const int fd = open_lock(path, created);
   // Only rebuild holds it exclusively, and only while it copies the readable rows to a fresh
   // file: wait for that, as long as for any other lock.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kBusyMs);
-  while (::flock(fd, LOCK_SH | LOCK_NB) != 0) {
-    const int err = errno;
-    if (err == EINTR) continue;
-    if (err != EWOULDBLOCK) {
+  for (int reopen = 0;; ++reopen) {
+    const int fd = open_lock(path, created);
+    const int err = flock_until(fd, LOCK_SH, deadline);
+    if (err == EWOULDBLOCK) rebuild_too_long(path, fd);
+    if (err != 0) {
       // A file system without flock (some network ones): work unlocked. Rebuild cannot lock
       // either, so it refuses to move the file rather than risk it.
       log::at(log::warning, "tuning database {}: cannot lock {}.lock ({}); using it unlocked", path,
               path, errno_text(err));
       return fd;
     }
-    if (std::chrono::steady_clock::now() > deadline) {
-      ::close(fd);
-      throw Error(ErrorKind::io,
-                  fmt::format("tuning database {} is being rebuilt by another process "
-                              "({}.lock is held) and it did not finish within {} s; "
-                              "try again when `fp8jit db rebuild` is done",
-                              path, path, kBusyMs / 1000));
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (is_current(fd, path) || reopen == kReopens) return fd;
+    ::close(fd);
   }
-  return fd;
 }
 
 int try_lock_exclusive(const std::string& path) {
-  bool created = false;
-  const int fd = open_lock(path, created);
-  while (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
-    const int err = errno;
-    if (err == EINTR) continue;
-    if (err != EWOULDBLOCK) lock_failed(path, fd, err);
+  for (int reopen = 0;; ++reopen) {
+    bool created = false;
+    const int fd = open_lock(path, created);
+    if (const int err = flock_until(fd, LOCK_EX, std::chrono::steady_clock::now())) {
+      if (err != EWOULDBLOCK) lock_failed(path, fd, err);
+      ::close(fd);
+      return -1;
+    }
+    if (is_current(fd, path) || reopen == kReopens) return fd;
     ::close(fd);
-    return -1;
   }
-  return fd;
 }
 
-void remove_lock(const std::string& path) {
-  ::unlink((path + ".lock").c_str());
+// Removed only under the exclusive lock, and only while it is the file that fd locks: a
+// connection that locked it meanwhile keeps it (LOCK_NB fails), and one that opened it but
+// locks it only after the removal sees that (is_current) and opens the new one. flock converts
+// a shared lock to an exclusive one non-atomically: where that fails the shared lock may be
+// gone, which a refused open no longer needs.
+void drop_created_lock(const std::string& path, int fd) {
+  if (fd >= 0 && ::flock(fd, LOCK_EX | LOCK_NB) == 0 && is_current(fd, path))
+    ::unlink((path + ".lock").c_str());
+  unlock(fd);
 }
 
 void unlock(int fd) {

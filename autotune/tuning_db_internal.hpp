@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -41,6 +42,14 @@ class NotOurs : public Error {
 
 // Bounded and printable: text from the database or an import file may be anything.
 std::string brief(std::string_view s, std::size_t max = 80);
+
+[[noreturn]] void invalid(const std::string& what);  // Error(invalid_argument)
+// Throws invalid() "WHAT is not valid JSON" or, past max_depth levels, "WHAT nests deeper": the
+// limit keeps hostile input from exhausting the stack in nlohmann's recursion.
+nlohmann::json parse_json(std::string_view text, int max_depth, const std::string& what);
+// Bytes below 0x20 and DEL: text shown by `fp8jit db list` as it is could move a terminal's
+// cursor.
+bool has_control_byte(std::string_view s);
 
 // Throws Damaged for SQLITE_CORRUPT / SQLITE_NOTADB, Error(io) naming `what` otherwise.
 [[noreturn]] void fail(sqlite3* db, const std::string& path, int rc, std::string_view what);
@@ -144,14 +153,17 @@ void open_database(sqlite3* db, const std::string& path);
 // --- The path and its lock file (tuning_db_file.cpp) ---
 
 // Throws Error(io) for a path that cannot be a database (a directory, a FIFO, a file or a folder
-// that cannot be written), before anything opens it. Creates missing parent folders.
+// that cannot be written, a symbolic link to nothing), before anything opens it. Creates missing
+// parent folders.
 void check_path(const std::string& path);
 // flock(2) on PATH.lock: every connection holds it shared, rebuild exclusively. Returns the
 // descriptor that holds it; close it to release. `created`: whether this call made PATH.lock.
+// A lock taken on a PATH.lock that was removed meanwhile (drop_created_lock) is taken again on
+// the new one.
 int lock_shared(const std::string& path, bool& created);
-// Removes the PATH.lock this process created beside a file that turned out not to be fp8jit's:
-// no fp8jit connection can be using it, since every one refuses that file.
-void remove_lock(const std::string& path);
+// For a file that was refused: closes `fd` (this process's lock on the PATH.lock it created) and
+// removes PATH.lock when no one else holds it, so that a refusal leaves nothing beside the file.
+void drop_created_lock(const std::string& path, int fd);
 // -1 when another connection holds the lock.
 int try_lock_exclusive(const std::string& path);
 void unlock(int fd);
@@ -173,6 +185,10 @@ std::string upgraded_space_hash(std::string_view op, const std::string& hash);
 void rekey_legacy_rows(sqlite3* db, const std::string& path);
 
 // --- Rows (tuning_db.cpp) ---
+
+// "" when `r` may be stored and returned; otherwise why not. The one rule for put(), import,
+// rebuild and every row read back.
+std::string record_problem(const TuningRecord& r);
 
 inline constexpr std::string_view kColsBeforeVersionColumn =
     "rowid, gpu_key, op, problem_key, m, n, k, space_hash, best_config, best_us, timings, "

@@ -6,6 +6,7 @@
 #include <climits>
 #include <ctime>
 #include <filesystem>
+#include <utility>
 #include <vector>
 
 #include "autotune/tuning_db_internal.hpp"
@@ -108,11 +109,11 @@ RebuildStats TuningDb::rebuild(const std::string& path) {
   std::optional<std::size_t> rows;
   {  // as a connection would: no other rebuild moves the file while it is checked
     bool created_lock = false;
-    const LockHolder shared{lock_shared(path, created_lock)};
+    LockHolder shared{lock_shared(path, created_lock)};
     try {
       rows = healthy_rows(path, why);
-    } catch (const NotOurs&) {
-      if (created_lock) remove_lock(path);  // leave no trace beside someone else's file
+    } catch (...) {  // someone else's file, a newer schema: as a connection, leave no trace
+      if (created_lock) drop_created_lock(path, std::exchange(shared.fd, -1));
       throw;
     }
   }

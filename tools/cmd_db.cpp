@@ -119,7 +119,7 @@ int db_export(const DbOptions& o) {
 int db_import(const DbOptions& o) {
   const std::string text = read_regular_file(o.file, "--file", std::size_t{1} << 30);
   const std::string path = db_path(o);
-  const ImportStats s = TuningDb(path).import_json(text);
+  const ImportStats s = TuningDb::import_into(path, text);  // a refused file creates nothing
   fmt::print("imported {} rows into {}: {} new, {} replaced (faster), {} kept (stored row as fast or faster)\n",
              s.inserted + s.replaced + s.kept, printable(path), s.inserted, s.replaced, s.kept);
   return 0;
