@@ -207,13 +207,31 @@ std::string select_list(sqlite3* db, const std::string& path) {
   return kCols;
 }
 
+namespace {
+
+// PATH as an SQLite file: URI ('%', '?' and '#' escaped), for SQLITE_OPEN_URI.
+std::string file_uri(const std::string& path, const char* query) {
+  std::string uri = "file:";
+  for (char c : path)
+    uri += c == '%' || c == '?' || c == '#' ? fmt::format("%{:02X}", static_cast<unsigned char>(c)) : std::string(1, c);
+  return uri + query;
+}
+
+}  // namespace
+
 void refuse_foreign(const std::string& path) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0 || st.st_size == 0) return;
   sqlite3* db = nullptr;
   ConnectionCloser closer{db};
-  const int rc =
-      sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr);
+  // Any connection to a file in WAL mode, a read-only one too, creates PATH-wal and PATH-shm
+  // beside it; a file that is then refused must be left as it was. Without a PATH-wal the main
+  // file is the whole database and is read as immutable (no journal, no shared memory, no
+  // locks); with one, another connection is using it and the two files exist already.
+  struct stat wal;
+  const bool has_wal = ::stat((path + "-wal").c_str(), &wal) == 0;
+  const std::string uri = file_uri(path, has_wal ? "" : "?immutable=1");
+  const int rc = sqlite3_open_v2(uri.c_str(), &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI, nullptr);
   if (rc != SQLITE_OK) fail(db, path, rc, "open");
   sqlite3_busy_timeout(db, kBusyMs);
   inspect(db, path);

@@ -92,6 +92,23 @@ TEST_F(TuningDbRefusals, RefusedFilesKeepNoLockBesideThem) {
   EXPECT_EQ(files(), before);
 }
 
+// A newer fp8jit's database is in WAL mode, as this one's are: refusing it must not leave the
+// PATH-wal and PATH-shm that any SQLite connection to a WAL file creates.
+TEST_F(TuningDbRefusals, RefusedWalFilesGetNoWalOrShm) {
+  const std::string newer = database("newer.sqlite"), foreign = work_ + "/foreign.sqlite";
+  RawDb(newer).exec("UPDATE meta SET value = 99 WHERE key = 'schema_version'");
+  RawDb(newer).exec("PRAGMA journal_mode = WAL");
+  RawDb(foreign).exec("CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT)");
+  RawDb(foreign).exec("PRAGMA journal_mode = WAL");
+  for (const std::string& path : {newer, foreign}) {
+    ASSERT_FALSE(fs::exists(path + "-wal")) << "the set-up left a WAL file";
+    const std::map<std::string, std::size_t> before = files();
+    EXPECT_THROW(TuningDb db(path), Error);
+    EXPECT_THROW(TuningDb::rebuild(path), Error);
+    EXPECT_EQ(files(), before) << path;
+  }
+}
+
 TEST_F(TuningDbRefusals, ALockThatAnotherConnectionHoldsStays) {
   using namespace tuning_db_detail;
   const std::string path = work_ + "/t.sqlite", lock = path + ".lock";
