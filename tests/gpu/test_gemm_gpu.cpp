@@ -230,7 +230,7 @@ TEST(GemmGpu, SplitKSummedInClusters) {
       {{e4, e4, DType::bf16, ScaleMode::tensor, false, true}, {128, 96, 5, 8}, {128, 4000, 7168}},
   };
   KernelCache kernels({"/tmp/fp8jit-split-test-cache", false,
-                       gemm_post_passes(RuntimeOptions::from_settings().ffma_reuse)});
+                       gemm_post_passes(RuntimeOptions::from_settings().ffma_reuse), {ops::gemm_load_hook()}});
   int sms = 0;
   ASSERT_EQ(cudaSuccess, cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   unsigned seed = 500;
