@@ -142,12 +142,18 @@ inline bool cluster_ok(const std::string& scale, int block_m, int block_n, int c
 inline int chunks(const std::string& scale, const std::string& accum, int block_m, int block_n) {
   return accum == "precise" && scale != "group" && block_m <= 128 && block_n > 208 ? 2 : 1;
 }
-inline int accumulators(const std::string& scale, const std::string& accum, int block_m, int block_n) {
+inline int accumulators(const std::string& scale, const std::string& accum, int block_m, int block_n,
+                        int cluster = 1) {
   // A consumer warpgroup owns 64 (block_m 64, 128) or 128 (block_m 256) rows: N/2 fp32 registers
-  // per m64 slab, plus with precise accumulation the wgmma temporaries of one column chunk.
+  // per m64 slab, plus with precise accumulation the wgmma temporaries of one column chunk; or of
+  // one slab, where a 256-row tile of at most 128 columns without a cluster (not group scaling)
+  // would not fit the temporaries of both: its slabs are promoted in turn.
   const int slabs = block_m == 256 ? 2 : 1;
   const int acc = slabs * block_n / 2;
-  return acc + (accum == "precise" ? acc / chunks(scale, accum, block_m, block_n) : 0);
+  if (accum != "precise") return acc;
+  const bool slab_passes = slabs == 2 && scale != "group" && block_n <= 128 && cluster == 1 &&
+                           2 * acc > max_accumulators(scale, accum, block_m);
+  return acc + (slab_passes ? acc / 2 : acc / chunks(scale, accum, block_m, block_n));
 }
 // Chunked tiles: halves of whole wgmma widths (block_n a multiple of 16); with bias at most 224
 // columns (ptxas spilled the bias epilogue of 240 and 256).
@@ -171,7 +177,8 @@ inline bool valid_by_rules(const std::string& a, const std::string& b, const std
   if (accum == "fast" && (scale == "block" || scale == "group")) return false;
   if (smem_model(block_m, block_n, stages, out_bytes(out), staged_scales(scale, block_m, block_n)) > kSmemLimit)
     return false;
-  if (accumulators(scale, accum, block_m, block_n) > max_accumulators(scale, accum, block_m)) return false;
+  if (accumulators(scale, accum, block_m, block_n, cluster_m * cluster_n) > max_accumulators(scale, accum, block_m))
+    return false;
   if (scale == "block" && straddles_three(block_n)) return false;
   return chunks_ok(scale, accum, block_m, block_n, bias);
 }

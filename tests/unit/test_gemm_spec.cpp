@@ -75,8 +75,19 @@ TEST(GemmSpecRules, AccumulatorRegisterBudget) {
     SCOPED_TRACE(scale);
     expect_valid(tile(scale, 128, 128));
     expect_valid(tile(scale, 64, 64));
-    expect_rejected(tile(scale, 256, 112), {"256x112", "224 accumulator registers"});
   }
+  // 256-row tiles: both slabs' temporaries fit up to 104 columns; from 112 to 128 columns the
+  // slabs are promoted in turn (128 + 64 registers at 128), except group scaling (its per-column
+  // scales) and in a 2-CTA cluster (ptxas spills); past 128 they are refused.
+  expect_rejected(tile("group", 256, 112), {"256x112", "224 accumulator registers"});
+  for (const char* scale : {"tensor", "rowwise", "block"}) {
+    SCOPED_TRACE(scale);
+    expect_valid(tile(scale, 256, 104));
+    expect_valid(tile(scale, 256, 112));
+    expect_valid(tile(scale, 256, 128));
+    expect_rejected(tile(scale, 256, 136), {"256x136", "272 accumulator registers"});
+  }
+  expect_rejected(raw("e4m3", "e4m3", "bf16", "tensor", 0, 256, 128, 2, 8, "precise", 1, 2), {"256 accumulator registers"});
   // Past 208 columns precise tiles with one m64 slab run in two column halves: 128 + 64 registers
   // at 256 columns; halves of whole wgmma widths (multiples of 16), 224 at most with bias.
   for (const char* scale : {"tensor", "rowwise"}) {
@@ -96,7 +107,6 @@ TEST(GemmSpecRules, AccumulatorRegisterBudget) {
   expect_rejected(tile("block", 128, 216), {"block_n = 216", "three"});
   expect_rejected(raw("e4m3", "e4m3", "bf16", "block", 1, 128, 256, 2, 8), {"block_n = 256", "bias"});
   expect_valid(tile("block", 256, 96));
-  expect_rejected(tile("block", 256, 112), {"224 accumulator registers"});
   // Group: 160, and 128 with two m64 slabs (ptxas spilled 4 bytes at 128x168 and 256x80).
   expect_valid(tile("group", 128, 160));
   expect_rejected(tile("group", 128, 168), {"168 accumulator registers", "at most 160 fit"});
@@ -159,14 +169,14 @@ TEST(GemmSpecRules, AccumulatorBudgetOfEveryModeAndWidth) {
     }
   EXPECT_GT(rejected, 0);
   // The widest valid tiles, as the register model has them (ptxas, sm_90a): 256 columns for
-  // precise accumulation with one m64 slab (in two halves; 104 with two slabs), 160 / 64 for
-  // group scaling, 240 / 144 for fast accumulation.
+  // precise accumulation with one m64 slab (in two halves; 128 with two slabs, promoted in
+  // turn), 160 / 64 for group scaling, 240 / 144 for fast accumulation.
   const std::set<std::string> expected = {
-      "tensor precise 64: 256",  "tensor precise 128: 256",  "tensor precise 256: 104",
+      "tensor precise 64: 256",  "tensor precise 128: 256",  "tensor precise 256: 128",
       "tensor fast 64: 240",     "tensor fast 128: 240",     "tensor fast 256: 144",
-      "rowwise precise 64: 256", "rowwise precise 128: 256", "rowwise precise 256: 104",
+      "rowwise precise 64: 256", "rowwise precise 128: 256", "rowwise precise 256: 128",
       "rowwise fast 64: 240",    "rowwise fast 128: 240",    "rowwise fast 256: 144",
-      "block precise 64: 256",   "block precise 128: 256",   "block precise 256: 104",
+      "block precise 64: 256",   "block precise 128: 256",   "block precise 256: 128",
       "group precise 64: 160",   "group precise 128: 160",   "group precise 256: 64"};
   EXPECT_EQ(widest, expected);
 }

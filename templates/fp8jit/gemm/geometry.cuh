@@ -36,6 +36,14 @@ struct GemmGeometry {
   // next, so the wgmma temporaries cost half a tile (128x256: 128 + 64 registers instead of 256).
   int chunks;
   int chunk_n;      // the wgmma's N
+  // Two m64 slabs per warpgroup whose sums and wgmma temporaries together exceed the registers
+  // (precise 256-row tiles wider than 104 columns) take their slabs in turn instead: each K
+  // block's wgmmas of slab 0 are promoted before slab 1's are issued, so the temporaries cover
+  // one slab (256x128: 128 + 64 registers instead of 256), as DeepGEMM's 256-row tiles do.
+  // Measured on an H100 (block scaling, no cluster): 3-8 % slower than the heuristic's 128x256 on
+  // the large shapes of both shape lists, so only the tuner or an explicit config picks them.
+  bool slab_passes;
+  int passes;       // wgmma batches per K block, each promoted before the next: chunks or slabs
   int cluster;      // CTAs per thread-block cluster of the config (1 or 2)
   // Rows of A's and B's tiles each CTA loads: a 2-CTA cluster loads half of the operand it
   // shares (A along N, B along M) and multicasts it to both.
@@ -109,10 +117,16 @@ constexpr GemmGeometry gemm_geometry(const GemmTile& t) {
   g.smem_bytes = t.stages * (g.stage_a + g.stage_b + 4 * g.stage_scales) + 2 * t.stages * 8 + 128 +
                  g.math_wgs * g.epi_slab + 1024;
   g.sums_splits_in_cluster = gemm_sums_splits_in_cluster(t.block_m, t.block_n, t.stages, g.cluster);
-  // BLOCK_N/2 per m64 row slab, plus with promotion the wgmma temporaries of one column chunk.
+  // BLOCK_N/2 per m64 row slab, plus with promotion the wgmma temporaries of one column chunk
+  // (or one slab).
   const int sums = g.mma_m * t.block_n / 2;
-  g.accumulators = sums + (promote ? sums / g.chunks : 0);
   g.max_accumulators = gemm_max_accumulators(t);
+  // Up to 128 columns and without a cluster: ptxas spills 256x136 per tensor with bias (8 bytes)
+  // and 256x128 block scaling in a 2-CTA cluster (12-20 bytes).
+  g.slab_passes = promote && g.chunks == 1 && g.mma_m == 2 && t.scale != kGroupScale && t.block_n <= 128 &&
+                  t.cluster_m * t.cluster_n == 1 && 2 * sums > g.max_accumulators;
+  g.passes = g.slab_passes ? g.mma_m : g.chunks;
+  g.accumulators = sums + (promote ? (g.slab_passes ? sums / g.mma_m : sums / g.chunks) : 0);
   // ptxas: the bias epilogue of 240- and 256-wide precise tiles spills (4-72 bytes).
   g.bias_spills = g.chunks == 2 && t.bias && t.block_n > kGemmChunkedBiasMaxN;
   // The registers a cluster's rank and multicast addressing take spill group scaling (any tile)

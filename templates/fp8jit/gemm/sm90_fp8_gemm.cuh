@@ -70,6 +70,12 @@ struct Sm90Fp8Gemm {
   static constexpr int kChunkN = Geometry::get().chunk_n;
   static constexpr int kChunkAccum = kChunkN / 2;
   static_assert(kChunkN % 8 == 0, "a chunk is a valid wgmma N");
+  // 256-row tiles too wide for both slabs' temporaries promote their m64 slabs in turn
+  // (GemmGeometry::slab_passes): each K block runs kPasses batches of wgmmas (column chunks or
+  // slabs), each promoted before the next is issued; the temporaries cover kAccSlabs slabs.
+  static constexpr bool kSlabPasses = Geometry::get().slab_passes;
+  static constexpr int kPasses = Geometry::get().passes;
+  static constexpr int kAccSlabs = kSlabPasses ? 1 : kMmaM;
   static_assert(kChunks == 1 || SCALE != kBlockScale || BLOCK_N == 256, "block scaling: each half one block of B");
   static_assert(!kFastAccum || SCALE == kPerTensor || SCALE == kPerRow,
                 "block and group scaling apply their scales when promoting: no fast accumulation");
@@ -257,7 +263,7 @@ struct Sm90Fp8Gemm {
   static FP8JIT_DEVICE void consumer(const GemmParams& p, const Smem& s, int wg, int rank) {
     const int t_in_wg = threadIdx.x % warpgroup::kThreads;
     const int warp = t_in_wg / 32, lane = t_in_wg % 32;
-    float acc[kMmaM][kChunkAccum];
+    float acc[kAccSlabs][kChunkAccum];
     float out[kMmaM][kPromote ? kAccum : 1];
     int stage = 0;
     u32 phase = 0;
@@ -303,10 +309,11 @@ struct Sm90Fp8Gemm {
         Promotion::read_scales(st, r0, p.sb_hi, bs);
         const u8* a_tile = s.a + stage * kStageA + wg * kRowsPerWG * BLOCK_K;
 #pragma unroll
-        for (int c = 0; c < kChunks; ++c) {
-          const u64 desc_b = warpgroup::smem_desc_k128_swizzle(s.b + stage * kStageB + c * kChunkN * BLOCK_K);
+        for (int c = 0; c < kPasses; ++c) {
+          const int chunk = kSlabPasses ? 0 : c;
+          const u64 desc_b = warpgroup::smem_desc_k128_swizzle(s.b + stage * kStageB + chunk * kChunkN * BLOCK_K);
           if constexpr (kTakeTurns) named_barrier_sync(kTurnBarrier + wg, kTurnThreads);
-          issue_wgmmas(a_tile, desc_b, acc, !kPromote && kb > first);
+          issue_wgmmas(a_tile, desc_b, acc, !kPromote && kb > first, c);
           if constexpr (kTakeTurns) named_barrier_arrive(kTurnBarrier + (wg ^ 1), kTurnThreads);
           if constexpr (kDeferEpilogue)
             if (c == 0 && kb == first && pending) {  // the previous tile's store, under these wgmmas
@@ -327,9 +334,11 @@ struct Sm90Fp8Gemm {
           // This warp is done with the stage once its last wgmmas are: the scales are in
           // registers, except group scaling's B, which promotion reads from the stage.
           if constexpr (SCALE != kGroupScale)
-            if (c == kChunks - 1 && lane == 0) release(s, stage);
+            if (c == kPasses - 1 && lane == 0) release(s, stage);
           if constexpr (kPromote) {
-            if constexpr (kChunks == 1) Promotion::promote(acc, out, bs, st + BLOCK_M + (col0 - tn * BLOCK_N), split_j);
+            const float* sb = st + BLOCK_M + (col0 - tn * BLOCK_N);
+            if constexpr (kSlabPasses) promote_slab(acc, out, bs, sb, split_j, c);
+            else if constexpr (kChunks == 1) Promotion::promote(acc, out, bs, sb, split_j);
             else Promotion::promote_chunk(acc, out, bs, c);
           }
         }
@@ -374,12 +383,13 @@ struct Sm90Fp8Gemm {
 
   // Zeroes the wgmma temporaries and the FP32 sums for a new tile; with `keep_half1`, out's upper
   // half still holds the previous tile's pending half 1 (zeroed once written).
-  static FP8JIT_DEVICE void clear_sums(float (&acc)[kMmaM][kChunkAccum], float (&out)[kMmaM][kPromote ? kAccum : 1],
+  static FP8JIT_DEVICE void clear_sums(float (&acc)[kAccSlabs][kChunkAccum], float (&out)[kMmaM][kPromote ? kAccum : 1],
                                        bool keep_half1) {
 #pragma unroll
     for (int mm = 0; mm < kMmaM; ++mm) {
+      if (mm < kAccSlabs)  // slab passes: one slab of temporaries
 #pragma unroll
-      for (int i = 0; i < kChunkAccum; ++i) acc[mm][i] = 0.0f;
+        for (int i = 0; i < kChunkAccum; ++i) acc[mm][i] = 0.0f;
       if constexpr (kPromote)
 #pragma unroll
         for (int i = 0; i < kAccum; ++i)
@@ -387,21 +397,40 @@ struct Sm90Fp8Gemm {
     }
   }
 
-  // One column chunk's wgmmas for a K block (kMmaM m64 slabs x BLOCK_K / 32 k-steps), fenced and
-  // committed; `keep`: add to acc (fast accumulation past a K range's first block), else start
-  // from its first k-step's products.
-  static FP8JIT_DEVICE void issue_wgmmas(const u8* a_tile, u64 desc_b, float (&acc)[kMmaM][kChunkAccum], bool keep) {
+
+
+  // One pass's wgmmas for a K block (a column chunk's kMmaM m64 slabs, or with slab passes slab
+  // `pass` alone, x BLOCK_K / 32 k-steps), fenced and committed; `keep`: add to acc (fast
+  // accumulation past a K range's first block), else start from its first k-step's products.
+  static FP8JIT_DEVICE void issue_wgmmas(const u8* a_tile, u64 desc_b, float (&acc)[kAccSlabs][kChunkAccum], bool keep,
+                                         int pass) {
     warpgroup::arrive();
 #pragma unroll
     for (int k = 0; k < BLOCK_K / 32; ++k) {
 #pragma unroll
-      for (int mm = 0; mm < kMmaM; ++mm) {
-        const u64 desc_a = warpgroup::smem_desc_k128_swizzle(a_tile + mm * 64 * BLOCK_K);
+      for (int mm = 0; mm < kAccSlabs; ++mm) {
+        const int slab = kSlabPasses ? pass : mm;
+        const u64 desc_a = warpgroup::smem_desc_k128_swizzle(a_tile + slab * 64 * BLOCK_K);
         // +2 per k-step: 32 bytes further along K, in the descriptor's 16-byte units.
         Wgmma<kChunkN, FA, FB>::mma(desc_a + 2 * k, desc_b + 2 * k, acc[mm], (keep || k > 0) ? 1 : 0);
       }
     }
     warpgroup::commit();
+  }
+
+  // Slab passes: slab `slab`'s temporaries into its sums, by the one-slab promotion with that
+  // slab's row factors.
+  using SlabPromotion = Sm90GemmPromotion<BLOCK_M, BLOCK_N, 1, 1, SCALE>;
+  static FP8JIT_DEVICE void promote_slab(const float (&acc)[kAccSlabs][kChunkAccum],
+                                         float (&out)[kMmaM][kPromote ? kAccum : 1], const BlockScales& bs,
+                                         const float* sb, int split_j, int slab) {
+    typename SlabPromotion::BlockScales one;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      one.lo[0][h] = bs.lo[slab][h];
+      one.hi[0][h] = bs.hi[slab][h];
+    }
+    SlabPromotion::promote(acc, reinterpret_cast<float(&)[1][kAccum]>(out[slab]), one, sb, split_j);
   }
 
   // A pending tile's half 1 into the slab (its half 0 is there), the slab to D, and out's upper
@@ -425,7 +454,7 @@ struct Sm90Fp8Gemm {
 
   // This thread's part of a tile's split-K sum (the sums, or fast accumulation's wgmma
   // registers); true where this CTA holds the total and writes the tile.
-  static FP8JIT_DEVICE bool sum_splits(const GemmParams& p, const Smem& s, float (&acc)[kMmaM][kChunkAccum],
+  static FP8JIT_DEVICE bool sum_splits(const GemmParams& p, const Smem& s, float (&acc)[kAccSlabs][kChunkAccum],
                                        float (&out)[kMmaM][kPromote ? kAccum : 1], int tid, int split) {
     float* scratch = reinterpret_cast<float*>(s.a);
     if constexpr (kPromote) return SplitSum::run(out, scratch, tid, split, p.splits);
@@ -442,7 +471,7 @@ struct Sm90Fp8Gemm {
   // Not rowwise: its per-column scales in the epilogue spill 2-8 bytes with it (ptxas).
   static constexpr bool kOverlapHalves = kChunks == 2 && kPromote && SCALE != kPerRow;
   static constexpr bool kDeferEpilogue =
-      kPromote && Epilogue::kCanPack && kMmaM * (kAccum + kChunkAccum + Epilogue::kPacked) <= 210;
+      kPromote && Epilogue::kCanPack && kMmaM * (kAccum + Epilogue::kPacked) + kAccSlabs * kChunkAccum <= 210;
 
   static FP8JIT_DEVICE void run(const GemmParams& p, u8* raw_smem) {
     u32 dynamic_smem;
