@@ -12,6 +12,7 @@ wait || exit 1
 FP8JIT_CACHE_DIR=/tmp/c-new ./build-gpu/tests/fp8jit_gpu_tests --gtest_filter='GemmGpu.*:-GemmGpu.Ffma*:GemmGpu.*Tune*' --gtest_brief=1 >$OUT/gpu_tests.log 2>&1; tail -3 $OUT/gpu_tests.log
 t() { "$1" gemm --m $2 --n $3 --k $4 --scale block --iters 50 ${5:+--config "$5"} 2>&1 | tail -1 | sed -n 's/^\([^ ]*\) .*: \([0-9.]*\) ms.*(\(within\|ABOVE\).*/\1 \2 \3/p'; }
 echo "| shape | config | kernel | base µs | new µs | new/base |"
+echo "| --- | --- | --- | ---: | ---: | --- |"
 while read -r m n k cfg; do
 
     b=$(FP8JIT_CACHE_DIR=/tmp/c-base t /tmp/base-build/fp8jit $m $n $k "$cfg"); a=$(FP8JIT_CACHE_DIR=/tmp/c-new t ./build-gpu/fp8jit $m $n $k "$cfg")
