@@ -12,6 +12,7 @@
 #include "autotune/tuning_db.hpp"
 #include "fp8jit/error.hpp"
 #include "tuning_db_rows.hpp"
+#include "tests/common/temp_dir.hpp"
 
 namespace fp8jit {
 namespace {
@@ -22,16 +23,6 @@ using nlohmann::json;
 
 class TuningDbImport : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/fp8jit_tuning_import_XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-    path_ = dir_ + "/new/tuning.sqlite";
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
   // A two-row export whose second row has `edit` applied.
   static std::string doc_with(const std::function<void(json&)>& edit, int version = 1) {
     json doc = json::parse(
@@ -42,7 +33,8 @@ class TuningDbImport : public ::testing::Test {
     edit(doc["rows"][1]);
     return doc.dump();
   }
-  std::string dir_, path_;
+  test::TempDir tmp_{"fp8jit_tuning_import"};
+  const std::string dir_ = tmp_.path(), path_ = dir_ + "/new/tuning.sqlite";
 };
 
 TEST_F(TuningDbImport, RefusedDocumentCreatesNothing) {

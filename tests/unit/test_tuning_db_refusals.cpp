@@ -18,6 +18,7 @@
 #include "fp8jit/error.hpp"
 #include "tests/common/cli_run.hpp"
 #include "tuning_db_rows.hpp"
+#include "tests/common/temp_dir.hpp"
 
 namespace fp8jit {
 namespace {
@@ -27,17 +28,7 @@ using namespace tuning_rows;
 
 class TuningDbRefusals : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/fp8jit_tuning_refusals_XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-    work_ = dir_ + "/work";
-    fs::create_directories(work_);
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
+  void SetUp() override { fs::create_directories(work_); }
   // A real fp8jit database at work/NAME with `rows` rows, as a copy of the file alone (so no
   // PATH.lock beside it, as after a download or a backup restore), in rollback-journal mode: a
   // read-only connection to a WAL file creates PATH-wal and PATH-shm whoever opens it.
@@ -60,7 +51,8 @@ class TuningDbRefusals : public ::testing::Test {
     return out;
   }
 
-  std::string dir_, work_;
+  test::TempDir tmp_{"fp8jit_tuning_refusals"};
+  const std::string dir_ = tmp_.path(), work_ = dir_ + "/work";
 };
 
 TEST_F(TuningDbRefusals, RefusedFilesKeepNoLockBesideThem) {

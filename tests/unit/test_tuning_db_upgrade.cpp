@@ -16,6 +16,7 @@
 #include "generator/family.hpp"
 #include "runtime/jit/headers.hpp"
 #include "tuning_db_rows.hpp"
+#include "tests/common/temp_dir.hpp"
 
 namespace fp8jit {
 namespace {
@@ -85,20 +86,11 @@ std::vector<Value> v2_row(const TuningRecord& r) {
 
 class TuningDbUpgrade : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/fp8jit_tuning_upgrade_XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-    path_ = dir_ + "/tuning.sqlite";
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
   GemmLookup lookup(std::int64_t m) const {
     return lookup_gemm(GemmProblem{}, m, kN, kK, path_, TunePolicy::cached, kH200, kSmem);
   }
-  std::string dir_, path_;
+  test::TempDir tmp_{"fp8jit_tuning_upgrade"};
+  const std::string dir_ = tmp_.path(), path_ = dir_ + "/tuning.sqlite";
 };
 
 TEST_F(TuningDbUpgrade, RowsOfAnotherBuildAreUsedUntilTheGenerationIsBumped) {
