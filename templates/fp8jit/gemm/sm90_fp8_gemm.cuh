@@ -160,8 +160,10 @@ struct Sm90Fp8Gemm {
   // it waits for the stage to be free (the load's latency hides behind that wait) and stores them
   // into the stage before its expect_tx arrival, whose release publishes them to the consumers.
   // No cp.async and one full-barrier arrival per stage (G15: 1 % faster). Not in clusters:
-  // the producer's 40 registers then spill.
-  static constexpr bool kScalesBByLane0 = SCALE == kBlockScale && kCluster == 1;
+  // the producer's 40 registers then spill. Not for tiles of 128x64 and smaller either: their
+  // consumers finish a K block in less than the load's round trip, which then paces the
+  // producer (one stage per ~600 cycles, G30); lanes 0-1's cp.async keep several in flight.
+  static constexpr bool kScalesBByLane0 = SCALE == kBlockScale && kCluster == 1 && BLOCK_M * BLOCK_N > 128 * 64;
 
   // Lanes of the producer warp that run it: lane 0 issues the TMA loads (and the full barrier's
   // expect_tx arrival). Scales TMA cannot read go by cp.async, each lane arriving once its copies
