@@ -258,7 +258,7 @@ GemmLaunch prepare(const LoadedKernel& k, const GemmArgs& a, int sm_count, int s
     encode(&p.tma_d, tma_type(a.d_dtype), esize, a.d, a.m, a.n, a.ldd, c.block_n, g.rows_per_wg,
            CU_TENSOR_MAP_SWIZZLE_NONE);
   encode_scale_maps(p, a, c, g);
-  // Work units are cluster tiles (Sm90Fp8Gemm::unit_count); a persistent grid of at most as many
+  // Work units are cluster tiles (DenseTileScheduler::unit_count); a persistent grid of at most as many
   // clusters as can be resident at once.
   const std::int64_t units =
       ceil_div(p.tiles_m, c.cluster_m) * ceil_div(p.tiles_n, c.cluster_n) * std::int64_t{splits};

@@ -3,7 +3,8 @@
 // Warp-specialised and persistent: one producer warp issues TMA loads of A and B tiles into a
 // ring of kStages shared-memory stages guarded by mbarriers; one or two consumer warpgroups issue
 // FP8 wgmma.mma_async on them, taking turns. Each CTA (or 2-CTA cluster, which multicasts the
-// operand its pair shares) walks output tiles in grouped (L2-friendly) order.
+// operand its pair shares) works on the units its tile scheduler hands out (scheduler.cuh: the
+// dense grid in grouped, L2-friendly order; grouped layouts plug in other schedulers).
 // Block scaling promotes: every 128 of K, the wgmma accumulators are scaled and added into FP32
 // registers, which applies the per-block scales and sidesteps the tensor cores' limited FP8
 // accumulation precision. The producer warp stages each K block's scales into shared memory with
@@ -24,6 +25,7 @@
 #include "fp8jit/gemm/params.cuh"
 #include "fp8jit/gemm/promotion.cuh"
 #include "fp8jit/gemm/scale_loads.cuh"
+#include "fp8jit/gemm/scheduler.cuh"
 #include "fp8jit/gemm/split_sum.cuh"
 
 namespace fp8jit {
@@ -33,20 +35,9 @@ namespace dev {
 // formats (the instruction spells out N/2 accumulator registers).
 template <int N, int FA, int FB> struct Wgmma;
 
-// Grouped raster over a tiles_m x tiles_n grid: GROUP_M tile-rows are walked column by column,
-// so concurrently running CTAs share A rows and B columns in L2.
-template <int GROUP_M> FP8JIT_DEVICE void tile_coords(int tiles_m, int tiles_n, int t, int& tm, int& tn) {
-  const int per_group = GROUP_M * tiles_n;
-  const int group = t / per_group;
-  const int first_m = group * GROUP_M;
-  const int rows = min(tiles_m - first_m, GROUP_M);
-  const int in_group = t - group * per_group;
-  tm = first_m + in_group % rows;
-  tn = in_group / rows;
-}
-
 template <int BLOCK_M, int BLOCK_N, int kStages, int SCALE, int OUT, int FA, int FB, bool kBias, int GROUP_M,
-          bool kFastAccum, int CLUSTER_M = 1, int CLUSTER_N = 1>
+          bool kFastAccum, int CLUSTER_M = 1, int CLUSTER_N = 1,
+          class Scheduler = DenseTileScheduler<GROUP_M, CLUSTER_M, CLUSTER_N>>
 struct Sm90Fp8Gemm {
   // Warpgroups, column chunks, the shared-memory layout and split-K summing, as the host computes
   // them from the same config (geometry.cuh).
@@ -129,32 +120,7 @@ struct Sm90Fp8Gemm {
     return s;
   }
 
-  // Work unit u of a launch: cluster tile u / splits (a cluster's CTAs take neighbouring tiles),
-  // K range u % splits (the splits of one tile run on neighbouring CTAs, so their A and B
-  // blocks meet in L2). Every CTA of a cluster walks the same units.
-  struct Unit {
-    int tm, tn;         // this CTA's tile
-    int first, last;    // its K-block range [first, last)
-    int split;
-  };
-  static FP8JIT_DEVICE int cluster_tiles_m(const GemmParams& p) { return (p.tiles_m + CLUSTER_M - 1) / CLUSTER_M; }
-  static FP8JIT_DEVICE int cluster_tiles_n(const GemmParams& p) { return (p.tiles_n + CLUSTER_N - 1) / CLUSTER_N; }
-  static FP8JIT_DEVICE int unit_count(const GemmParams& p) { return cluster_tiles_m(p) * cluster_tiles_n(p) * p.splits; }
-  static FP8JIT_DEVICE int first_unit() { return blockIdx.x / kCluster; }
-  static FP8JIT_DEVICE int unit_stride() { return gridDim.x / kCluster; }
   static FP8JIT_DEVICE int cta_rank() { return kCluster == 1 ? 0 : static_cast<int>(cluster::rank()); }
-  // A partner's tile past the edge of D still runs (zero-filled loads, nothing stored): its CTA
-  // delivers half of the shared operand to the other.
-  static FP8JIT_DEVICE Unit unit_of(const GemmParams& p, int u, int rank) {
-    Unit w;
-    w.split = u % p.splits;
-    w.first = w.split * p.kb_per_split;
-    w.last = min(w.first + p.kb_per_split, p.k_blocks);
-    tile_coords<GROUP_M>(cluster_tiles_m(p), cluster_tiles_n(p), u / p.splits, w.tm, w.tn);
-    w.tm = w.tm * CLUSTER_M + (kShareB ? rank : 0);
-    w.tn = w.tn * CLUSTER_N + (kShareA ? rank : 0);
-    return w;
-  }
 
   // Block scaling with A's scales by TMA: lane 0 loads B's two block scales of a K block before
   // it waits for the stage to be free (the load's latency hides behind that wait) and stores them
@@ -185,9 +151,8 @@ struct Sm90Fp8Gemm {
     const int lane = threadIdx.x % 32;
     int stage = 0;
     u32 phase = 0;
-    const int units = unit_count(p);
-    for (int u = first_unit(); u < units; u += unit_stride()) {
-      const Unit w = unit_of(p, u, rank);
+    Scheduler tiles(p, rank);
+    for (GemmUnit w; tiles.next(w);) {
       const int tm = w.tm, tn = w.tn;
       for (int kb = w.first; kb < w.last; ++kb) {
         float sb[2];
@@ -269,14 +234,14 @@ struct Sm90Fp8Gemm {
     float out[kMmaM][kPromote ? kAccum : 1];
     int stage = 0;
     u32 phase = 0;
-    const int units = unit_count(p);
+    Scheduler tiles(p, rank);
     if constexpr (kTakeTurns)
       if (wg == 1) named_barrier_arrive(kTurnBarrier, kTurnThreads);
     // Deferred epilogue: the previous tile's D, packed, and where it goes. Only where each CTA
     // runs three tiles or more: with two (decode-sized M, K = 512) block scaling lost ~1 µs of
     // 17 to it (G21), having little to hide the store under.
     const bool defer = kDeferEpilogue && p.tma_store && (p.splits == 1 || p.split_cluster) &&
-                       units >= 3 * unit_stride();
+                       tiles.runs_at_least(3);
     u32 packed[kMmaM][kDeferEpilogue ? Epilogue::kPacked : 1];
     bool pending = false;
     int pending_y = 0, pending_x = 0;
@@ -288,8 +253,7 @@ struct Sm90Fp8Gemm {
     const bool overlap_halves = kOverlapHalves && p.tma_store && p.splits == 1;
     bool half_pending = false;
     int half_row0 = 0, half_col0 = 0, half_y = 0, half_x = 0;
-    for (int u = first_unit(); u < units; u += unit_stride()) {
-      const Unit w = unit_of(p, u, rank);
+    for (GemmUnit w; tiles.next(w);) {
       const int tm = w.tm, tn = w.tn, first = w.first, last = w.last;
       const int r0 = wg * kRowsPerWG + warp * 16 + lane / 4;  // row within the tile; + mm*64, + 8
       const int row0 = tm * BLOCK_M + r0;
@@ -481,7 +445,7 @@ struct Sm90Fp8Gemm {
     if (dynamic_smem < smem_bytes()) __trap();  // host and device disagree on the layout: fail loudly
     // Splits summed in a cluster need one work unit per CTA (the stages hold the partial once
     // drained) and a kernel that can hold it: the host guarantees both.
-    if (p.split_cluster && (!kCanSumSplitsInCluster || static_cast<int>(gridDim.x) < unit_count(p))) __trap();
+    if (p.split_cluster && (!kCanSumSplitsInCluster || static_cast<int>(gridDim.x) < Scheduler::unit_count(p))) __trap();
     const Smem s = carve(raw_smem);
     const int wg = threadIdx.x / warpgroup::kThreads;
     if (threadIdx.x == 0) {

@@ -1,0 +1,79 @@
+// Which output tiles, and which K range of each, a persistent CTA works on: the tile scheduler,
+// kept apart from the mainloop that works on them. The kernel's producer and consumers each walk
+// the same sequence of work units with their own scheduler object (they never exchange units, so
+// a scheduler must be deterministic per CTA). Dense GEMMs walk the tile grid in grouped order;
+// grouped (mixture-of-experts) layouts are further schedulers with this interface:
+//   Scheduler(p, rank)          this CTA's walk (rank: its place in a 2-CTA cluster)
+//   bool next(GemmUnit& w)      the next unit, false when the CTA is done
+//   bool runs_at_least(int n)   every CTA runs about n units or more (the deferred epilogue's test)
+#pragma once
+
+#include "fp8jit/common/defs.cuh"
+#include "fp8jit/gemm/params.cuh"
+
+namespace fp8jit {
+namespace dev {
+
+// One work unit: an output tile of this CTA and the K blocks [first, last) it sums, split `split`
+// of the tile's K splits.
+struct GemmUnit {
+  int tm, tn;
+  int first, last;
+  int split;
+};
+
+// Grouped raster over a tiles_m x tiles_n grid: GROUP_M tile-rows are walked column by column,
+// so concurrently running CTAs share A rows and B columns in L2.
+template <int GROUP_M> FP8JIT_DEVICE void tile_coords(int tiles_m, int tiles_n, int t, int& tm, int& tn) {
+  const int per_group = GROUP_M * tiles_n;
+  const int group = t / per_group;
+  const int first_m = group * GROUP_M;
+  const int rows = min(tiles_m - first_m, GROUP_M);
+  const int in_group = t - group * per_group;
+  tm = first_m + in_group % rows;
+  tn = in_group / rows;
+}
+
+// The dense GEMM's persistent schedule. Work unit u of a launch: cluster tile u / splits (a
+// cluster's CTAs take neighbouring tiles), K range u % splits (the splits of one tile run on
+// neighbouring CTAs, so their A and B blocks meet in L2). CTA b takes units b / cluster,
+// b / cluster + gridDim.x / cluster, ...; every CTA of a cluster walks the same units.
+// A partner's tile past the edge of D still runs (zero-filled loads, nothing stored): its CTA
+// delivers half of the shared operand to the other.
+template <int GROUP_M, int CLUSTER_M, int CLUSTER_N> struct DenseTileScheduler {
+  static constexpr int kCluster = CLUSTER_M * CLUSTER_N;
+  static constexpr bool kShareA = CLUSTER_N == 2, kShareB = CLUSTER_M == 2;
+
+  const GemmParams& p;
+  const int rank;
+  const int units;  // of the launch
+  int u;            // this CTA's next
+
+  FP8JIT_DEVICE DenseTileScheduler(const GemmParams& params, int cta_rank)
+      : p(params), rank(cta_rank), units(unit_count(params)), u(static_cast<int>(blockIdx.x) / kCluster) {}
+
+  static FP8JIT_DEVICE int cluster_tiles_m(const GemmParams& p) { return (p.tiles_m + CLUSTER_M - 1) / CLUSTER_M; }
+  static FP8JIT_DEVICE int cluster_tiles_n(const GemmParams& p) { return (p.tiles_n + CLUSTER_N - 1) / CLUSTER_N; }
+  // Work units of the launch; the host sizes the grid from the same count (runtime/ops/gemm.cpp).
+  static FP8JIT_DEVICE int unit_count(const GemmParams& p) {
+    return cluster_tiles_m(p) * cluster_tiles_n(p) * p.splits;
+  }
+  static FP8JIT_DEVICE int stride() { return static_cast<int>(gridDim.x) / kCluster; }
+
+  FP8JIT_DEVICE bool runs_at_least(int n) const { return units >= n * stride(); }
+
+  FP8JIT_DEVICE bool next(GemmUnit& w) {
+    if (u >= units) return false;
+    w.split = u % p.splits;
+    w.first = w.split * p.kb_per_split;
+    w.last = min(w.first + p.kb_per_split, p.k_blocks);
+    tile_coords<GROUP_M>(cluster_tiles_m(p), cluster_tiles_n(p), u / p.splits, w.tm, w.tn);
+    w.tm = w.tm * CLUSTER_M + (kShareB ? rank : 0);
+    w.tn = w.tn * CLUSTER_N + (kShareA ? rank : 0);
+    u += stride();
+    return true;
+  }
+};
+
+}  // namespace dev
+}  // namespace fp8jit
