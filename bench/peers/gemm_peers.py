@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
-"""Peer GEMM benchmark, the GPU part: fp8jit (its C ABI through ctypes), DeepGEMM v1 and cuBLASLt
-(torch._scaled_mm) on the same FP8 inputs, in one process.
+"""Peer GEMM benchmark, the GPU part: fp8jit (its C ABI through ctypes), DeepGEMM v1, DeepGEMM 2.6.1
+and cuBLASLt (torch._scaled_mm) on the same FP8 inputs, in one process.
 
 For each shape of each list: random A [M, K] and B [N, K] (E4M3, K-major) and random positive
 scales, drawn once and shared by every provider; D is bf16. Scale modes:
-  block        A 1x128 groups, B 128x128 blocks (DeepSeek-V3): fp8jit, DeepGEMM, cuBLASLt where
-               torch exposes it (torch._scaled_mm blockwise; precise accumulation only)
+  block        A 1x128 groups, B 128x128 blocks (DeepSeek-V3): fp8jit, both DeepGEMMs (v1's
+               gemm_fp8_fp8_bf16_nt, 2.6.1's fp8_gemm_nt; the report also compares fp8jit with
+               the faster of the two per shape), cuBLASLt where torch exposes it
+               (torch._scaled_mm blockwise; precise accumulation only)
   tensor       one fp32 scale per operand, precise accumulation (cuBLASLt use_fast_accum=False)
   tensor-fast  the same with fast accumulation (fp8jit fast_accum, cuBLASLt use_fast_accum=True)
 Every provider's output is poisoned (NaN) before a checked call and compared with a float64
@@ -17,16 +19,22 @@ before every call and is left out; warm-up calls first, then the median of --ite
 Usage (repository root, on a Hopper GPU; bench/peers/run.sh builds the library and calls this):
   python3 bench/peers/gemm_peers.py --lib build-peers/libfp8jit.so --out DIR
       [--lists deepseek-v3,open-models] [--scales block,tensor,tensor-fast]
-      [--providers fp8jit,deepgemm,cublaslt] [--only MxNxK,...] [--iters 30] [--warmup 5]
+      [--providers fp8jit,deepgemm,deepgemm2,cublaslt] [--only MxNxK,...] [--iters 30] [--warmup 5]
+      [--deepgemm .carry/deepgemm] [--deepgemm2 .carry/deepgemm2]
+A DeepGEMM whose tree is missing or (2.6.1) whose extension is not built is reported unavailable
+with the reason; the rest still runs.
 Writes DIR/gemm_peers.{md,csv,json} (rewritten after every shape, so a run cut short keeps what
 it measured).
 """
 import argparse
 import ctypes
+import glob
+import importlib.util
 import os
 import re
 import subprocess
 import sys
+import tempfile
 import time
 import traceback
 from concurrent.futures import ThreadPoolExecutor
@@ -52,7 +60,7 @@ def parse_args(argv=None):
     p.add_argument("--lists", default="deepseek-v3,open-models",
                    help="shape lists: names in bench/shapes (deepseek-v3 = deepseek_v3.csv) or CSV paths")
     p.add_argument("--scales", default=",".join(pc.SCALES), help="block,tensor,tensor-fast")
-    p.add_argument("--providers", default=",".join(pc.PROVIDERS), help="fp8jit,deepgemm,cublaslt")
+    p.add_argument("--providers", default=",".join(pc.PROVIDERS), help=",".join(pc.PROVIDERS))
     p.add_argument("--only", default="", help="keep only these shapes, MxNxK comma-separated (a quick check)")
     p.add_argument("--iters", type=int, default=30, help="timed calls per provider, shape and scale (median)")
     p.add_argument("--warmup", type=int, default=5, help="untimed calls before them (after the checked call)")
@@ -60,6 +68,8 @@ def parse_args(argv=None):
     p.add_argument("--seed", type=int, default=1234)
     p.add_argument("--deepgemm", default=os.path.join(ROOT, ".carry", "deepgemm"),
                    help="DeepGEMM source tree (its deep_gemm package is imported from there)")
+    p.add_argument("--deepgemm2", default=os.path.join(ROOT, ".carry", "deepgemm2"),
+                   help="DeepGEMM 2.6.1 tree, its extension built in place (bench/peers/setup_deepgemm2.py, run.sh)")
     p.add_argument("--jobs", type=int, default=0, help="parallel DeepGEMM compiles (0: CPU count)")
     p.add_argument("--name", default="gemm_peers", help="base name of the report files")
     p.add_argument("--max-seconds", type=float, default=0,
@@ -398,6 +408,198 @@ class DeepGemmProvider:
                 raise RuntimeError(f"cuLaunchKernelEx: {code}")
 
 
+DG2_VERSION = "2.6.1"
+DG2_MODULE = "deep_gemm2"  # v1's package is deep_gemm in the same process
+DG2_CONFIG = re.compile(r"block_m=(\d+), block_n=(\d+).*?cluster_m=(\d+), cluster_n=(\d+).*?"
+                        r"num_stages=(\d+).*?num_sms=(\d+)")
+
+
+def deepgemm2_config_text(printed):
+    """The config in DeepGEMM 2.6.1's DG_PRINT_CONFIGS line ('GemmDesc(...): GemmConfig(layout=
+    Layout(... block_m=.., block_n=.., ..., cluster_m=.., cluster_n=..), ..., num_stages=..),
+    launch_config=LaunchConfig(num_sms=.., ...)), LayoutInfo(...)') in v1's style,
+    e.g. '128x112 s5 mc2A sms132'; None when there is none."""
+    m = DG2_CONFIG.search(printed or "")
+    if not m:
+        return None
+    bm, bn, cm, cn, stages, sms = (int(x) for x in m.groups())
+    # sm90_fp8_gemm_1d2d multicasts over its cluster of cm x cn CTAs, A when the cluster spans N.
+    return f"{bm}x{bn} s{stages} mc{cm * cn}{'A' if cn > 1 else 'B'} sms{sms}"
+
+
+def load_deepgemm2(path):
+    """DeepGEMM 2.6.1's package from PATH/deep_gemm (its _C extension built in place), imported
+    under another name: v1's pure-Python package already holds the name deep_gemm. The package
+    imports its parts relatively, and _C finds its JIT headers from its own directory."""
+    pkg = os.path.join(path, "deep_gemm")
+    if not os.path.isfile(os.path.join(pkg, "__init__.py")):
+        raise RuntimeError(f"--deepgemm2 {path}: no deep_gemm package there "
+                           "(bench/peers/setup_deepgemm2.py lays it out)")
+    if not glob.glob(os.path.join(pkg, "_C*.so")):
+        raise RuntimeError(f"--deepgemm2 {path}: its extension is not built (run.sh builds it: "
+                           f"cd {path} && python3 setup.py build_ext --inplace)")
+    if not os.path.isdir(os.path.join(pkg, "include", "cute")):
+        raise RuntimeError(f"--deepgemm2 {path}: no CUTLASS headers in deep_gemm/include "
+                           "(setup_deepgemm2.py puts them there)")
+    if DG2_MODULE in sys.modules:
+        return sys.modules[DG2_MODULE]
+    for var, default in (("DG_JIT_CACHE_DIR", "/tmp/deepgemm-cache"), ("CUDA_HOME", "/usr/local/cuda")):
+        os.environ.setdefault(var, default)  # _C reads CUDA_HOME at import, the cache at the first compile
+    spec = importlib.util.spec_from_file_location(DG2_MODULE, os.path.join(pkg, "__init__.py"),
+                                                  submodule_search_locations=[pkg])
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[DG2_MODULE] = mod
+    try:
+        spec.loader.exec_module(mod)
+    except BaseException:
+        del sys.modules[DG2_MODULE]
+        raise
+    return mod
+
+
+def deepgemm2_args(torch, M, N, K, dev="cuda"):
+    """Zero operands and unit scales in the layouts the benchmark passes (A's scales MN-major,
+    M padded to 4; B's [N/128, K/128] row-major): for compiling, not for timing."""
+    kb, nb, m4 = -(-K // 128), -(-N // 128), -(-M // 4) * 4
+    A = torch.zeros(M, K, dtype=torch.uint8, device=dev).view(torch.float8_e4m3fn)
+    B = torch.zeros(N, K, dtype=torch.uint8, device=dev).view(torch.float8_e4m3fn)
+    sa = torch.ones(kb, m4, device=dev)[:, :M].t()
+    sb = torch.ones(nb, kb, device=dev)
+    return A, sa, B, sb, torch.empty(M, N, dtype=torch.bfloat16, device=dev)
+
+
+def deepgemm2_compile_worker(path, shape_texts):
+    """A child process of DeepGemm2Provider.precompile: one call of each MxNxK makes DeepGEMM pick
+    its config and JIT-compile the kernel into DG_JIT_CACHE_DIR. Prints 'ok SHAPE' or
+    'fail SHAPE: why' per shape; the status is 0 when all passed."""
+    import torch
+    dg = load_deepgemm2(path)
+    failed = 0
+    for text in shape_texts:
+        M, N, K = (int(x) for x in text.split("x"))
+        try:
+            A, sa, B, sb, D = deepgemm2_args(torch, M, N, K)
+            dg.fp8_gemm_nt((A, sa), (B, sb), D, recipe=(1, 128, 128))
+            torch.cuda.synchronize()
+            print(f"ok {text}", flush=True)
+        except Exception as e:  # noqa: BLE001 - reported to the parent, the shape fails again there
+            failed += 1
+            print(f"fail {text}: {short_error(e, 400)}", flush=True)
+    return 1 if failed else 0
+
+
+def capture_fd1(fn):
+    """Runs fn with file descriptor 1 in a temporary file and returns what was written there:
+    DeepGEMM's C++ side prints its configs to stdout (std::cout, through C stdio)."""
+    libc = ctypes.CDLL(None)
+    sys.stdout.flush()
+    libc.fflush(None)
+    saved = os.dup(1)
+    with tempfile.TemporaryFile() as tmp:
+        os.dup2(tmp.fileno(), 1)
+        try:
+            fn()
+        finally:
+            libc.fflush(None)
+            os.dup2(saved, 1)
+            os.close(saved)
+            tmp.seek(0)
+            text = tmp.read().decode("utf-8", "replace")
+            if text.strip():  # into the log as well
+                for line in text.strip().splitlines():
+                    log(f"  DeepGEMM {DG2_VERSION} says: {line[:600]}")
+    return text
+
+
+class DeepGemm2Provider:
+    """DeepGEMM 2.6.1 (C++ extension, JIT with nvcc unless DG_JIT_USE_NVRTC=1): fp8_gemm_nt with
+    recipe (1, 128, 128) on sm_90 runs sm90_fp8_gemm_1d2d, A's 1x128 scales MN-major and
+    TMA-aligned (the shared buffer already is: no transform kernel), B's 128x128 scales as they
+    are; the config from its own heuristic (no autotuning)."""
+    name = "deepgemm2"
+
+    def __init__(self, torch, path, jobs):
+        self.torch, self.path = torch, os.path.abspath(path)  # the compile processes get it too
+        self.dg = load_deepgemm2(self.path)
+        version = getattr(self.dg, "__version__", "unknown")
+        if version != DG2_VERSION:
+            raise RuntimeError(f"--deepgemm2 {path}: version {version}, expected {DG2_VERSION}")
+        if not hasattr(self.dg, "fp8_gemm_nt"):
+            raise RuntimeError(f"--deepgemm2 {path}: this build has no fp8_gemm_nt (CUDA or torch too old for it)")
+        self.jobs = jobs or os.cpu_count() or 8
+        self.commit = _read(os.path.join(path, "DEEPGEMM_COMMIT")) or "unknown"
+        self.cutlass = _read(os.path.join(path, "CUTLASS_COMMIT")) or "unknown"
+        self.configs = {}  # (M, N, K) -> config text: DeepGEMM prints a shape's config once per process
+
+    def describe(self):
+        jit = "NVRTC" if os.environ.get("DG_JIT_USE_NVRTC", "0") not in ("", "0") else \
+            f"nvcc {os.environ.get('DG_JIT_NVCC_COMPILER') or os.path.join(os.environ['CUDA_HOME'], 'bin', 'nvcc')}"
+        return (f"{self.commit[:7]} (CUTLASS {self.cutlass[:7]}), fp8_gemm_nt recipe (1, 128, 128) "
+                f"with its own heuristic, {self.dg.get_num_sms()} SMs, PDL {'on' if self.dg.get_pdl() else 'off'}, "
+                f"JIT {jit}, cache {os.environ.get('DG_JIT_CACHE_DIR')}")
+
+    def precompile(self, shapes, budget_s=420):
+        """Compiles every shape's kernel before the run, in --jobs child processes (the JIT runs
+        inside the extension under the GIL, one kernel at a time): sorted by (N, K, M) and cut
+        into contiguous chunks, so shapes likely to share a kernel share a process and the second
+        finds it in the cache. The parent then loads the cubins from DG_JIT_CACHE_DIR."""
+        texts = [f"{m}x{n}x{k}" for n, k, m in sorted({(s.n, s.k, s.m) for s in shapes})]
+        jobs = max(1, min(self.jobs, len(texts)))
+        chunks = [texts[i * len(texts) // jobs:(i + 1) * len(texts) // jobs] for i in range(jobs)]
+        code = (f"import sys; sys.path.insert(0, {HERE!r}); import gemm_peers as g; "
+                "sys.exit(g.deepgemm2_compile_worker(sys.argv[1], sys.argv[2:]))")
+        t = time.time()
+        procs = [subprocess.Popen([sys.executable, "-c", code, self.path, *c], stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT, text=True) for c in chunks if c]
+        ok, errors, first_bad = 0, [], None
+        for p in procs:
+            try:
+                out, _ = p.communicate(timeout=max(1.0, budget_s - (time.time() - t)))
+            except subprocess.TimeoutExpired:
+                p.kill()
+                out, _ = p.communicate()
+                errors.append(f"a compile process ran past {budget_s} s")
+            lines = out.splitlines()
+            ok += sum(1 for line in lines if line.startswith("ok "))
+            errors += [line for line in lines if line.startswith("fail ")]
+            if p.returncode and not any(line.startswith(("ok ", "fail ")) for line in lines):
+                errors.append(f"a compile process failed (status {p.returncode})")
+            if p.returncode and first_bad is None:
+                first_bad = out
+        log(f"DeepGEMM {DG2_VERSION}: {ok} of {len(texts)} shapes compiled ({len(procs)} processes) in "
+            f"{time.time() - t:.1f} s" + (f"; {len(errors)} problems, first: {errors[0][:400]}" if errors else ""))
+        if first_bad:  # what DeepGEMM printed (nvcc's errors go to its stdout): the shapes fail again later
+            log("  the first failing compile process said: " + first_bad.strip()[-1500:].replace("\n", "\n    "))
+
+    def prepare(self, inp, scale, D):
+        if scale != "block":
+            raise NotApplicable(f"DeepGEMM {DG2_VERSION} on sm_90 has block scaling only")
+        torch = self.torch
+        A, sa, B, sb = inp.A, inp.sa, inp.B, inp.sb
+        # Its wrapper transforms A's scales unless they are MN-major and TMA-aligned already: that
+        # would add a kernel to every timed call. Ours are; make sure it agrees.
+        if self.dg.get_mn_major_tma_aligned_tensor(sa).data_ptr() != sa.data_ptr():
+            raise RuntimeError("DeepGEMM 2.6.1 would transform A's scales on every call")
+        gemm = self.dg.fp8_gemm_nt
+
+        def call():
+            gemm((A, sa), (B, sb), D, recipe=(1, 128, 128))
+        key = (inp.M, inp.N, inp.K)
+        if key not in self.configs:
+            # DG_PRINT_CONFIGS: the chosen config is printed at the first call of a shape only.
+            old = os.environ.get("DG_PRINT_CONFIGS")
+            os.environ["DG_PRINT_CONFIGS"] = "1"
+            try:
+                text = capture_fd1(lambda: (call(), torch.cuda.synchronize()))
+            finally:
+                if old is None:
+                    del os.environ["DG_PRINT_CONFIGS"]
+                else:
+                    os.environ["DG_PRINT_CONFIGS"] = old
+            self.configs[key] = deepgemm2_config_text(text) or "(config not printed)"
+        return call, self.configs[key], D
+
+
 class CublasLtProvider:
     name = "cublaslt"
 
@@ -633,11 +835,23 @@ def main(argv=None):
             if "block" in a.scale_list:
                 p.precompile(all_shapes)
             providers["deepgemm"] = p
-            meta_prov["deepgemm"] = (f"v1 {p.commit[:7]} (CUTLASS {p.cutlass[:7]}), gemm_fp8_fp8_bf16_nt with its "
+            meta_prov["deepgemm"] = (f"{p.commit[:7]} (CUTLASS {p.cutlass[:7]}), gemm_fp8_fp8_bf16_nt with its "
                                      f"own heuristic, JIT cache {os.environ.get('DG_JIT_CACHE_DIR')}")
         except Exception as e:  # noqa: BLE001
             provider_errors["deepgemm"] = short_error(e)
             traceback.print_exc()
+    if "deepgemm2" in a.provider_list:
+        try:
+            p = DeepGemm2Provider(torch, a.deepgemm2, a.jobs)
+            log(f"DeepGEMM {DG2_VERSION} from {a.deepgemm2}")
+            if "block" in a.scale_list:
+                p.precompile(all_shapes)
+            providers["deepgemm2"] = p
+            meta_prov["deepgemm2"] = p.describe()
+        except Exception as e:  # noqa: BLE001 - e.g. not laid out or not built: the rest runs
+            provider_errors["deepgemm2"] = short_error(e)
+            if not isinstance(e, RuntimeError):
+                traceback.print_exc()
     if "cublaslt" in a.provider_list:
         try:
             providers["cublaslt"] = CublasLtProvider(torch)

@@ -7,9 +7,17 @@ import math
 import os
 import re
 
-PROVIDERS = ("fp8jit", "deepgemm", "cublaslt")
-PROVIDER_TITLES = {"fp8jit": "fp8jit", "deepgemm": "DeepGEMM", "cublaslt": "cuBLASLt"}
-PEERS = ("deepgemm", "cublaslt")
+PROVIDERS = ("fp8jit", "deepgemm", "deepgemm2", "cublaslt")
+PROVIDER_TITLES = {"fp8jit": "fp8jit", "deepgemm": "DeepGEMM v1", "deepgemm2": "DeepGEMM 2.6.1",
+                   "cublaslt": "cuBLASLt"}
+SHORT_TITLES = {"fp8jit": "fp8jit", "deepgemm": "v1", "deepgemm2": "2.6.1", "cublaslt": "cuBLASLt"}
+# Two DeepGEMMs: v1 is faster at small M, 2.6.1 at large M. The peer to beat is the faster of the two,
+# shape by shape: the made-up peer BEST_DEEPGEMM takes, per row, the lower time of those that ran
+# and passed the check.
+DEEPGEMMS = ("deepgemm", "deepgemm2")
+BEST_DEEPGEMM = "deepgemm_best"
+PEERS = ("deepgemm", "deepgemm2", BEST_DEEPGEMM, "cublaslt")
+PEER_TITLES = dict(PROVIDER_TITLES, **{BEST_DEEPGEMM: "best DeepGEMM"})
 # tensor-fast: per-tensor scales with the whole K sum in the tensor cores (fp8jit accum=fast,
 # cuBLASLt use_fast_accum); block is 1x128 activations x 128x128 weights.
 SCALES = ("block", "tensor", "tensor-fast")
@@ -232,10 +240,25 @@ def timed_ok(row, provider):
     return r["status"] == "ok" and bool(r.get("us"))
 
 
+def best_deepgemm(row):
+    """(µs, provider) of the faster DeepGEMM on this row among those timed with a correct result
+    (the lower time; v1 on a tie), else None."""
+    timed = [(result_of(row, p)["us"], p) for p in DEEPGEMMS if timed_ok(row, p)]
+    return min(timed) if timed else None
+
+
+def peer_us(row, peer):
+    """A peer's time on this row when it ran and passed the check, else None."""
+    if peer == BEST_DEEPGEMM:
+        best = best_deepgemm(row)
+        return best[0] if best else None
+    return result_of(row, peer)["us"] if timed_ok(row, peer) else None
+
+
 def row_ratio(row, peer):
-    if not (timed_ok(row, "fp8jit") and timed_ok(row, peer)):
+    if not timed_ok(row, "fp8jit"):
         return None
-    return speed_ratio(result_of(row, peer)["us"], result_of(row, "fp8jit")["us"])
+    return speed_ratio(peer_us(row, peer), result_of(row, "fp8jit")["us"])
 
 
 def row_roofline(row, provider, bandwidth):
@@ -250,7 +273,8 @@ def shape_text(row):
 
 def summarize(rows, bandwidth):
     """Per scale mode: geometric mean, worst shape and count below 1 of each peer ratio (rows where
-    both ran correctly), the M <= 128 roofline geometric mean of each provider, and the flagged
+    both ran correctly; for the best DeepGEMM also how many rows each DeepGEMM won and on how
+    many both ran), the M <= 128 roofline geometric mean of each provider, and the flagged
     results (statuses other than ok, skipped and n/a)."""
     out = {}
     for scale in dict.fromkeys(r["scale"] for r in rows):
@@ -266,6 +290,10 @@ def summarize(rows, bandwidth):
                                  "worst": worst[0], "worst_shape": shape_text(worst[1]),
                                  "best": best[0], "best_shape": shape_text(best[1]),
                                  "below_1": sum(1 for x, _ in pairs if x < 1.0)}
+                if peer == BEST_DEEPGEMM:  # which DeepGEMM set the bar, and how often both did run
+                    winners = [best_deepgemm(r)[1] for _, r in pairs]
+                    s["vs"][peer]["won"] = {p: winners.count(p) for p in DEEPGEMMS}
+                    s["vs"][peer]["both"] = sum(1 for _, r in pairs if all(timed_ok(r, p) for p in DEEPGEMMS))
         for p in PROVIDERS:
             fr = [row_roofline(r, p, bandwidth) for r in mine]
             fr = [x for x in fr if x is not None]
@@ -308,32 +336,48 @@ def check_text(row):
     return "; ".join(notes) or "ok"
 
 
+def ratio_cell(row, peer):
+    """The ratio; for the best DeepGEMM with the one that set it, e.g. '0.904 (v1)'."""
+    text = _fmt(row_ratio(row, peer), ".3f")
+    if peer == BEST_DEEPGEMM and text:
+        text += f" ({SHORT_TITLES[best_deepgemm(row)[1]]})"
+    return text
+
+
+def vs_cell(v, peer):
+    """A summary cell: geomean (shapes), worst at, count below 1 [; DeepGEMM wins]."""
+    if not v:
+        return "-"
+    text = f"**{v['geomean']:.3f}x** ({v['shapes']}), {v['worst']:.3f}x at {v['worst_shape']}, {v['below_1']}"
+    if peer == BEST_DEEPGEMM:
+        text += ("; won " + " / ".join(f"{SHORT_TITLES[p]} {v['won'][p]}" for p in DEEPGEMMS)
+                 + f" (both ran: {v['both']})")
+    return text
+
+
 def markdown_section(title, rows, summary, bandwidth, level=2):
     """One shape list: the per-shape table, then the summary per scale mode."""
     h = "#" * level
     out = [f"{h} {title}", ""]
-    out.append("| M | N | K | scale | fp8jit µs | DeepGEMM µs | cuBLASLt µs | DeepGEMM / fp8jit "
-               "| cuBLASLt / fp8jit | roofline fp8jit / DeepGEMM / cuBLASLt | check |")
-    out.append("| ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | --- | --- |")
+    roof_title = " / ".join(SHORT_TITLES[p] for p in PROVIDERS)
+    out.append("| M | N | K | scale | " + " | ".join(f"{PROVIDER_TITLES[p]} µs" for p in PROVIDERS) + " | "
+               + " | ".join(f"{PEER_TITLES[p]} / fp8jit" for p in PEERS) + f" | roofline {roof_title} | check |")
+    out.append("| ---: | ---: | ---: | --- |" + " ---: |" * (len(PROVIDERS) + len(PEERS)) + " --- | --- |")
     for r in rows:
         roof = [row_roofline(r, p, bandwidth) for p in PROVIDERS]
         roof_text = "" if all(x is None for x in roof) else " / ".join(_fmt(x, ".2f") or "-" for x in roof)
         out.append(f"| {r['m']} | {r['n']} | {r['k']} | {r['scale']} | "
-                   + " | ".join(cell_time(result_of(r, p)) for p in PROVIDERS)
-                   + f" | {_fmt(row_ratio(r, 'deepgemm'), '.3f')} | {_fmt(row_ratio(r, 'cublaslt'), '.3f')}"
+                   + " | ".join(cell_time(result_of(r, p)) for p in PROVIDERS) + " | "
+                   + " | ".join(ratio_cell(r, p) for p in PEERS)
                    + f" | {roof_text} | {_md_escape(check_text(r))} |")
     out += ["", f"{h}# {title}: summary", "",
-            "| scale | vs DeepGEMM: geomean (shapes), worst, below 1 | vs cuBLASLt: geomean (shapes), worst, below 1 "
-            f"| roofline M <= {DECODE_MAX_M} geomean: fp8jit / DeepGEMM / cuBLASLt | flagged |",
-            "| --- | --- | --- | --- | --- |"]
+            "| scale | " + " | ".join(f"vs {PEER_TITLES[p]}: geomean (shapes), worst, below 1" for p in PEERS)
+            + f" | roofline M <= {DECODE_MAX_M} geomean: {roof_title} | flagged |",
+            "| --- |" + " --- |" * (len(PEERS) + 2)]
     for scale, s in summary.items():
-        vs = []
-        for peer in PEERS:
-            v = s["vs"].get(peer)
-            vs.append(f"**{v['geomean']:.3f}x** ({v['shapes']}), {v['worst']:.3f}x at {v['worst_shape']}, "
-                      f"{v['below_1']}" if v else "-")
+        vs = [vs_cell(s["vs"].get(peer), peer) for peer in PEERS]
         roof = " / ".join(_fmt(s["roofline"].get(p, {}).get("geomean"), ".2f") or "-" for p in PROVIDERS)
-        out.append(f"| {scale} | {vs[0]} | {vs[1]} | {roof} | {len(s['flagged'])} |")
+        out.append(f"| {scale} | " + " | ".join(vs) + f" | {roof} | {len(s['flagged'])} |")
     flagged = [f for s in summary.values() for f in s["flagged"]]
     if flagged:
         out += ["", "Flagged: " + "; ".join(_md_escape(f) for f in flagged[:40])
@@ -349,7 +393,9 @@ def markdown(title, sections, bandwidth, meta_lines=()):
             "summed over the device work of one call (kernels, and memsets where a library issues them), L2 flushed (a 256 MiB write, not counted) before each "
             "call, median of the timed calls after warm-up; the Python wrappers' host time is not in it "
             "for any provider. Ratios are peer time / fp8jit time (> 1: fp8jit is faster); geomeans "
-            "cover the shapes where both ran and passed the check. Roofline (M <= "
+            "cover the shapes where both ran and passed the check. Best DeepGEMM: per shape the faster of "
+            "DeepGEMM v1 and 2.6.1 among those that ran and passed the check (the peer to beat; its cell "
+            "names which, its summary how many shapes each won). Roofline (M <= "
             f"{DECODE_MAX_M}) = bytes of A, B, D and scales / the device-to-device copy bandwidth "
             f"({_fmt(bandwidth and bandwidth / 1e12, '.2f')} TB/s, read + write, same run) / kernel time. "
             f"! marks a result whose relative error against the float64 reference is above {ERROR_LIMIT:g}; "
@@ -361,7 +407,8 @@ def markdown(title, sections, bandwidth, meta_lines=()):
 
 CSV_FIELDS = ["list", "label", "m", "n", "k", "scale"] + \
     [f"{p}_{x}" for p in PROVIDERS for x in ("us", "status", "rel_err")] + \
-    ["ratio_deepgemm", "ratio_cublaslt"] + [f"roofline_{p}" for p in PROVIDERS] + \
+    [f"{BEST_DEEPGEMM}_us", BEST_DEEPGEMM] + \
+    [f"ratio_{p}" for p in PEERS] + [f"roofline_{p}" for p in PROVIDERS] + \
     [f"config_{p}" for p in PROVIDERS] + [f"kernels_{p}" for p in PROVIDERS] + [f"note_{p}" for p in PROVIDERS]
 
 
@@ -380,6 +427,9 @@ def csv_text(rows, bandwidth):
             d[f"config_{p}"] = res.get("config") or ""
             d[f"kernels_{p}"] = " + ".join(res.get("kernels") or [])
             d[f"note_{p}"] = res.get("note") or ""
+        best = best_deepgemm(r)
+        d[f"{BEST_DEEPGEMM}_us"] = _fmt(best and best[0], ".3f")
+        d[BEST_DEEPGEMM] = best[1] if best else ""
         for peer in PEERS:
             d[f"ratio_{peer}"] = _fmt(row_ratio(r, peer), ".4f")
         w.writerow(d)
@@ -429,11 +479,11 @@ def summary_lines(summaries):
             parts = [f"{list_name_:<13} {scale:<11}"]
             for peer in PEERS:
                 v = s["vs"].get(peer)
-                parts.append(f"vs {PROVIDER_TITLES[peer]} " +
+                parts.append(f"vs {PEER_TITLES[peer]} " +
                              (f"{v['geomean']:.3f}x ({v['shapes']}, worst {v['worst']:.3f}x at {v['worst_shape']})"
                               if v else "-"))
             roof = "/".join(_fmt(s["roofline"].get(p, {}).get("geomean"), ".2f") or "-" for p in PROVIDERS)
-            parts.append(f"roofline M<={DECODE_MAX_M} fp8jit/DG/cuBLASLt {roof}")
+            parts.append(f"roofline M<={DECODE_MAX_M} {'/'.join(SHORT_TITLES[p] for p in PROVIDERS)} {roof}")
             parts.append(f"flagged {len(s['flagged'])}")
             out.append("  ".join(parts))
     return out

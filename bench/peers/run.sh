@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The peer GEMM benchmark in one command, on a Hopper machine with torch and CUDA: builds the
 # shared libfp8jit.so if needed (BUILD_DIR, default build-peers: its own CMake tree, tests and
-# benchmarks off), then runs bench/peers/gemm_peers.py once (one process): fp8jit (C ABI via
-# ctypes), DeepGEMM v1 (.carry/deepgemm) and cuBLASLt (torch._scaled_mm) on the same inputs, both
-# shape lists, block / tensor / tensor-fast scaling.
+# benchmarks off), builds DeepGEMM 2.6.1's extension in .carry/deepgemm2 if that tree is there and
+# not built yet, then runs bench/peers/gemm_peers.py once (one process): fp8jit (C ABI via ctypes),
+# DeepGEMM v1 (.carry/deepgemm), DeepGEMM 2.6.1 (.carry/deepgemm2) and cuBLASLt (torch._scaled_mm)
+# on the same inputs, both shape lists, block / tensor / tensor-fast scaling.
 #
 # Usage (any directory): bash bench/peers/run.sh [OUT_DIR] [gemm_peers.py options...]
 #   OUT_DIR   results (default $OUT, else bench/results/peers-<date>): gemm_peers.{md,csv,json}
@@ -11,8 +12,10 @@
 #   e.g.      bash bench/peers/run.sh /tmp/p --only 64x2112x7168,4096x7168x2048 --iters 10
 # Environment: BUILD_DIR; FP8JIT_CACHE_DIR (default /tmp/fp8jit-peers-cache: a fresh cache and no
 # tuning rows, so fp8jit runs its heuristic's kernels unless FP8JIT_DB names a database);
-# DG_JIT_CACHE_DIR (default /tmp/deepgemm-cache); CUDA_HOME (default /usr/local/cuda).
-# Exit status: 0 all correct, 1 build or set-up failed, 2 some result flagged (see the report).
+# DG_JIT_CACHE_DIR (default /tmp/deepgemm-cache, both DeepGEMMs); CUDA_HOME (default /usr/local/cuda);
+# DEEPGEMM2_DIR (default .carry/deepgemm2: bench/peers/setup_deepgemm2.py lays it out; a failed
+# build leaves DeepGEMM 2.6.1 unavailable in the report, the rest runs).
+# Exit status: 0 all correct, 1 build or set-up failed, 2 some result flagged or a peer unavailable.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 1
 out_dir=${OUT:-bench/results/peers-$(date +%F)}
@@ -56,8 +59,40 @@ cmake --build "$B" -j"$(nproc)" --target fp8jit_shared > /tmp/peers-build.log 2>
 [ -f "$B/libfp8jit.so" ] || { echo "run.sh: $B/libfp8jit.so missing after the build" >&2; finish 1; }
 echo "built in $(( $(date +%s) - t0 )) s: $(readlink -f "$B/libfp8jit.so")"
 
+# DeepGEMM 2.6.1 is a torch C++ extension (csrc/python_api.cpp, g++ only; the kernels are JIT-compiled
+# with nvcc at run time): build it in place once, into deep_gemm/_C*.so. A failure is logged and
+# leaves that peer unavailable; gemm_peers.py says why.
+dg2=${DEEPGEMM2_DIR:-.carry/deepgemm2}
+if [ -f "$dg2/setup.py" ]; then
+  if compgen -G "$dg2/deep_gemm/_C*.so" >/dev/null; then
+    echo "DeepGEMM 2.6.1: extension already built: $(ls "$dg2"/deep_gemm/_C*.so)"
+  else
+    step "build DeepGEMM 2.6.1 extension ($dg2)"
+    t0=$(date +%s)
+    dg2_env=(DG_USE_LOCAL_VERSION=0) stubs=  # DG_USE_LOCAL_VERSION=0: the version from __init__.py, not git
+    if ! python3 -c "import wheel.bdist_wheel, packaging.version" 2>/dev/null; then
+      # setup.py imports both at the top for its wheel command only; build_ext never uses them.
+      stubs=$(mktemp -d)
+      mkdir -p "$stubs/wheel" "$stubs/packaging"
+      : > "$stubs/wheel/__init__.py"; : > "$stubs/packaging/__init__.py"
+      echo "from setuptools import Command as bdist_wheel" > "$stubs/wheel/bdist_wheel.py"
+      echo "def parse(v): raise NotImplementedError" > "$stubs/packaging/version.py"
+      dg2_env+=(PYTHONPATH="$stubs${PYTHONPATH:+:$PYTHONPATH}")
+      echo "(no wheel or packaging module: stand-ins in $stubs)"
+    fi
+    if (cd "$dg2" && env "${dg2_env[@]}" python3 setup.py build_ext --inplace 2>&1); then
+      echo "DeepGEMM 2.6.1 built in $(( $(date +%s) - t0 )) s: $(ls "$dg2"/deep_gemm/_C*.so)"
+    else
+      echo "run.sh: DeepGEMM 2.6.1 build failed after $(( $(date +%s) - t0 )) s: it is reported unavailable"
+    fi
+    [ -n "$stubs" ] && rm -rf "$stubs"
+  fi
+else
+  echo "DeepGEMM 2.6.1: no tree at $dg2 (python3 bench/peers/setup_deepgemm2.py lays it out): reported unavailable"
+fi
+
 step "gemm_peers.py -> $out_dir"
-python3 bench/peers/gemm_peers.py --lib "$B/libfp8jit.so" --out "$out_dir" "$@"
+python3 bench/peers/gemm_peers.py --lib "$B/libfp8jit.so" --out "$out_dir" --deepgemm2 "$dg2" "$@"
 rc=$?
 step "done (status $rc)"
 ls -l "$out_dir"

@@ -124,8 +124,9 @@ def test_events():
 # ---- report -------------------------------------------------------------------------------------
 
 def _row(lst, m, n, k, scale, us):
+    """us: {provider: µs, None (n/a) or a status}; providers left out were not asked for."""
     provs = {}
-    for p, t in zip(pc.PROVIDERS, us):
+    for p, t in us.items():
         if t is None:
             provs[p] = {"status": "n/a"}
         elif isinstance(t, str):
@@ -135,12 +136,17 @@ def _row(lst, m, n, k, scale, us):
     return {"list": lst, "label": "grp", "m": m, "n": n, "k": k, "scale": scale, "providers": provs}
 
 
+def _us(fp8jit, v1, v2, cublaslt):
+    return dict(zip(pc.PROVIDERS, (fp8jit, v1, v2, cublaslt)))
+
+
 def test_report():
     bw = 3.0e12
-    rows = [_row("a", 64, 2112, 7168, "block", [10.0, 12.0, 11.0]),
-            _row("a", 4096, 7168, 2048, "block", [100.0, 90.0, 200.0]),
-            _row("a", 64, 2112, 7168, "tensor", [9.0, None, 8.0]),
-            _row("a", 128, 4096, 7168, "tensor", [20.0, None, "error"])]
+    check(pc.PROVIDERS == ("fp8jit", "deepgemm", "deepgemm2", "cublaslt"), f"provider order {pc.PROVIDERS}")
+    rows = [_row("a", 64, 2112, 7168, "block", _us(10.0, 12.0, "skipped", 11.0)),
+            _row("a", 4096, 7168, 2048, "block", _us(100.0, 90.0, "skipped", 200.0)),
+            _row("a", 64, 2112, 7168, "tensor", _us(9.0, None, "skipped", 8.0)),
+            _row("a", 128, 4096, 7168, "tensor", _us(20.0, None, "skipped", "error"))]
     rows[1]["providers"]["cublaslt"]["status"] = "bad"
     rows[1]["providers"]["cublaslt"]["rel_err"] = 0.5
     s = pc.summarize(rows, bw)
@@ -168,7 +174,109 @@ def test_report():
             js = json.load(f)
         check(js["meta"]["x"] is None and set(js["summary"]) == {"a", "b"} and len(js["rows"]) == 5, "JSON")
     lines = pc.summary_lines(summaries)
-    check(len(lines) == 3 and "vs DeepGEMM 1.039x" in lines[0], f"summary lines {lines}")
+    check(len(lines) == 3 and "vs DeepGEMM v1 1.039x" in lines[0], f"summary lines {lines}")
+    # One DeepGEMM only (2.6.1 not asked for): the best DeepGEMM is v1, shape by shape.
+    check(close(vs[pc.BEST_DEEPGEMM]["geomean"], vs["deepgemm"]["geomean"]) and "deepgemm2" not in vs
+          and vs[pc.BEST_DEEPGEMM]["won"] == {"deepgemm": 2, "deepgemm2": 0} and vs[pc.BEST_DEEPGEMM]["both"] == 0,
+          f"best of one DeepGEMM {vs.get(pc.BEST_DEEPGEMM)}")
+
+
+def test_best_deepgemm():
+    """The faster DeepGEMM per shape (the peer to beat): ratios, geomeans, wins, table and files,
+    per shape list, with synthetic timings."""
+    bw = 3.0e12
+    a = [_row("a", 64, 2112, 7168, "block", _us(10.0, 12.0, 15.0, 11.0)),       # v1 faster: 1.2
+         _row("a", 4096, 7168, 2048, "block", _us(100.0, 90.0, 80.0, 120.0)),   # 2.6.1 faster: 0.8
+         _row("a", 128, 4096, 7168, "block", _us(20.0, 18.0, "error", 25.0)),   # 2.6.1 failed: v1, 0.9
+         _row("a", 8192, 8192, 8192, "block", _us(50.0, 60.0, 40.0, 55.0)),     # 2.6.1 wrong (below): v1, 1.2
+         _row("a", 16, 4096, 7168, "block", _us(30.0, 33.0, 33.0, 30.0)),       # a tie: v1, 1.1
+         _row("a", 64, 2112, 7168, "tensor", _us(9.0, None, None, 8.0))]         # no DeepGEMM: no best
+    a[3]["providers"]["deepgemm2"].update(status="bad", rel_err=0.3)
+    b = [_row("b", 1, 4096, 4096, "block", _us(5.0, 4.0, 6.0, 5.0)),            # v1: 0.8
+         _row("b", 8192, 4096, 4096, "block", _us(200.0, 260.0, 250.0, 210.0))]  # 2.6.1: 1.25
+
+    check(pc.best_deepgemm(a[0]) == (12.0, "deepgemm") and pc.best_deepgemm(a[1]) == (80.0, "deepgemm2"),
+          f"best_deepgemm {pc.best_deepgemm(a[0])}, {pc.best_deepgemm(a[1])}")
+    check(pc.best_deepgemm(a[3]) == (60.0, "deepgemm"), "a wrong 2.6.1 result never sets the bar")
+    check(pc.best_deepgemm(a[4]) == (33.0, "deepgemm"), "a tie goes to v1")
+    check(pc.best_deepgemm(a[5]) is None and pc.row_ratio(a[5], pc.BEST_DEEPGEMM) is None, "n/a: no best")
+    check(close(pc.row_ratio(a[1], pc.BEST_DEEPGEMM), 0.8) and close(pc.row_ratio(a[1], "deepgemm"), 0.9)
+          and close(pc.row_ratio(a[1], "deepgemm2"), 0.8), "row ratios against v1, 2.6.1 and the best")
+
+    sa, sb = pc.summarize(a, bw)["block"], pc.summarize(b, bw)["block"]
+    best = sa["vs"][pc.BEST_DEEPGEMM]
+    check(close(best["geomean"], (1.2 * 0.8 * 0.9 * 1.2 * 1.1) ** 0.2) and best["shapes"] == 5,
+          f"best geomean {best}")
+    check(best["won"] == {"deepgemm": 4, "deepgemm2": 1} and best["both"] == 3, f"wins {best}")
+    check(best["worst_shape"] == "4096x7168x2048" and best["below_1"] == 2, f"best worst {best}")
+    v1, v2 = sa["vs"]["deepgemm"], sa["vs"]["deepgemm2"]
+    check(close(v1["geomean"], (1.2 * 0.9 * 0.9 * 1.2 * 1.1) ** 0.2) and v1["shapes"] == 5, f"v1 {v1}")
+    check(close(v2["geomean"], (1.5 * 0.8 * 1.1) ** (1 / 3)) and v2["shapes"] == 3, f"2.6.1 {v2}")
+    check(best["geomean"] <= min(v1["geomean"], v2["geomean"]) + 1e-12, "the best is never easier to beat")
+    check(close(sb["vs"][pc.BEST_DEEPGEMM]["geomean"], math.sqrt(0.8 * 1.25))
+          and sb["vs"][pc.BEST_DEEPGEMM]["won"] == {"deepgemm": 1, "deepgemm2": 1}, "list b on its own")
+    roof = sa["roofline"]
+    want = math.sqrt(pc.roofline_fraction(64, 2112, 7168, "block", 15.0, bw)
+                     * pc.roofline_fraction(16, 4096, 7168, "block", 33.0, bw))
+    check(roof["deepgemm2"]["shapes"] == 2 and roof["deepgemm"]["shapes"] == 3
+          and close(roof["deepgemm2"]["geomean"], want), f"M <= 128 roofline per DeepGEMM {roof}")
+    check(len(sa["flagged"]) == 2 and any("DeepGEMM 2.6.1: bad" in f for f in sa["flagged"]),
+          f"flagged {sa['flagged']}")
+
+    with tempfile.TemporaryDirectory() as d:
+        md, summaries = pc.write_report(d, "t", "Title", [("a", "list a", a), ("b", "list b", b)], bw, {}, [])
+        head = next(line for line in md.splitlines() if line.startswith("| M |"))
+        for col in ("DeepGEMM v1 µs", "DeepGEMM 2.6.1 µs", "DeepGEMM v1 / fp8jit", "DeepGEMM 2.6.1 / fp8jit",
+                    "best DeepGEMM / fp8jit", "roofline fp8jit / v1 / 2.6.1 / cuBLASLt"):
+            check(f"| {col} |" in head, f"table column {col!r} in {head}")
+        cells = [line.split(" | ") for line in md.splitlines() if line.startswith("| 4096 | 7168 | 2048 |")]
+        check(len(cells) == 1 and len(cells[0]) == len(head.split(" | ")), "table rows as wide as the header")
+        check("| 0.800 (2.6.1) |" in md and "| 1.200 (v1) |" in md and "| 40.0! |" in md, "best cells")
+        check("won v1 4 / 2.6.1 1 (both ran: 3)" in md and "won v1 1 / 2.6.1 1 (both ran: 2)" in md,
+              "summary wins per list")
+        check(f"**{(1.2 * 0.8 * 0.9 * 1.2 * 1.1) ** 0.2:.3f}x** (5)" in md, "best geomean in the summary")
+        with open(os.path.join(d, "t.csv")) as f:
+            got = list(csv.DictReader(f))
+        r = got[1]
+        check((r["ratio_deepgemm"], r["ratio_deepgemm2"], r["ratio_deepgemm_best"], r["ratio_cublaslt"])
+              == ("0.9000", "0.8000", "0.8000", "1.2000"), f"CSV ratios {r}")
+        check(r["deepgemm_best"] == "deepgemm2" and r["deepgemm_best_us"] == "80.000"
+              and r["deepgemm2_us"] == "80.000", "CSV best columns")
+        check(got[3]["deepgemm_best"] == "deepgemm" and got[5]["deepgemm_best"] == "", "CSV best: wrong result, n/a")
+        with open(os.path.join(d, "t.json")) as f:
+            js = json.load(f)
+        check(js["summary"]["b"]["block"]["vs"][pc.BEST_DEEPGEMM]["won"] == {"deepgemm": 1, "deepgemm2": 1},
+              "JSON summary of the best DeepGEMM")
+    lines = pc.summary_lines(summaries)
+    check(any("vs best DeepGEMM" in x and "vs DeepGEMM 2.6.1" in x for x in lines), f"summary lines {lines}")
+
+
+# ---- DeepGEMM 2.6.1 set-up -----------------------------------------------------------------------
+
+def test_deepgemm2_setup():
+    """The CUTLASS header closure of setup_deepgemm2.py and the config text of gemm_peers.py (both
+    importable without torch)."""
+    import gemm_peers as gp
+    import setup_deepgemm2 as sd
+    with tempfile.TemporaryDirectory() as d:
+        def put(rel, text=""):
+            os.makedirs(os.path.dirname(os.path.join(d, rel)), exist_ok=True)
+            with open(os.path.join(d, rel), "w") as f:
+                f.write(text)
+        put("inc/cute/a.hpp", '#include "b.hpp"\n#include <cuda/std/cstdint>\n')
+        put("inc/cute/b.hpp", "#if 0\n  #  include <cutlass/c.h>\n#endif\n")
+        put("inc/cutlass/c.h", '#include "cutlass/d.h"\n#include "a.hpp"\n')
+        put("inc/cutlass/d.h", "")
+        put("inc/cutlass/unused.h", "")
+        put("src/k.cuh", "#include <cute/a.hpp>\n")
+        got = sd.include_closure(os.path.join(d, "inc"), [os.path.join(d, "src")])
+        check(got == ["cute/a.hpp", "cute/b.hpp", "cutlass/c.h", "cutlass/d.h"], f"include closure {got}")
+    line = ("GemmDesc(gemm_type=0, kernel_type=1, m=64, n=2112, k=7168, num_sms=132, tc_util=100): "
+            "GemmConfig(layout=Layout(swap_ab=0, block_m=64, block_n=112, block_k=128, cluster_m=1, cluster_n=2), "
+            "storage_config=StorageConfig(load_block_m=64), pipeline_config=PipelineConfig(smem_size=1, num_stages=8), "
+            "launch_config=LaunchConfig(num_sms=132, num_sms_per_cluster=2, num_threads=256)), LayoutInfo(num_waves=1)")
+    check(gp.deepgemm2_config_text(line) == "64x112 s8 mc2A sms132", f"config text {gp.deepgemm2_config_text(line)}")
+    check(gp.deepgemm2_config_text("nothing here") is None, "no config printed")
 
 
 # ---- ctypes against the header ------------------------------------------------------------------
@@ -354,7 +462,8 @@ def test_library():
 
 
 def main():
-    for t in (test_shapes, test_arithmetic, test_events, test_report, test_header, test_c_compiler, test_library):
+    for t in (test_shapes, test_arithmetic, test_events, test_report, test_best_deepgemm, test_deepgemm2_setup,
+              test_header, test_c_compiler, test_library):
         try:
             t()
         except Exception as e:  # noqa: BLE001
