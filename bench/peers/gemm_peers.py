@@ -65,6 +65,8 @@ def parse_args(argv=None):
     p.add_argument("--iters", type=int, default=30, help="timed calls per provider, shape and scale (median)")
     p.add_argument("--warmup", type=int, default=5, help="untimed calls before them (after the checked call)")
     p.add_argument("--flush-mib", type=int, default=256, help="L2 flush: MiB written before every call")
+    p.add_argument("--flush", choices=("write", "read"), default="write",
+                   help="how L2 is flushed: write (dirty lines left, the default) or read (clean lines)")
     p.add_argument("--seed", type=int, default=1234)
     p.add_argument("--deepgemm", default=os.path.join(ROOT, ".carry", "deepgemm"),
                    help="DeepGEMM source tree (its deep_gemm package is imported from there)")
@@ -124,16 +126,28 @@ def is_flush(name):
     return "FillFunctor" in name
 
 
+def is_read_flush(name):
+    return "reduce_kernel" in name
+
+
 class Timer:
     """Profiles calls with an L2 flush before each; see peers_core.split_by_flush."""
 
-    def __init__(self, torch, flush_mib):
+    def __init__(self, torch, flush_mib, mode="write"):
         self.torch = torch
-        self.buf = torch.empty(flush_mib * 2**20 // 4, dtype=torch.int32, device="cuda")
+        self.buf = torch.full((flush_mib * 2**20 // 4,), 7, dtype=torch.int32, device="cuda")
+        self.mode = mode
+        self.is_flush = is_flush if mode == "write" else is_read_flush
         self.names_logged = False
 
     def flush(self):
-        self.buf.fill_(7)  # a FillFunctor<int> kernel: is_flush() tells it apart
+        # write (the field's convention, as DeepGEMM's and Triton's benchmarks zero a buffer):
+        # L2 is left full of dirty lines, which the timed kernel's loads must write back to DRAM;
+        # read: a reduction over the buffer leaves L2 full of clean lines, no write-backs.
+        if self.mode == "write":
+            self.buf.fill_(7)  # a FillFunctor<int> kernel: is_flush() tells it apart
+        else:
+            self.buf.amax()  # a reduce_kernel: is_read_flush() tells it apart
 
     def warm(self, fn, n):
         for _ in range(n):
@@ -157,7 +171,7 @@ class Timer:
             self.names_logged = True
             log("device activities seen by the profiler:",
                 "; ".join(sorted({pc.short_kernel_name(n) for n, _, _ in events})))
-        groups = pc.split_by_flush(events, is_flush, iters * len(fns))
+        groups = pc.split_by_flush(events, self.is_flush, iters * len(fns))
         return pc.call_times(groups, iters)
 
 
@@ -861,12 +875,12 @@ def main(argv=None):
     for pname, err in provider_errors.items():
         log(f"provider {pname} unavailable: {err}")
 
-    timer = Timer(torch, a.flush_mib)
+    timer = Timer(torch, a.flush_mib, a.flush)
     bandwidth, copy_names = copy_bandwidth(torch, timer)
     log(f"device-to-device copy: {bandwidth / 1e12:.3f} TB/s (read + write; {', '.join(copy_names)})")
 
     meta = {"gpu": gpu, "torch": torch.__version__, "cuda": torch.version.cuda, "providers": meta_prov,
-            "provider_errors": provider_errors, "iters": a.iters, "warmup": a.warmup, "flush_mib": a.flush_mib,
+            "provider_errors": provider_errors, "iters": a.iters, "warmup": a.warmup, "flush_mib": a.flush_mib, "flush": a.flush,
             "error_limit": pc.ERROR_LIMIT, "seed": a.seed, "lists": {n: p for n, p, _ in lists},
             "scales": a.scale_list, "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
             "timing": "torch.profiler (kineto/CUPTI) device durations, summed per call; median"}
@@ -880,7 +894,7 @@ def main(argv=None):
             elif pname in provider_errors:
                 out.append(f"{pc.PROVIDER_TITLES[pname]}: unavailable: {provider_errors[pname]}")
         out.append(f"{a.iters} timed calls (median) after {a.warmup} warm-up calls per shape, scale and provider; "
-                   f"L2 flush {a.flush_mib} MiB; inputs E4M3 ~N(0,2), scales U[0.25, 2), seed {a.seed}")
+                   f"L2 flush {a.flush_mib} MiB ({a.flush}); inputs E4M3 ~N(0,2), scales U[0.25, 2), seed {a.seed}")
         return out
 
     def write():

@@ -70,6 +70,9 @@ if [ -f "$dg2/setup.py" ]; then
     step "build DeepGEMM 2.6.1 extension ($dg2)"
     t0=$(date +%s)
     dg2_env=(DG_USE_LOCAL_VERSION=0) stubs=  # DG_USE_LOCAL_VERSION=0: the version from __init__.py, not git
+    # The g++ torch was built with: an extension from another g++ (the machine's default
+    # /opt/gcc) imports but segfaults in its first call (H100 machine, 2026-11-24).
+    [ -x /usr/bin/g++-13 ] && dg2_env+=(CXX=/usr/bin/g++-13)
     if ! python3 -c "import wheel.bdist_wheel, packaging.version" 2>/dev/null; then
       # setup.py imports both at the top for its wheel command only; build_ext never uses them.
       stubs=$(mktemp -d)
