@@ -254,9 +254,9 @@ def test_best_deepgemm():
 # ---- DeepGEMM 2.6.1 set-up -----------------------------------------------------------------------
 
 def test_deepgemm2_setup():
-    """The CUTLASS header closure of setup_deepgemm2.py and the config text of gemm_peers.py (both
+    """The CUTLASS header closure of setup_deepgemm2.py and the config text of deepgemm_peers.py (both
     importable without torch)."""
-    import gemm_peers as gp
+    import deepgemm_peers as gp
     import setup_deepgemm2 as sd
     with tempfile.TemporaryDirectory() as d:
         def put(rel, text=""):
