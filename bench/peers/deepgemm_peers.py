@@ -13,8 +13,7 @@ import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
+HERE = os.path.dirname(os.path.abspath(__file__))  # the compile workers import this module from here
 
 from peer_util import NotApplicable, log, read_text, short_error  # noqa: E402
 

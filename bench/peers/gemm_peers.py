@@ -81,8 +81,10 @@ def parse_args(argv=None):
             if not m:
                 raise pc.InputError(f"--only: '{item}' is not MxNxK")
             a.only_set.add(tuple(int(v) for v in m.groups()))
-        if a.iters < 1 or a.warmup < 0 or a.flush_mib < 1:
-            raise pc.InputError("--iters must be >= 1, --warmup >= 0, --flush-mib >= 1")
+        if a.iters < 1 or a.warmup < 0 or not 1 <= a.flush_mib <= 65536:
+            raise pc.InputError("--iters must be >= 1, --warmup >= 0, --flush-mib in [1, 65536]")
+        if a.jobs < 0 or a.max_seconds < 0:
+            raise pc.InputError("--jobs and --max-seconds must be >= 0")
     except pc.InputError as e:
         p.error(str(e))
     return a

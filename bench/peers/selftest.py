@@ -11,6 +11,7 @@ build-peers/, build-gpu/, build-shared/, build/), the C ABI calls that need no G
 Exit status 0 when every check passes.
 """
 import csv
+import io
 import ctypes
 import json
 import math
@@ -253,6 +254,26 @@ def test_best_deepgemm():
 
 # ---- DeepGEMM 2.6.1 set-up -----------------------------------------------------------------------
 
+def test_gemm_peers_args():
+    """gemm_peers.py's options: a wrong, empty-where-required or huge value is a usage error
+    (argparse exits 2) before anything runs; good values parse."""
+    import contextlib
+    import gemm_peers as gp
+    good = gp.parse_args(["--out", "/tmp/x", "--flush", "read", "--only", "64x2112x7168", "--flush-mib", "1"])
+    check(good.flush == "read" and good.only_set == {(64, 2112, 7168)}, "good options parse")
+    bad = [["--flush", "bogus"], ["--flush", ""], ["--flush-mib", "0"], ["--flush-mib", "99999999999"],
+           ["--flush-mib", "x"], ["--only", "64x2112"], ["--jobs", "-1"], ["--max-seconds", "-5"],
+           ["--iters", "0"], ["--scales", ""], ["--providers", "nope"], []]
+    for extra in bad:
+        argv = extra if not extra else ["--out", "/tmp/x"] + extra
+        try:
+            with contextlib.redirect_stderr(io.StringIO()):
+                gp.parse_args(argv)
+            check(False, f"options {extra} accepted")
+        except SystemExit as e:
+            check(e.code == 2, f"options {extra}: exit {e.code}, want 2")
+
+
 def test_deepgemm2_setup():
     """The CUTLASS header closure of setup_deepgemm2.py and the config text of deepgemm_peers.py (both
     importable without torch)."""
@@ -463,6 +484,7 @@ def test_library():
 
 def main():
     for t in (test_shapes, test_arithmetic, test_events, test_report, test_best_deepgemm, test_deepgemm2_setup,
+              test_gemm_peers_args,
               test_header, test_c_compiler, test_library):
         try:
             t()
