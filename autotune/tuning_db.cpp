@@ -237,6 +237,7 @@ std::string problem_key(const KernelSpec& spec) {
       throw_invalid(spec.family + "." + def.name, "<missing>", "a problem parameter");
     if (std::find(def.allowed.begin(), def.allowed.end(), it->second) == def.allowed.end())
       throw_invalid(spec.family + "." + def.name, param_repr(it->second), "not an allowed value");
+    if (elided(def, it->second)) continue;
     if (const auto* i = std::get_if<std::int64_t>(&it->second))
       out[def.name] = *i;
     else

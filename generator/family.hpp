@@ -15,10 +15,17 @@ struct ParamDef {
   bool is_config;  // false: part of the problem (what is computed); true: how it is computed
   std::vector<ParamValue> allowed;
   std::string doc;
-  // A config parameter added after specs were first saved: JSON without it reads as this value,
-  // so specs written before it existed still parse (they name the same kernel as before).
+  // A parameter added after specs were first saved: JSON without it reads as this value, so specs
+  // written before it existed still parse (they name the same kernel as before). A problem
+  // parameter at this value is also left out of the JSON, the tuning key and the space hash
+  // (elided()): the problems that existed before it keep their hashes, cache files and tuned rows.
   std::optional<ParamValue> absent_means = std::nullopt;
 };
+
+// A problem parameter at its absent_means value: not written (see ParamDef::absent_means).
+inline bool elided(const ParamDef& def, const ParamValue& v) {
+  return !def.is_config && def.absent_means && *def.absent_means == v;
+}
 
 struct FamilyDef {
   std::string name;

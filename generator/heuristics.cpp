@@ -130,6 +130,39 @@ KernelSpec default_gemm_spec(const GemmProblem& problem, std::int64_t m, std::in
   }
 }
 
+
+// Grouped GEMMs run their groups' tiles in one persistent grid, without split-K: the dense
+// heuristic's tile for the stacked rows (every group's expected rows, rounded up to whole tiles),
+// with 64-row tiles where groups are decode-sized, and no pair along M (its two tiles could
+// belong to different groups).
+KernelSpec default_grouped_gemm_spec(const GemmProblem& problem, std::int64_t groups, std::int64_t expected_m,
+                                     std::int64_t n, std::int64_t k, int sm_count, int smem_bytes) {
+  if (problem.layout == GemmLayout::dense)
+    throw_invalid("layout", "dense", "default_grouped_gemm_spec is for contiguous and masked layouts");
+  GemmProblem dense = problem;
+  dense.layout = GemmLayout::dense;
+  const int block_m = expected_m <= 64 ? 64 : 128;
+  const std::int64_t tiles_per_group = (std::max<std::int64_t>(expected_m, 1) + block_m - 1) / block_m;
+  const std::int64_t rows = std::max<std::int64_t>(groups, 1) * tiles_per_group * block_m;
+  GemmConfig c = gemm_config_of(default_gemm_spec(dense, rows, n, k, sm_count, smem_bytes));
+  c.block_m = block_m;
+  c.cluster_m = 1;
+  // The chosen width, or the widest narrower one whose registers and pipeline fit these rows.
+  for (;; c.block_n -= 16) {
+    for (c.stages = kDefaultStages; c.stages > 2 && gemm_geometry(problem, c).smem_bytes > smem_bytes; --c.stages) {
+    }
+    const GemmGeometry g = gemm_geometry(problem, c);
+    if (g.smem_bytes <= smem_bytes && g.fits_registers && !g.straddles_three_b_blocks) {
+      try {
+        return make_gemm_spec(problem, c);
+      } catch (const Error&) {  // a rule of the family's check: try narrower
+      }
+    }
+    if (c.block_n <= 16)
+      throw_unsupported(fmt::format("no grouped gemm tile fits {} bytes of shared memory per block", smem_bytes));
+  }
+}
+
 }  // namespace fp8jit
 
 namespace fp8jit {

@@ -75,7 +75,7 @@ json spec_json(const KernelSpec& spec) {
   json problem = json::object(), config = json::object();
   for (const ParamDef& def : family.params) {
     auto it = spec.params.find(def.name);
-    if (it == spec.params.end()) continue;
+    if (it == spec.params.end() || elided(def, it->second)) continue;
     (def.is_config ? config : problem)[def.name] = to_json_value(it->second);
   }
   return json{{"family", spec.family}, {"problem", problem}, {"config", config}};
@@ -155,7 +155,7 @@ KernelSpec spec_from_json(std::string_view text) {
                     std::string("belongs in \"") + (def.is_config ? "config" : "problem") + "\"");
   }
   for (const ParamDef& def : family.params)
-    if (def.is_config && def.absent_means && !spec.params.count(def.name)) spec.params[def.name] = *def.absent_means;
+    if (def.absent_means && !spec.params.count(def.name)) spec.params[def.name] = *def.absent_means;
   validate_spec(spec);
   return spec;
 }

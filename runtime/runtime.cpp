@@ -24,6 +24,7 @@
 #include "runtime/ops/dims.hpp"
 #include "runtime/ops/elementwise.hpp"
 #include "runtime/ops/gemm.hpp"
+#include "runtime/ops/grouped_gemm.hpp"
 #include "runtime/ops/routes.hpp"
 #include "runtime/sass/gemm_post_passes.hpp"
 
@@ -95,6 +96,15 @@ struct Runtime::Impl {
   std::vector<std::pair<CUcontext, CUdeviceptr>> retired;
 
   int jobs() const { return jobs_or_cores(options.jobs); }
+
+  // Grouped GEMMs: the heuristic (tuned rows for grouped layouts are not stored yet); without a
+  // GPU, for an H100/H200.
+  KernelSpec select_grouped(const GroupedGemmArgs& a) const {
+    const GemmProblem p = ops::problem_of(a);
+    if (!driver::available()) return default_grouped_gemm_spec(p, a.groups, a.expected_m, a.n, a.k);
+    const driver::DeviceInfo info = driver::device_info();
+    return default_grouped_gemm_spec(p, a.groups, a.expected_m, a.n, a.k, info.sm_count, info.max_smem_optin);
+  }
 
   // The variant for a problem and shape: database row or heuristic (see lookup_gemm). Without
   // a GPU to key the database with: the heuristic for an H100/H200.
@@ -226,6 +236,29 @@ void Runtime::gemm(const GemmArgs& args, CUstream stream) {
     route = impl_->remember(key, impl_->kernels.get(found.spec), &a);
   }
   impl_->run_gemm(*route.kernel, a, key.ctx, route.sm_count, route.splits, stream);
+}
+
+KernelSpec Runtime::select(const GroupedGemmArgs& args) const {
+  const GroupedGemmArgs a = ops::normalize(args);
+  return impl_->select_grouped(a);
+}
+
+void Runtime::grouped_gemm(const GroupedGemmArgs& args, CUstream stream) {
+  const GroupedGemmArgs a = ops::normalize(args);
+  const RouteKey key = route_key(driver::ensure_context(), ops::problem_of(a), {a.expected_m, a.n, a.k}, a.groups);
+  Route route;
+  if (!impl_->routes.find(key, route)) [[unlikely]] {
+    impl_->check_device(key.ctx);
+    route = impl_->remember(key, impl_->kernels.get(impl_->select_grouped(a)));
+  }
+  ops::launch(*route.kernel, a, route.sm_count, stream);
+}
+
+void Runtime::grouped_gemm(const GroupedGemmArgs& args, const KernelSpec& spec, CUstream stream) {
+  const GroupedGemmArgs a = ops::normalize(args);
+  ops::check_matches(spec, a);
+  const int sms = impl_->check_device(driver::ensure_context());
+  ops::launch(impl_->kernels.get(spec), a, sms, stream);
 }
 
 void Runtime::gemm(const GemmArgs& args, const KernelSpec& spec, CUstream stream) {

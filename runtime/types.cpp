@@ -46,6 +46,12 @@ constexpr NameTable<ScaleMode, 4> k_scale_mode_names{{
     {ScaleMode::group, "group"},
 }};
 
+constexpr NameTable<GemmLayout, 3> k_gemm_layout_names{{
+    {GemmLayout::dense, "dense"},
+    {GemmLayout::contiguous, "contiguous"},
+    {GemmLayout::masked, "masked"},
+}};
+
 // An enumerator outside the table can only come from a bad cast inside fp8jit or a caller
 // bypassing parse_*, so it is reported rather than printed as garbage.
 template <class E, std::size_t N>
@@ -80,6 +86,9 @@ std::string_view to_string(ScaleMode v) { return name_of(k_scale_mode_names, v, 
 std::optional<ScaleMode> parse_scale_mode(std::string_view s) {
   return parse_name(k_scale_mode_names, s);
 }
+
+std::string_view to_string(GemmLayout v) { return name_of(k_gemm_layout_names, v, "GemmLayout"); }
+std::optional<GemmLayout> parse_gemm_layout(std::string_view s) { return parse_name(k_gemm_layout_names, s); }
 
 std::optional<DType> parse_dtype(std::string_view s) { return parse_name(k_dtype_names, s); }
 std::optional<Fp8Format> parse_fp8_format(std::string_view s) {

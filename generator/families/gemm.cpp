@@ -31,6 +31,13 @@ std::string check(const KernelSpec& spec) {
   if (p.fast_accum && (p.scale == ScaleMode::block || p.scale == ScaleMode::group))
     return fmt::format("accum = fast is for tensor and rowwise scaling; {} scaling promotes every 128 of K",
                        to_string(p.scale));
+  if (p.layout != GemmLayout::dense) {
+    if (p.scale == ScaleMode::group)
+      return fmt::format("layout = {} takes tensor, rowwise or block scaling, not group", to_string(p.layout));
+    if (p.bias) return fmt::format("layout = {}: grouped GEMMs take no bias", to_string(p.layout));
+    if (c.cluster_m != 1)
+      return fmt::format("layout = {}: cluster_m = 2 would pair tiles of different groups; use cluster_n", to_string(p.layout));
+  }
   if (g.smem_bytes > kGemmSmemLimit)
     return fmt::format("stages = {} with {}x{} tiles ({} out) needs {} bytes of shared memory; the limit is {}",
                        c.stages, c.block_m, c.block_n, to_string(p.out), g.smem_bytes, kGemmSmemLimit);
@@ -53,6 +60,9 @@ std::string check(const KernelSpec& spec) {
   if (g.chunks == 2 && c.block_n % 16 != 0)
     return fmt::format("block_n = {} (> {}, precise) is computed in two halves: it must be a multiple of 16",
                        c.block_n, dev::kGemmUnchunkedMaxN);
+  if (g.grouped_spills)
+    return fmt::format("layout = {} with {} scaling and block_n = {} (> {}, computed in halves) spills registers",
+                       to_string(p.layout), to_string(p.scale), c.block_n, dev::kGemmUnchunkedMaxN);
   if (g.bias_spills)
     return fmt::format("block_n = {} with bias spills registers (precise accumulation); at most {} columns",
                        c.block_n, dev::kGemmChunkedBiasMaxN);
@@ -63,8 +73,9 @@ std::string name_of(const KernelSpec& spec) {
   const GemmProblem p = gemm_problem_of(spec);
   const GemmConfig c = gemm_config_of(spec);
   const std::string cluster = c.cluster_m == 2 ? "_c2m" : c.cluster_n == 2 ? "_c2n" : "";
-  return fmt::format("gemm_sm90_{}{}_{}_{}{}{}_{}x{}x128_s{}_g{}{}", to_string(p.a_format), to_string(p.b_format),
-                     to_string(p.out), to_string(p.scale), p.fast_accum ? "_fast" : "", p.bias ? "_bias" : "",
+  const std::string layout = p.layout == GemmLayout::dense ? "" : fmt::format("_{}", to_string(p.layout));
+  return fmt::format("gemm_sm90_{}{}_{}_{}{}{}{}_{}x{}x128_s{}_g{}{}", to_string(p.a_format), to_string(p.b_format),
+                     to_string(p.out), to_string(p.scale), p.fast_accum ? "_fast" : "", p.bias ? "_bias" : "", layout,
                      c.block_m, c.block_n, c.stages, c.group_m, cluster);
 }
 
@@ -88,25 +99,41 @@ std::string render_wgmma(int n, Fp8Format a, Fp8Format b) {
       n, dev_fp8(a), dev_fp8(b), regs, list, regs + 1, regs + 2, to_string(a), to_string(b), outs);
 }
 
+// The kernel's scheduler argument: none for dense GEMMs (the kernel's default), the grouped
+// scheduler of the layout otherwise.
+std::string render_scheduler(const GemmProblem& p, const GemmConfig& c) {
+  if (p.layout == GemmLayout::dense) return "";
+  return fmt::format(",\n    GroupedTileScheduler<{}, {}, {}, /*CLUSTER_N=*/{}, {}>", c.block_m, c.block_n, c.group_m,
+                     c.cluster_n, p.layout == GemmLayout::contiguous ? "kContiguousLayout" : "kMaskedLayout");
+}
+
 std::string render_body(const KernelSpec& spec) {
   const GemmProblem p = gemm_problem_of(spec);
   const GemmConfig c = gemm_config_of(spec);
   const GemmGeometry g = gemm_geometry(p, c);
+  // Grouped launches never split K: no reduction kernel.
+  const std::string reduce =
+      p.layout != GemmLayout::dense
+          ? ""
+          : fmt::format("\nextern \"C\" __global__ void fp8jit_gemm_reduce(const __grid_constant__ GemmParams p) {{\n"
+                        "  Sm90GemmReduce<{}, {}>::run(p);\n}}\n",
+                        dev_elem(p.out), p.bias ? "true" : "false");
   return fmt::format(
       "{}\n"
       "using Kernel = Sm90Fp8Gemm</*BLOCK_M=*/{}, /*BLOCK_N=*/{}, /*kStages=*/{}, {}, {}, {}, {}, /*kBias=*/{}, "
-      "/*GROUP_M=*/{}, /*kFastAccum=*/{}, /*CLUSTER_M=*/{}, /*CLUSTER_N=*/{}>;\n\n"
+      "/*GROUP_M=*/{}, /*kFastAccum=*/{}, /*CLUSTER_M=*/{}, /*CLUSTER_N=*/{}{}>;\n\n"
       "extern \"C\" __global__ void __launch_bounds__({}, 1) fp8jit_gemm(const __grid_constant__ GemmParams p) {{\n"
       "  extern __shared__ __align__(1024) u8 smem[];\n"
-      "  Kernel::run(p, smem);\n}}\n\n"
-      "extern \"C\" __global__ void fp8jit_gemm_reduce(const __grid_constant__ GemmParams p) {{\n"
-      "  Sm90GemmReduce<{}, {}>::run(p);\n}}\n",
+      "  Kernel::run(p, smem);\n}}\n{}",
       render_wgmma(g.chunk_n, p.a_format, p.b_format), c.block_m, c.block_n, c.stages, dev_scale(p.scale),
       dev_elem(p.out), dev_fp8(p.a_format), dev_fp8(p.b_format), p.bias ? "true" : "false", c.group_m,
-      p.fast_accum ? "true" : "false", c.cluster_m, c.cluster_n, g.threads, dev_elem(p.out), p.bias ? "true" : "false");
+      p.fast_accum ? "true" : "false", c.cluster_m, c.cluster_n, render_scheduler(p, c), g.threads, reduce);
 }
 
-std::vector<std::string> entry_points(const KernelSpec&) { return {"fp8jit_gemm", "fp8jit_gemm_reduce"}; }
+std::vector<std::string> entry_points(const KernelSpec& spec) {
+  if (gemm_problem_of(spec).layout != GemmLayout::dense) return {"fp8jit_gemm"};
+  return {"fp8jit_gemm", "fp8jit_gemm_reduce"};
+}
 GemmGeometry geometry_of(const KernelSpec& spec) { return gemm_geometry(gemm_problem_of(spec), gemm_config_of(spec)); }
 int dynamic_smem(const KernelSpec& spec) { return geometry_of(spec).smem_bytes; }
 int block_threads(const KernelSpec& spec) { return geometry_of(spec).threads; }
@@ -130,6 +157,9 @@ FamilyDef make_family() {
       {"scale", false, {"tensor", "rowwise", "block", "group"}, "scale mode"},
       {"bias", false, {0, 1}, "add bias[N]"},
       {"accum", false, {"precise", "fast"}, "precise: promote every 128 of K into FP32; fast: tensor-core accumulation"},
+      {"layout", false, {"dense", "contiguous", "masked"},
+       "dense: one GEMM; contiguous / masked: grouped (mixture-of-experts) GEMMs, a B per group",
+       std::string("dense")},
       {"block_m", true, {64, 128, 256}, "rows of D per tile"},
       {"block_n", true, range(16, 256, 8), "columns of D per tile"},
       {"stages", true, range(2, 8, 1), "shared-memory pipeline depth"},
@@ -164,6 +194,7 @@ KernelSpec make_gemm_spec(const GemmProblem& p, const GemmConfig& c) {
                    {"scale", std::string(to_string(p.scale))},
                    {"bias", std::int64_t{p.bias}},
                    {"accum", std::string(p.fast_accum ? "fast" : "precise")},
+                   {"layout", std::string(to_string(p.layout))},
                    {"block_m", std::int64_t{c.block_m}},
                    {"block_n", std::int64_t{c.block_n}},
                    {"stages", std::int64_t{c.stages}},
@@ -178,8 +209,10 @@ GemmProblem gemm_problem_of(const KernelSpec& spec) {
   if (spec.family != "gemm") throw_invalid("family", spec.family, "expected gemm");
   auto scale = parse_scale_mode(spec.s("scale"));
   if (!scale) throw_invalid("scale", spec.s("scale"), "tensor, rowwise, block or group");
+  auto layout = parse_gemm_layout(spec.s("layout"));
+  if (!layout) throw_invalid("layout", spec.s("layout"), "dense, contiguous or masked");
   return {elementwise::format_param(spec, "a_format"), elementwise::format_param(spec, "b_format"),
-          elementwise::dtype_param(spec, "out"), *scale, spec.i("bias") != 0, spec.s("accum") == "fast"};
+          elementwise::dtype_param(spec, "out"), *scale, spec.i("bias") != 0, spec.s("accum") == "fast", *layout};
 }
 
 GemmConfig gemm_config_of(const KernelSpec& spec) {

@@ -22,7 +22,7 @@ static_assert(static_cast<int>(ScaleMode::tensor) == dev::kPerTensor &&
 
 inline dev::GemmTile gemm_tile(const GemmProblem& p, const GemmConfig& c) {
   return {c.block_m,   c.block_n, c.stages,     static_cast<int>(p.scale), static_cast<int>(dtype_size(p.out)),
-          p.fast_accum, p.bias,   c.cluster_m, c.cluster_n};
+          p.fast_accum, p.bias,   c.cluster_m, c.cluster_n, p.layout != GemmLayout::dense};
 }
 
 inline GemmGeometry gemm_geometry(const GemmProblem& p, const GemmConfig& c) {

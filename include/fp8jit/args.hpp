@@ -75,6 +75,56 @@ struct GemmArgs {
   bool fast_accum = false;     // tensor/rowwise only: see GemmProblem::fast_accum
 };
 
+// Grouped GEMMs for mixture-of-experts layers: for every group (expert) g, its rows of D =
+// (its rows of A scaled) . (B_g scaled)^T, all groups in one persistent launch. The group table
+// lives on the device, so the same call (or a captured CUDA graph of it) serves any routing.
+//   contiguous: A [m, k] and D [m, n] hold the groups' rows one after another; group g owns rows
+//               [group_rows[g], group_rows[g + 1]) (groups + 1 ascending int32 offsets; any group
+//               size, 0 included; rows outside every group are neither computed nor written).
+//   masked:     A [groups * m, k] and D [groups * m, n], m = M_max rows per group; group g owns
+//               its first group_rows[g] rows (masked_m, groups int32); the rest are not written.
+// B is [groups * n, k]: group g's B_g [n, k] is rows [g * n, (g + 1) * n) (row stride ldb).
+// A table out of range (an offset below 0, past m or below the previous one; masked_m below 0 or
+// above m) is clamped on the device, so nothing outside the tensors is read or written, and
+// reported in `status` (GemmStatusBits) when given.
+struct GroupedGemmArgs {
+  GemmLayout layout = GemmLayout::contiguous;
+  std::int64_t groups = 0;
+  const int* group_rows = nullptr;  // device int32: contiguous groups + 1 offsets, masked groups counts
+  const void* a = nullptr;
+  Fp8Format a_format = Fp8Format::e4m3;
+  std::int64_t lda = 0;  // 0 = k
+  const void* b = nullptr;
+  Fp8Format b_format = Fp8Format::e4m3;
+  std::int64_t ldb = 0;  // 0 = k
+  void* d = nullptr;
+  DType d_dtype = DType::bf16;
+  std::int64_t ldd = 0;  // 0 = n
+  std::int64_t m = 0;    // contiguous: rows of A and D; masked: M_max, the rows of each group
+  std::int64_t n = 0, k = 0;
+  // The rows per group the kernel is chosen for: the expected routing (masked: decode batch x
+  // top-k / experts). 0: m / groups (contiguous), m (masked).
+  std::int64_t expected_m = 0;
+  ScaleMode scale_mode = ScaleMode::block;
+  // A's scales cover all of A's rows (contiguous m, masked groups * m), as GemmArgs's for that
+  // many rows; B's are one GemmArgs-sized set per group, one after another: tensor 1 float per
+  // group, rowwise n, block scale_count(block128, scale_b_layout, n, k).
+  const float* scale_a = nullptr;
+  std::int64_t scale_a_size = 0;
+  ScaleLayout scale_a_layout = ScaleLayout::col_major_tma;
+  const float* scale_b = nullptr;
+  std::int64_t scale_b_size = 0;
+  ScaleLayout scale_b_layout = ScaleLayout::row_major;
+  int* status = nullptr;    // optional device int32; the kernel ORs GemmStatusBits into it
+  bool fast_accum = false;  // tensor/rowwise only
+};
+
+// What the grouped kernels OR into GroupedGemmArgs::status.
+enum GemmStatusBits : int {
+  kGemmGroupOffsetsClamped = 1,  // contiguous: an offset out of [0, m] or below the one before
+  kGemmMaskedRowsClamped = 2,    // masked: a masked_m out of [0, m]
+};
+
 // Floats a scale tensor holds for an [m, k] tensor (col_major_tma pads its row count to 4).
 FP8JIT_API std::int64_t scale_count(Granularity g, ScaleLayout layout, std::int64_t m,
                                     std::int64_t k);

@@ -102,6 +102,9 @@ struct GemmProblem {
   // Tensor and rowwise scaling only: accumulate all of K in the tensor cores (cuBLASLt's
   // FAST_ACCUM): faster, ~2e-3 relative error at K = 7168. Default: promote every 128 of K.
   bool fast_accum = false;
+  // Grouped (mixture-of-experts) layouts: tensor, rowwise and block scaling, no bias, clusters
+  // along N only.
+  GemmLayout layout = GemmLayout::dense;
 };
 
 struct GemmConfig {
@@ -122,6 +125,12 @@ FP8JIT_API int gemm_split_k(std::int64_t m, std::int64_t n, std::int64_t k,
 FP8JIT_API KernelSpec make_gemm_spec(const GemmProblem& problem, const GemmConfig& config);
 FP8JIT_API GemmProblem gemm_problem_of(const KernelSpec& spec);
 FP8JIT_API GemmConfig gemm_config_of(const KernelSpec& spec);
+
+// Heuristic default for grouped GEMMs (problem.layout contiguous or masked): `groups` groups of
+// about `expected_m` rows each, against their own N x K.
+FP8JIT_API KernelSpec default_grouped_gemm_spec(const GemmProblem& problem, std::int64_t groups,
+                                                std::int64_t expected_m, std::int64_t n, std::int64_t k,
+                                                int sm_count = 132, int smem_bytes = 232448);
 
 // Heuristic default for an M x N x K problem on a GPU with `sm_count` multiprocessors and
 // `smem_bytes` of opt-in shared memory per block.

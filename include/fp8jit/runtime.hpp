@@ -65,6 +65,13 @@ class FP8JIT_API Runtime {
   // nearest tuned M for the same (N, K, problem), else the heuristic (RuntimeOptions::tune).
   KernelSpec select(const GemmArgs& args) const;
 
+  // Grouped (mixture-of-experts) GEMMs: every group's rows of A times its own B, in one launch
+  // that reads the group table on the device (GroupedGemmArgs). The kernel is the heuristic's for
+  // the layout, group count and expected rows per group (default_grouped_gemm_spec).
+  void grouped_gemm(const GroupedGemmArgs& args, CUstream stream);
+  void grouped_gemm(const GroupedGemmArgs& args, const KernelSpec& spec, CUstream stream);
+  KernelSpec select(const GroupedGemmArgs& args) const;
+
   // Sweeps the candidates for this shape on the GPU (D is overwritten), stores the winner in the
   // tuning database, and uses it from now on. Needs a GPU.
   TuneResult tune(const GemmArgs& args, const TuneOptions& options = {});
@@ -102,5 +109,6 @@ inline void dequantize(const DequantizeArgs& a, CUstream s) {
   default_runtime().dequantize(a, s);
 }
 inline void gemm(const GemmArgs& a, CUstream s) { default_runtime().gemm(a, s); }
+inline void grouped_gemm(const GroupedGemmArgs& a, CUstream s) { default_runtime().grouped_gemm(a, s); }
 
 }  // namespace fp8jit

@@ -39,6 +39,13 @@ enum class ScaleMode {
   group,    // A and B per 1x128 group along K (weight gradients)
 };
 
+// How a GEMM's rows are cut into groups, each multiplied by its own B (mixture-of-experts).
+enum class GemmLayout {
+  dense,       // one GEMM
+  contiguous,  // A [M, K]: the groups' rows one after another, given by G+1 row offsets
+  masked,      // A [G, M_max, K]: group g's first masked_m[g] rows (CUDA-graph friendly decode)
+};
+
 // Where kernels come from (FP8JIT_TUNE): heuristics only; the tuning database, else heuristics;
 // or the database, tuning a shape the first time it is seen (and storing the winner).
 enum class TunePolicy { off, cached, on_miss };
@@ -55,6 +62,8 @@ FP8JIT_API std::string_view to_string(ScaleLayout v);
 
 FP8JIT_API std::string_view to_string(ScaleMode v);
 FP8JIT_API std::optional<ScaleMode> parse_scale_mode(std::string_view s);
+FP8JIT_API std::string_view to_string(GemmLayout v);
+FP8JIT_API std::optional<GemmLayout> parse_gemm_layout(std::string_view s);
 FP8JIT_API std::optional<DType> parse_dtype(std::string_view s);
 FP8JIT_API std::optional<Fp8Format> parse_fp8_format(std::string_view s);
 FP8JIT_API std::optional<Granularity> parse_granularity(std::string_view s);

@@ -9,29 +9,12 @@
 #include "generator/families/gemm_geometry.hpp"
 #include "runtime/ops/dims.hpp"
 #include "runtime/jit/driver.hpp"
-#include "runtime/ops/tensor_maps.hpp"
+#include "runtime/ops/gemm_common.hpp"
 
 namespace fp8jit::ops {
 namespace {
 
 constexpr std::int64_t kBlockK = dev::kGemmBlockK;
-
-std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
-
-void require_ptr(const void* p, const char* name) {
-  if (!p) throw_invalid(name, "nullptr", "a device pointer is required");
-}
-
-void require_aligned(const void* p, std::size_t bytes, const char* name, const char* why) {
-  if (reinterpret_cast<std::uintptr_t>(p) % bytes != 0)
-    throw_invalid(name, fmt::format("{}", p), fmt::format("must be {}-byte aligned ({})", bytes, why));
-}
-
-std::int64_t leading(std::int64_t ld, std::int64_t min, const char* name) {
-  if (ld == 0) return min;
-  if (ld < min) throw_invalid(name, std::to_string(ld), fmt::format("must be at least {}", min));
-  return ld;
-}
 
 // Floats each operand's scales need, from the mode and layouts.
 std::int64_t needed_scales_a(const GemmArgs& a) {
@@ -50,44 +33,6 @@ std::int64_t needed_scales_b(const GemmArgs& a) {
   }
   return 0;
 }
-
-// (rs, cs) of a per-row (or per-128-row-block) x per-128-K-block scale tensor with `rows` rows.
-void strides(ScaleLayout layout, std::int64_t rows, std::int64_t k_blocks, long long& rs, long long& cs) {
-  if (layout == ScaleLayout::row_major) { rs = k_blocks; cs = 1; }
-  else { rs = 1; cs = (rows + 3) / 4 * 4; }
-}
-
-CUresult encode_with_driver(dev::TensorMap* out, const TensorMapKey& k) {
-  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(k.cols), static_cast<cuuint64_t>(k.rows)};
-  const cuuint64_t strides_bytes[1] = {static_cast<cuuint64_t>(k.ld) * k.esize};
-  const cuuint32_t box[2] = {static_cast<cuuint32_t>(k.box_cols), static_cast<cuuint32_t>(k.box_rows)};
-  const cuuint32_t elem_strides[2] = {1, 1};
-  return driver::api().cuTensorMapEncodeTiled(reinterpret_cast<CUtensorMap*>(out), k.type, 2,
-                                              const_cast<void*>(k.base), dims, strides_bytes, box, elem_strides,
-                                              CU_TENSOR_MAP_INTERLEAVE_NONE, k.swizzle,
-                                              CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-}
-
-// A 2-D tensor map: `cols` x `rows` elements of `esize` bytes, rows `ld` elements apart; from the
-// calling thread's cache when these arguments were encoded before (TensorMapCache).
-CUresult try_encode(dev::TensorMap* out, CUtensorMapDataType type, std::size_t esize, const void* base,
-                    std::int64_t rows, std::int64_t cols, std::int64_t ld, int box_cols, int box_rows,
-                    CUtensorMapSwizzle swizzle) {
-  const TensorMapKey key{base, rows, cols, ld, box_cols, box_rows, type, swizzle, static_cast<std::uint32_t>(esize)};
-  return TensorMapCache::local().get(key, out, encode_with_driver);
-}
-void encode(dev::TensorMap* out, CUtensorMapDataType type, std::size_t esize, const void* base, std::int64_t rows,
-            std::int64_t cols, std::int64_t ld, int box_cols, int box_rows, CUtensorMapSwizzle swizzle) {
-  driver::check(try_encode(out, type, esize, base, rows, cols, ld, box_cols, box_rows, swizzle),
-                "cuTensorMapEncodeTiled");
-}
-
-CUtensorMapDataType tma_type(DType t) {
-  return t == DType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
-         : t == DType::fp16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
-}
-
-bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
 
 // Tensor maps for the scales of block and group scaling where TMA can read them (see
 // GemmParams): A's when column-major, and group scaling's B when column-major too. Sets
@@ -114,26 +59,10 @@ void encode_scale_maps(dev::GemmParams& p, const GemmArgs& a, const GemmConfig& 
 GemmArgs normalize(const GemmArgs& in) {
   GemmArgs a = in;
   check_gemm_dims(a.m, a.n, a.k);
-  if (a.a_format == Fp8Format::e5m2 && a.b_format == Fp8Format::e5m2)
-    throw_invalid("a_format/b_format", "e5m2/e5m2", "at least one operand must be E4M3");
-  if (a.fast_accum && (a.scale_mode == ScaleMode::block || a.scale_mode == ScaleMode::group))
-    throw_invalid("fast_accum", "true", "only tensor and rowwise scaling accumulate without promotion");
-  require_ptr(a.a, "a");
-  require_ptr(a.b, "b");
-  require_ptr(a.d, "d");
-  require_ptr(a.scale_a, "scale_a");
-  require_ptr(a.scale_b, "scale_b");
-  require_aligned(a.a, 16, "a", "TMA");
-  require_aligned(a.b, 16, "b", "TMA");
-  require_aligned(a.d, dtype_size(a.d_dtype), "d", "element size");
-  require_aligned(a.scale_a, 4, "scale_a", "fp32");
-  require_aligned(a.scale_b, 4, "scale_b", "fp32");
+  check_operands({a.a, a.b, a.d, a.scale_a, a.scale_b, a.a_format, a.b_format, a.d_dtype, a.scale_mode, a.fast_accum},
+                 a.lda, a.ldb, a.k);
   if (a.bias) require_aligned(a.bias, dtype_size(a.d_dtype), "bias", "element size");
-  a.lda = leading(a.lda, a.k, "lda");
-  a.ldb = leading(a.ldb, a.k, "ldb");
   a.ldd = leading(a.ldd, a.n, "ldd");
-  if (a.lda % 16) throw_invalid("lda", std::to_string(a.lda), "must be a multiple of 16 (TMA row alignment)");
-  if (a.ldb % 16) throw_invalid("ldb", std::to_string(a.ldb), "must be a multiple of 16 (TMA row alignment)");
   const std::int64_t need_a = needed_scales_a(a), need_b = needed_scales_b(a);
   if (a.scale_a_size < need_a)
     throw_invalid("scale_a_size", std::to_string(a.scale_a_size),
@@ -173,6 +102,8 @@ bool cluster_split_fits(const LoadedKernel& k, const GemmArgs& a, int splits) {
 KernelLoadHook gemm_load_hook() {
   return {"gemm", [](LoadedKernel& k) {
             k.gemm_config = gemm_config_of(k.spec);
+            // Grouped kernels never split K.
+            if (gemm_problem_of(k.spec).layout != GemmLayout::dense) return;
             if (k.cluster > 1 || !gemm_sums_splits_in_smem(k.gemm_config)) return;
             const int sms = driver::device_info().sm_count;
             // 0 where the driver declines a size: that split count then sums through the workspace.
@@ -219,9 +150,9 @@ void fill_params(dev::GemmParams& p, const GemmConfig& c, const GemmArgs& a, int
   p.scale_b = a.scale_b;
   const std::int64_t kb = ceil_div(a.k, kBlockK);
   if (a.scale_mode == ScaleMode::block || a.scale_mode == ScaleMode::group)
-    strides(a.scale_a_layout, a.m, kb, p.sa_rs, p.sa_cs);
-  if (a.scale_mode == ScaleMode::block) strides(a.scale_b_layout, ceil_div(a.n, 128), kb, p.sb_rs, p.sb_cs);
-  if (a.scale_mode == ScaleMode::group) strides(a.scale_b_layout, a.n, kb, p.sb_rs, p.sb_cs);
+    scale_strides(a.scale_a_layout, a.m, kb, p.sa_rs, p.sa_cs);
+  if (a.scale_mode == ScaleMode::block) scale_strides(a.scale_b_layout, ceil_div(a.n, 128), kb, p.sb_rs, p.sb_cs);
+  if (a.scale_mode == ScaleMode::group) scale_strides(a.scale_b_layout, a.n, kb, p.sb_rs, p.sb_cs);
   p.bias = a.bias;
   p.M = static_cast<int>(a.m);
   p.N = static_cast<int>(a.n);
@@ -242,21 +173,12 @@ GemmLaunch prepare(const LoadedKernel& k, const GemmArgs& a, int sm_count, int s
                    CUstream stream, SplitSum sum) {
   const GemmConfig& c = k.gemm_config;
   const GemmGeometry g = gemm_geometry(problem_of(a), c);
-  const std::size_t esize = dtype_size(a.d_dtype);
   GemmLaunch l;
   dev::GemmParams& p = l.params;
   const bool split_cluster = splits_in_cluster(k, a, splits, sum);
   fill_params(p, c, a, splits, split_cluster, workspace);
-  // A 2-CTA cluster loads half of the shared operand's tile per CTA (multicast to both).
-  encode(&p.tma_a, CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, a.a, a.m, a.k, a.lda, kBlockK, g.box_rows_a,
-         CU_TENSOR_MAP_SWIZZLE_128B);
-  encode(&p.tma_b, CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, a.b, a.n, a.k, a.ldb, kBlockK, g.box_rows_b,
-         CU_TENSOR_MAP_SWIZZLE_128B);
-  // NOTE: TMA stores need 16-byte aligned rows; other leading dimensions take direct stores.
-  p.tma_store = (splits == 1 || split_cluster) && (a.ldd * esize) % 16 == 0 && reinterpret_cast<std::uintptr_t>(a.d) % 16 == 0;
-  if (p.tma_store)
-    encode(&p.tma_d, tma_type(a.d_dtype), esize, a.d, a.m, a.n, a.ldd, c.block_n, g.rows_per_wg,
-           CU_TENSOR_MAP_SWIZZLE_NONE);
+  encode_operand_maps(p, g, a.a, a.m, a.lda, a.b, a.n, a.ldb, a.k);
+  encode_store_map(p, g, c, a.d, a.d_dtype, a.m, a.n, a.ldd, splits == 1 || split_cluster);
   encode_scale_maps(p, a, c, g);
   // Work units are cluster tiles (DenseTileScheduler::unit_count); a persistent grid of at most as many
   // clusters as can be resident at once.

@@ -6,7 +6,7 @@ namespace fp8jit {
 
 // A byte per field, so that a new enumerator cannot make two problems collide.
 std::uint64_t problem_bits(const GemmProblem& p) {
-  return std::uint64_t(p.a_format) << 40 | std::uint64_t(p.b_format) << 32 |
+  return std::uint64_t(p.layout) << 48 | std::uint64_t(p.a_format) << 40 | std::uint64_t(p.b_format) << 32 |
          std::uint64_t(p.out) << 24 | std::uint64_t(p.scale) << 16 |
          std::uint64_t(p.bias ? 1 : 0) << 8 | std::uint64_t(p.fast_accum ? 1 : 0);
 }
@@ -21,8 +21,8 @@ std::uint64_t problem_bits(const DequantizeProblem& p) {
          std::uint64_t(p.granularity);
 }
 
-RouteKey route_key(CUcontext ctx, const GemmProblem& p, const GemmShape& shape) {
-  return {ctx, RouteOp::gemm, problem_bits(p), shape.m, shape.n, shape.k, 0};
+RouteKey route_key(CUcontext ctx, const GemmProblem& p, const GemmShape& shape, std::int64_t groups) {
+  return {ctx, RouteOp::gemm, problem_bits(p), shape.m, shape.n, shape.k, 0, groups};
 }
 
 RouteKey route_key(CUcontext ctx, const QuantizeProblem& p, int vec) {
@@ -35,7 +35,7 @@ RouteKey route_key(CUcontext ctx, const DequantizeProblem& p, int vec) {
 
 std::size_t RouteTable::Hash::operator()(const RouteKey& r) const noexcept {
   std::uint64_t h = reinterpret_cast<std::uintptr_t>(r.ctx) * 0x9E3779B97F4A7C15ull ^ r.problem;
-  for (std::int64_t v : {std::int64_t(r.op), r.m, r.n, r.k, std::int64_t(r.vec)})
+  for (std::int64_t v : {std::int64_t(r.op), r.m, r.n, r.k, std::int64_t(r.vec), r.groups})
     h = (h ^ static_cast<std::uint64_t>(v)) * 0x100000001B3ull;
   return static_cast<std::size_t>(h ^ (h >> 32));
 }

@@ -37,6 +37,7 @@ struct RouteKey {
   std::uint64_t problem = 0;         // problem_bits of the operation's problem
   std::int64_t m = 0, n = 0, k = 0;  // gemm; 0 for quantize and dequantize
   int vec = 0;                       // quantize and dequantize; 0 for gemm
+  std::int64_t groups = 0;           // grouped gemm (m: the expected rows per group); 0 otherwise
   bool operator==(const RouteKey&) const = default;
 };
 
@@ -45,7 +46,7 @@ std::uint64_t problem_bits(const GemmProblem& p);
 std::uint64_t problem_bits(const QuantizeProblem& p);
 std::uint64_t problem_bits(const DequantizeProblem& p);
 
-RouteKey route_key(CUcontext ctx, const GemmProblem& p, const GemmShape& shape);
+RouteKey route_key(CUcontext ctx, const GemmProblem& p, const GemmShape& shape, std::int64_t groups = 0);
 RouteKey route_key(CUcontext ctx, const QuantizeProblem& p, int vec);
 RouteKey route_key(CUcontext ctx, const DequantizeProblem& p, int vec);
 

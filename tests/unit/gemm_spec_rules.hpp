@@ -76,7 +76,8 @@ inline KernelSpec with(KernelSpec spec, const std::string& key, ParamValue v) {
 // A gemm spec built without validation, so invalid combinations can be expressed.
 inline KernelSpec raw(const std::string& a, const std::string& b, const std::string& out,
                const std::string& scale, int bias, int block_m, int block_n, int stages,
-               int group_m, const std::string& accum = "precise", int cluster_m = 1, int cluster_n = 1) {
+               int group_m, const std::string& accum = "precise", int cluster_m = 1, int cluster_n = 1,
+               const std::string& layout = "dense") {
   return KernelSpec{"gemm",
                     {{"a_format", a},
                      {"b_format", b},
@@ -84,6 +85,7 @@ inline KernelSpec raw(const std::string& a, const std::string& b, const std::str
                      {"scale", scale},
                      {"bias", std::int64_t{bias}},
                      {"accum", accum},
+                     {"layout", layout},
                      {"block_m", std::int64_t{block_m}},
                      {"block_n", std::int64_t{block_n}},
                      {"stages", std::int64_t{stages}},
@@ -124,10 +126,12 @@ inline int smem_model(int block_m, int block_n, int stages, int out_bytes, int s
 // Accumulator registers that fit a consumer thread (232 after setmaxnreg, less addresses, loop
 // state and scale products), as measured with ptxas: group scaling keeps B's per-column scales
 // too; fast accumulation spills earlier (the 128-operand wgmma of 256 columns, two m64 slabs).
-inline int max_accumulators(const std::string& scale, const std::string& accum, int block_m) {
-  if (accum == "fast") return block_m == 256 ? 144 : 120;
-  if (scale == "group") return block_m == 256 ? 128 : 160;
-  return 208;
+// Grouped layouts keep 8 registers for their scheduler.
+inline int max_accumulators(const std::string& scale, const std::string& accum, int block_m, bool grouped = false) {
+  const int keep = grouped ? 8 : 0;
+  if (accum == "fast") return (block_m == 256 ? 144 : 120) - keep;
+  if (scale == "group") return (block_m == 256 ? 128 : 160) - keep;
+  return 208 - keep;
 }
 // 2-CTA clusters: at most one axis; not with group scaling or 256-row block-scaled tiles (spills);
 // along M B's tile is halved into whole 8-row swizzle atoms.
@@ -143,7 +147,7 @@ inline int chunks(const std::string& scale, const std::string& accum, int block_
   return accum == "precise" && scale != "group" && block_m <= 128 && block_n > 208 ? 2 : 1;
 }
 inline int accumulators(const std::string& scale, const std::string& accum, int block_m, int block_n,
-                        int cluster = 1) {
+                        int cluster = 1, bool grouped = false) {
   // A consumer warpgroup owns 64 (block_m 64, 128) or 128 (block_m 256) rows: N/2 fp32 registers
   // per m64 slab, plus with precise accumulation the wgmma temporaries of one column chunk; or of
   // one slab, where a 256-row tile of at most 128 columns without a cluster (not group scaling)
@@ -152,7 +156,7 @@ inline int accumulators(const std::string& scale, const std::string& accum, int 
   const int acc = slabs * block_n / 2;
   if (accum != "precise") return acc;
   const bool slab_passes = slabs == 2 && scale != "group" && block_n <= 128 && cluster == 1 &&
-                           2 * acc > max_accumulators(scale, accum, block_m);
+                           2 * acc > max_accumulators(scale, accum, block_m, grouped);
   return acc + (slab_passes ? acc / 2 : acc / chunks(scale, accum, block_m, block_n));
 }
 // Chunked tiles: halves of whole wgmma widths (block_n a multiple of 16); with bias at most 224
@@ -171,13 +175,19 @@ inline bool straddles_three(int block_n) {
 }
 inline bool valid_by_rules(const std::string& a, const std::string& b, const std::string& out,
                     const std::string& scale, const std::string& accum, int block_m, int block_n,
-                    int stages, int cluster_m = 1, int cluster_n = 1, int bias = 0) {
+                    int stages, int cluster_m = 1, int cluster_n = 1, int bias = 0,
+                    const std::string& layout = "dense") {
   if (a == "e5m2" && b == "e5m2") return false;
+  // Grouped layouts: tensor, rowwise or block scaling, no bias, no pairs along M.
+  if (layout != "dense" && (scale == "group" || bias != 0 || cluster_m != 1)) return false;
   if (!cluster_ok(scale, block_m, block_n, cluster_m, cluster_n)) return false;
   if (accum == "fast" && (scale == "block" || scale == "group")) return false;
   if (smem_model(block_m, block_n, stages, out_bytes(out), staged_scales(scale, block_m, block_n)) > kSmemLimit)
     return false;
-  if (accumulators(scale, accum, block_m, block_n, cluster_m * cluster_n) > max_accumulators(scale, accum, block_m))
+  const bool grouped = layout != "dense";
+  if (grouped && (scale == "tensor" || scale == "rowwise") && chunks(scale, accum, block_m, block_n) == 2) return false;
+  if (accumulators(scale, accum, block_m, block_n, cluster_m * cluster_n, grouped) >
+      max_accumulators(scale, accum, block_m, grouped))
     return false;
   if (scale == "block" && straddles_three(block_n)) return false;
   return chunks_ok(scale, accum, block_m, block_n, bias);

@@ -132,11 +132,20 @@ TEST(CodegenShape, EverySourceIsShortWithOneHeaderAndItsSpec) {
       ASSERT_NE(src.find(fmt::format("/*BLOCK_M=*/{}, /*BLOCK_N=*/{}, /*kStages=*/{}, ", s.i("block_m"),
                                      s.i("block_n"), s.i("stages"))),
                 std::string::npos);
+      // Dense GEMMs take the kernel's default scheduler; grouped layouts name theirs.
+      const std::string layout = s.s("layout");
+      const std::string scheduler =
+          layout == "dense" ? ">;"
+                            : fmt::format(",\n    GroupedTileScheduler<{}, {}, {}, /*CLUSTER_N=*/{}, {}>>;", s.i("block_m"),
+                                          s.i("block_n"), s.i("group_m"), s.i("cluster_n"),
+                                          layout == "contiguous" ? "kContiguousLayout" : "kMaskedLayout");
       ASSERT_NE(src.find(fmt::format("/*kBias=*/{}, /*GROUP_M=*/{}, /*kFastAccum=*/{}, /*CLUSTER_M=*/{}, "
-                                     "/*CLUSTER_N=*/{}>;",
+                                     "/*CLUSTER_N=*/{}{}",
                                      s.i("bias") ? "true" : "false", s.i("group_m"),
-                                     s.s("accum") == "fast" ? "true" : "false", s.i("cluster_m"), s.i("cluster_n"))),
+                                     s.s("accum") == "fast" ? "true" : "false", s.i("cluster_m"), s.i("cluster_n"),
+                                     scheduler)),
                 std::string::npos);
+      ASSERT_EQ(spec_name(s).find("_" + layout + "_") != std::string::npos, layout != "dense");
       // The wgmma's N: the tile's width, or half of it for precise tiles computed in two halves.
       const int wgmma_n =
           static_cast<int>(s.i("block_n")) / gemm_geometry(gemm_problem_of(s), gemm_config_of(s)).chunks;
@@ -181,6 +190,7 @@ TEST(CodegenEntryPoints, PerTensorHasThreePassesEachDefinedOnce) {
     SCOPED_TRACE(spec_name(s));
     std::vector<std::string> want;
     if (s.family == "dequantize") want = {"fp8jit_dequantize"};
+    else if (s.family == "gemm" && s.s("layout") != "dense") want = {"fp8jit_gemm"};  // grouped: no split-K
     else if (s.family == "gemm") want = {"fp8jit_gemm", "fp8jit_gemm_reduce"};  // split-K reduction second
     else if (s.s("granularity") == "tensor") {
       want = {"fp8jit_amax", "fp8jit_quantize", "fp8jit_finalize"};
@@ -199,7 +209,8 @@ TEST(CodegenEntryPoints, PerTensorHasThreePassesEachDefinedOnce) {
       ASSERT_EQ(spec_block_threads(s), threads);
       ASSERT_NE(src.find(fmt::format("__launch_bounds__({}, 1) fp8jit_gemm(const __grid_constant__ GemmParams p)", threads)),
                 std::string::npos);
-      // The reduction sums FP32 partials into D's type, adding the bias once.
+      // The reduction sums FP32 partials into D's type, adding the bias once (dense GEMMs only).
+      if (s.s("layout") != "dense") continue;
       ASSERT_NE(src.find(" fp8jit_gemm_reduce(const __grid_constant__ GemmParams p)"), std::string::npos);
       ASSERT_NE(src.find(fmt::format("Sm90GemmReduce<k{}, {}>::run(p);", s.s("out") == "bf16" ? "BF16" : s.s("out") == "fp16" ? "FP16" : "FP32",
                                      s.i("bias") ? "true" : "false")),

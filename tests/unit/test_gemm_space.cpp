@@ -155,7 +155,7 @@ TEST(GemmSpecTyped, MakeAndOfRoundTripAndStructDefaults) {
 // ---- the config space ----------------------------------------------------------------------
 
 TEST(GemmSpecEnumeration, ExactlyTheSpecsTheRulesAllow) {
-  std::size_t expected = 0;
+  std::size_t expected = 0, expected_grouped = 0;
   std::map<std::pair<int, int>, std::size_t> expected_by_cluster;
   auto str = [](const ParamValue& v) { return std::get<std::string>(v); };
   auto num = [](const ParamValue& v) { return static_cast<int>(std::get<std::int64_t>(v)); };
@@ -164,6 +164,7 @@ TEST(GemmSpecEnumeration, ExactlyTheSpecsTheRulesAllow) {
       for (const ParamValue& out : param("out").allowed)
         for (const ParamValue& scale : param("scale").allowed)
           for (const ParamValue& accum : param("accum").allowed)
+           for (const ParamValue& layout : param("layout").allowed)
             for (const ParamValue& bm : param("block_m").allowed)
               for (const ParamValue& bn : param("block_n").allowed)
                 for (const ParamValue& st : param("stages").allowed)
@@ -171,9 +172,10 @@ TEST(GemmSpecEnumeration, ExactlyTheSpecsTheRulesAllow) {
                     for (const ParamValue& cn : param("cluster_n").allowed)
                       for (const ParamValue& bias : param("bias").allowed)
                         if (valid_by_rules(str(a), str(b), str(out), str(scale), str(accum), num(bm),
-                                           num(bn), num(st), num(cm), num(cn), num(bias))) {
+                                           num(bn), num(st), num(cm), num(cn), num(bias), str(layout))) {
                           ++expected;
                           ++expected_by_cluster[{num(cm), num(cn)}];
+                          expected_grouped += str(layout) != "dense";
                         }
   // group_m never makes a spec invalid.
   const std::size_t free = param("group_m").allowed.size();
@@ -184,9 +186,12 @@ TEST(GemmSpecEnumeration, ExactlyTheSpecsTheRulesAllow) {
   // The space this suite was written against: 136824 single CTAs (256-row tiles up to 128 columns
   // by slab passes), and clusters wherever the scale mode and tile allow them (not group scaling,
   // not block scaling with 256 rows): 114528 along N, 60960 along M (block_n a multiple of 16);
-  // precise tiles up to 256 columns in halves.
-  EXPECT_EQ(all.size(), 312312u);
-  const std::map<std::pair<int, int>, std::size_t> pinned = {{{1, 1}, 136824u}, {{1, 2}, 114528u}, {{2, 1}, 60960u}};
+  // precise tiles up to 256 columns in halves. Grouped layouts (contiguous, masked) add 224616:
+  // each layout takes the dense specs of tensor, rowwise and block scaling without bias or pairs
+  // along M, with 8 accumulator registers fewer and no per-tensor or rowwise halves.
+  EXPECT_EQ(all.size(), 536928u);
+  EXPECT_EQ(expected_grouped * free, 224616u);
+  const std::map<std::pair<int, int>, std::size_t> pinned = {{{1, 1}, 251112u}, {{1, 2}, 224856u}, {{2, 1}, 60960u}};
   EXPECT_EQ(expected_by_cluster, pinned);
   std::map<std::pair<int, int>, std::size_t> by_cluster;
   for (const KernelSpec& s : all) {
@@ -194,7 +199,7 @@ TEST(GemmSpecEnumeration, ExactlyTheSpecsTheRulesAllow) {
                                s.s("accum"), static_cast<int>(s.i("block_m")),
                                static_cast<int>(s.i("block_n")), static_cast<int>(s.i("stages")),
                                static_cast<int>(s.i("cluster_m")), static_cast<int>(s.i("cluster_n")),
-                               static_cast<int>(s.i("bias"))))
+                               static_cast<int>(s.i("bias")), s.s("layout")))
         << spec_name(s);
     ++by_cluster[{static_cast<int>(s.i("cluster_m")), static_cast<int>(s.i("cluster_n"))}];
   }

@@ -12,6 +12,15 @@
 namespace fp8jit {
 namespace dev {
 
+// Where one consumer warpgroup's slab of a tile goes (the kernel's tile_out): rows of D below
+// rows_end (its group's; dense: M), per-tensor or per-row scales of B from scale_b (its group's),
+// and by a TMA store or by direct stores.
+struct TileOut {
+  int rows_end;
+  const float* scale_b;
+  bool tma;
+};
+
 template <int BLOCK_N, int kMmaM, int kRowsPerWG, int SCALE, int OUT, bool kBias> struct Sm90GemmEpilogue {
   static constexpr int kAccum = BLOCK_N / 2;
   static constexpr int S = ElemSize<OUT>::value;
@@ -23,10 +32,10 @@ template <int BLOCK_N, int kMmaM, int kRowsPerWG, int SCALE, int OUT, bool kBias
   // loop (hoisting them for all columns spilled 256-wide tiles with bias).
   // J0, J1: the range of column octets (j) to visit, for tiles written out a column half at a time.
   template <int J0 = 0, int J1 = BLOCK_N / 8, class F>
-  static FP8JIT_DEVICE void for_each_pair(const GemmParams& p, const float (&v)[kMmaM][kAccum], int row0, int col0,
-                                          F&& f) {
+  static FP8JIT_DEVICE void for_each_pair(const GemmParams& p, const TileOut& o, const float (&v)[kMmaM][kAccum],
+                                          int row0, int col0, F&& f) {
     float s_tensor = 1.0f;
-    if constexpr (SCALE == kPerTensor) s_tensor = __ldg(p.scale_a) * __ldg(p.scale_b);
+    if constexpr (SCALE == kPerTensor) s_tensor = __ldg(p.scale_a) * __ldg(o.scale_b);
 #pragma unroll
     for (int mm = 0; mm < kMmaM; ++mm) {
       float s_row[2] = {s_tensor, s_tensor};
@@ -44,7 +53,7 @@ template <int BLOCK_N, int kMmaM, int kRowsPerWG, int SCALE, int OUT, bool kBias
 #pragma unroll
         for (int c = 0; c < 2; ++c) {
           const bool in = col + c < p.N;
-          if constexpr (SCALE == kPerRow) s_col[c] = in ? __ldg(p.scale_b + col + c) : 0.0f;
+          if constexpr (SCALE == kPerRow) s_col[c] = in ? __ldg(o.scale_b + col + c) : 0.0f;
           if constexpr (kBias)
             if (in) b_col[c] = elem_to_f32<OUT>(load_bits<S>(p.bias, col + c));
         }
@@ -79,32 +88,32 @@ template <int BLOCK_N, int kMmaM, int kRowsPerWG, int SCALE, int OUT, bool kBias
     }
   }
 
-  static FP8JIT_DEVICE void run(const GemmParams& p, u8* slab, const float (&v)[kMmaM][kAccum], int wg, int row0,
-                                int col0, int slab_y, int slab_x, int split) {
+  static FP8JIT_DEVICE void run(const GemmParams& p, const TileOut& o, u8* slab, const float (&v)[kMmaM][kAccum],
+                                int wg, int row0, int col0, int slab_y, int slab_x, int split) {
     if (p.splits > 1 && !p.split_cluster) {
       partials(p, v, row0, col0, split);
       return;
     }
-    if (p.tma_store) slab_acquire(wg);
-    for_each_pair(p, v, row0, col0, [&](int, int, int, int row, int col, const float (&x)[2]) {
-      if (p.tma_store) {
+    if (o.tma) slab_acquire(wg);
+    for_each_pair(p, o, v, row0, col0, [&](int, int, int, int row, int col, const float (&x)[2]) {
+      if (o.tma) {
         stage_pair(slab, row - slab_y, col - slab_x, x);  // slab coordinates
-      } else if (row < p.M && col < p.N) {
+      } else if (row < o.rows_end && col < p.N) {
         store_pair(p, row, col, x);
       }
     });
-    if (p.tma_store) slab_store(p, slab, wg, slab_y, slab_x);
+    if (o.tma) slab_store(p, slab, wg, slab_y, slab_x);
   }
 
   // Column half `half` of a tile split in kHalves (TMA-store path): scaled, converted and written
   // into the slab, each half under the other half's wgmmas (the caller acquires the slab before
   // the first half and stores it after the second).
   template <int kHalves, int half>
-  static FP8JIT_DEVICE void stage_half(const GemmParams& p, u8* slab, const float (&v)[kMmaM][kAccum], int row0,
-                                       int col0, int slab_y, int slab_x) {
+  static FP8JIT_DEVICE void stage_half(const GemmParams& p, const TileOut& o, u8* slab,
+                                       const float (&v)[kMmaM][kAccum], int row0, int col0, int slab_y, int slab_x) {
     constexpr int kOctets = BLOCK_N / 8 / kHalves;
     for_each_pair<half * kOctets, (half + 1) * kOctets>(
-        p, v, row0, col0,
+        p, o, v, row0, col0,
         [&](int, int, int, int row, int col, const float (&x)[2]) { stage_pair(slab, row - slab_y, col - slab_x, x); });
   }
 
@@ -113,9 +122,9 @@ template <int BLOCK_N, int kMmaM, int kRowsPerWG, int SCALE, int OUT, bool kBias
   // slab write and the TMA store run later, under the next tile's first wgmmas.
   static constexpr bool kCanPack = S == 2;
   static constexpr int kPacked = kAccum / 2;
-  static FP8JIT_DEVICE void pack(const GemmParams& p, const float (&v)[kMmaM][kAccum], int row0, int col0,
-                                 u32 (&w)[kMmaM][kPacked]) {
-    for_each_pair(p, v, row0, col0, [&](int mm, int j, int h, int, int, const float (&x)[2]) {
+  static FP8JIT_DEVICE void pack(const GemmParams& p, const TileOut& o, const float (&v)[kMmaM][kAccum], int row0,
+                                 int col0, u32 (&w)[kMmaM][kPacked]) {
+    for_each_pair(p, o, v, row0, col0, [&](int mm, int j, int h, int, int, const float (&x)[2]) {
       w[mm][2 * j + h] = f32_to_elem<OUT>(x[0]) | (f32_to_elem<OUT>(x[1]) << 16);
     });
   }

@@ -24,6 +24,7 @@ struct GemmTile {
   bool fast_accum;  // the whole K sum in the tensor cores (no promotion)
   bool bias;
   int cluster_m, cluster_n;
+  bool grouped;  // a grouped layout: its scheduler keeps a group and row bounds in registers
 };
 
 struct GemmGeometry {
@@ -69,7 +70,7 @@ struct GemmGeometry {
   // Registers: accumulators a consumer thread holds, how many fit (ptxas, see
   // gemm_max_accumulators), and the spills that the count alone does not show.
   int accumulators, max_accumulators;
-  bool bias_spills, cluster_spills;
+  bool bias_spills, cluster_spills, grouped_spills;
   bool fits_registers;
 };
 
@@ -85,10 +86,13 @@ constexpr bool gemm_sums_splits_in_cluster(int block_m, int block_n, int stages,
 // 256x104 (tensor, rowwise, block); 128x160 and 256x64 (group, which also holds B's per-column
 // scales); fast accumulation spills past 256x144 and, with one m64 slab, at 128x256 (bf16 out
 // with bias: the 128-operand wgmma), so it stops at 240 columns.
+// Grouped layouts keep 8 fewer: their scheduler's group, row bounds and per-group scales spilt
+// 128x208 per tensor, 128x240 fast and 256x104 block by 4-8 bytes at the dense budget.
 constexpr int gemm_max_accumulators(const GemmTile& t) {
-  if (t.fast_accum) return t.block_m == 256 ? 144 : 120;
-  if (t.scale == kGroupScale) return t.block_m == 256 ? 128 : 160;
-  return 208;
+  const int grouped = t.grouped ? 8 : 0;
+  if (t.fast_accum) return (t.block_m == 256 ? 144 : 120) - grouped;
+  if (t.scale == kGroupScale) return (t.block_m == 256 ? 128 : 160) - grouped;
+  return 208 - grouped;
 }
 
 constexpr GemmGeometry gemm_geometry(const GemmTile& t) {
@@ -132,7 +136,10 @@ constexpr GemmGeometry gemm_geometry(const GemmTile& t) {
   // The registers a cluster's rank and multicast addressing take spill group scaling (any tile)
   // and block scaling with two m64 slabs per warpgroup (12-64 bytes).
   g.cluster_spills = g.cluster > 1 && (t.scale == kGroupScale || (t.scale == kBlockScale && g.mma_m == 2));
-  g.fits_registers = g.accumulators <= g.max_accumulators && !g.bias_spills && !g.cluster_spills;
+  // ptxas: grouped per-tensor or rowwise tiles in column halves spill (8 bytes at 128x256 per
+  // tensor, contiguous layout), their per-group scales of B live beside the halves' sums.
+  g.grouped_spills = t.grouped && g.chunks == 2 && (t.scale == kPerTensor || t.scale == kPerRow);
+  g.fits_registers = g.accumulators <= g.max_accumulators && !g.bias_spills && !g.cluster_spills && !g.grouped_spills;
   return g;
 }
 
@@ -152,11 +159,11 @@ constexpr int gemm_widest_block_n(GemmTile t, int max_chunks = 2) {
 // constexpr variable: NVRTC emits a variable of class type into the cubin as an initialised
 // global, even where only its members are read at compile time.
 template <int BLOCK_M, int BLOCK_N, int STAGES, int SCALE, int OUT_BYTES, bool FAST_ACCUM, bool BIAS, int CLUSTER_M,
-          int CLUSTER_N>
+          int CLUSTER_N, bool GROUPED>
 struct GemmGeometryOf {
   static constexpr GemmGeometry get() {
     return gemm_geometry(
-        GemmTile{BLOCK_M, BLOCK_N, STAGES, SCALE, OUT_BYTES, FAST_ACCUM, BIAS, CLUSTER_M, CLUSTER_N});
+        GemmTile{BLOCK_M, BLOCK_N, STAGES, SCALE, OUT_BYTES, FAST_ACCUM, BIAS, CLUSTER_M, CLUSTER_N, GROUPED});
   }
 };
 

@@ -14,6 +14,21 @@ enum GemmScale {
   kGroupScale = 3,    // A 1x128 x B 1x128 (weight gradients)
 };
 
+// How the rows of A and D are cut into groups (mixture-of-experts layouts), each group with its
+// own B [N, K] (B is [G * N, K]); values match fp8jit::GemmLayout on the host.
+enum GemmLayout {
+  kDenseLayout = 0,       // one GEMM
+  kContiguousLayout = 1,  // group g: rows [offsets[g], offsets[g + 1]) of A [M, K] and D [M, N]
+  kMaskedLayout = 2,      // group g: rows [g * M_max, g * M_max + masked_m[g]) of A [G * M_max, K]
+};
+
+// Bits the grouped kernels OR into GemmParams::status when the group table was out of range and
+// they clamped it (nothing outside [0, M) or a group's M_max is read or written).
+enum GemmStatusBits {
+  kGroupOffsetsClamped = 1,  // contiguous: an offset below 0, past M, or below the one before
+  kMaskedRowsClamped = 2,    // masked: masked_m[g] below 0 or above M_max
+};
+
 // Scale (i, j) of an operand sits at i * rs + j * cs: i indexes rows (or 128-row blocks of B in
 // block mode), j indexes 128-wide K blocks. The host derives rs/cs from the scale layout.
 struct GemmParams {
@@ -47,6 +62,15 @@ struct GemmParams {
   int scale_tma;    // 1: scales by TMA (tma_sa, tma_sb); 0: by cp.async
   int scale_tx;     // bytes the scale boxes (A's, and group scaling's B) deliver per stage (scale_tma)
   int sb_hi;        // block scaling: index of the tile's second 128-block scale among B's staged scales
+  // Grouped layouts: `groups` groups whose rows `group_rows` gives on the device (contiguous: G+1
+  // row offsets into A and D; masked: G row counts, group g's rows starting at g * group_m_max);
+  // B's scales of group g start sb_gs floats after group g - 1's; `status` (optional, device)
+  // collects GemmStatusBits.
+  int groups;
+  int group_m_max;
+  const int* group_rows;
+  long long sb_gs;
+  int* status;
 };
 
 }  // namespace dev

@@ -7,48 +7,52 @@
 #include "fp8jit/common/memory.cuh"
 #include "fp8jit/common/tma.cuh"
 #include "fp8jit/gemm/params.cuh"
+#include "fp8jit/gemm/scheduler.cuh"
 
 namespace fp8jit {
 namespace dev {
 
 template <int BLOCK_M, int BLOCK_N, int SCALE> struct Sm90GemmScaleLoads {
-  // K block kb's scales of tile (tm, tn) by TMA (see GemmParams): A's, and group scaling's B;
+  // K block kb's scales of unit w's tile by TMA (see GemmParams): A's, and group scaling's B;
   // past the edges TMA fills zeros.
-  static FP8JIT_DEVICE void load_scales_tma(const GemmParams& p, float* dst, u64* bar, int tm, int tn, int kb) {
-    tma::load_2d(dst, &p.tma_sa, bar, tm * BLOCK_M, kb);
-    if constexpr (SCALE == kGroupScale) tma::load_2d(dst + BLOCK_M, &p.tma_sb, bar, tn * BLOCK_N, kb);
+  static FP8JIT_DEVICE void load_scales_tma(const GemmParams& p, float* dst, u64* bar, const GemmUnit& w, int kb) {
+    tma::load_2d(dst, &p.tma_sa, bar, w.row0, kb);
+    if constexpr (SCALE == kGroupScale) tma::load_2d(dst + BLOCK_M, &p.tma_sb, bar, w.tn * BLOCK_N, kb);
   }
 
   // Block scaling: the scales of the 128-wide blocks of B holding the tile's first and last
   // column (past the edge of B: its last block), for the stage's BLOCK_M and BLOCK_M + 1.
-  static FP8JIT_DEVICE void load_block_scales_b(const GemmParams& p, int tn, int kb, float (&sb)[2]) {
+  // Grouped layouts: each group's B has its own scales, sb_gs floats apart.
+  static FP8JIT_DEVICE void load_block_scales_b(const GemmParams& p, const GemmUnit& w, int kb, float (&sb)[2]) {
     const int last = (p.N - 1) / 128;
-    const int lo = min(tn * BLOCK_N / 128, last), hi = min((tn * BLOCK_N + BLOCK_N - 1) / 128, last);
-    sb[0] = __ldg(p.scale_b + lo * p.sb_rs + kb * p.sb_cs);
-    sb[1] = __ldg(p.scale_b + hi * p.sb_rs + kb * p.sb_cs);
+    const int lo = min(w.tn * BLOCK_N / 128, last), hi = min((w.tn * BLOCK_N + BLOCK_N - 1) / 128, last);
+    const float* base = p.scale_b + w.group * p.sb_gs + kb * p.sb_cs;
+    sb[0] = __ldg(base + lo * p.sb_rs);
+    sb[1] = __ldg(base + hi * p.sb_rs);
   }
   // The same by cp.async from lanes 0 and 1 (GemmParams::sb_hi).
-  static FP8JIT_DEVICE void stage_block_scales_b(const GemmParams& p, float* dst, int tn, int kb, int lane) {
+  static FP8JIT_DEVICE void stage_block_scales_b(const GemmParams& p, float* dst, const GemmUnit& w, int kb,
+                                                 int lane) {
     if (lane < 2) {
-      const int nb = min((tn * BLOCK_N + lane * (BLOCK_N - 1)) / 128, (p.N - 1) / 128);
-      async_copy::word(dst + BLOCK_M + lane, p.scale_b + nb * p.sb_rs + kb * p.sb_cs, true);
+      const int nb = min((w.tn * BLOCK_N + lane * (BLOCK_N - 1)) / 128, (p.N - 1) / 128);
+      async_copy::word(dst + BLOCK_M + lane, p.scale_b + w.group * p.sb_gs + nb * p.sb_rs + kb * p.sb_cs, true);
     }
   }
 
   // The same by cp.async, for scale layouts TMA cannot read; rows and columns past the edge read
   // as 0. Block scaling puts the second block's scale at index 1 (GemmParams::sb_hi).
-  static FP8JIT_DEVICE void stage_scales(const GemmParams& p, float* dst, int tm, int tn, int kb, int lane) {
+  static FP8JIT_DEVICE void stage_scales(const GemmParams& p, float* dst, const GemmUnit& w, int kb, int lane) {
 #pragma unroll
     for (int i = lane; i < BLOCK_M; i += 32) {
-      const int row = tm * BLOCK_M + i;
+      const int row = w.row0 + i;
       async_copy::word(dst + i, p.scale_a + (row < p.M ? row * p.sa_rs + kb * p.sa_cs : 0), row < p.M);
     }
     if constexpr (SCALE == kBlockScale) {
-      stage_block_scales_b(p, dst, tn, kb, lane);
+      stage_block_scales_b(p, dst, w, kb, lane);
     } else {
 #pragma unroll
       for (int i = lane; i < BLOCK_N; i += 32) {
-        const int col = tn * BLOCK_N + i;
+        const int col = w.tn * BLOCK_N + i;
         async_copy::word(dst + BLOCK_M + i, p.scale_b + (col < p.N ? col * p.sb_rs + kb * p.sb_cs : 0), col < p.N);
       }
     }

@@ -2,10 +2,14 @@
 // kept apart from the mainloop that works on them. The kernel's producer and consumers each walk
 // the same sequence of work units with their own scheduler object (they never exchange units, so
 // a scheduler must be deterministic per CTA). Dense GEMMs walk the tile grid in grouped order;
-// grouped (mixture-of-experts) layouts are further schedulers with this interface:
-//   Scheduler(p, rank)          this CTA's walk (rank: its place in a 2-CTA cluster)
-//   bool next(GemmUnit& w)      the next unit, false when the CTA is done
-//   bool runs_at_least(int n)   every CTA runs about n units or more (the deferred epilogue's test)
+// grouped (mixture-of-experts) layouts are further schedulers (grouped_scheduler.cuh) with this
+// interface:
+//   Scheduler(p, rank)               this CTA's walk (rank: its place in a 2-CTA cluster)
+//   bool next(GemmUnit& w)           the next unit, false when the CTA is done
+//   bool runs_at_least(int n)        every CTA runs about n units or more (the deferred epilogue's test)
+//   static bool holds_every_unit(p)  the grid has a CTA per unit (split-K summed in clusters)
+//   int group(), int rows_end()      the last unit's group and the end of its rows, again: the
+//                                    epilogue asks after the K loop instead of keeping them live
 #pragma once
 
 #include "fp8jit/common/defs.cuh"
@@ -15,11 +19,16 @@ namespace fp8jit {
 namespace dev {
 
 // One work unit: an output tile of this CTA and the K blocks [first, last) it sums, split `split`
-// of the tile's K splits.
+// of the tile's K splits. Grouped layouts add where the tile lies: its group (expert), the first
+// row of A and D it covers, the end of its group's rows (rows from there on belong to another
+// group or to no one: computed, never written) and the first row of B's [G * N, K] it reads.
 struct GemmUnit {
-  int tm, tn;
+  int tm, tn;  // tile coordinates within the group's grid (dense: the grid)
   int first, last;
   int split;
+  int group;
+  int row0, rows_end;
+  int b_row0;
 };
 
 // Grouped raster over a tiles_m x tiles_n grid: GROUP_M tile-rows are walked column by column,
@@ -40,9 +49,13 @@ template <int GROUP_M> FP8JIT_DEVICE void tile_coords(int tiles_m, int tiles_n, 
 // b / cluster + gridDim.x / cluster, ...; every CTA of a cluster walks the same units.
 // A partner's tile past the edge of D still runs (zero-filled loads, nothing stored): its CTA
 // delivers half of the shared operand to the other.
-template <int GROUP_M, int CLUSTER_M, int CLUSTER_N> struct DenseTileScheduler {
+template <int BLOCK_M, int BLOCK_N, int GROUP_M, int CLUSTER_M, int CLUSTER_N> struct DenseTileScheduler {
   static constexpr int kCluster = CLUSTER_M * CLUSTER_N;
   static constexpr bool kShareA = CLUSTER_N == 2, kShareB = CLUSTER_M == 2;
+  // Registers its state and units take beyond the dense schedule's (the deferred epilogue's
+  // budget), and whether the geometry keeps registers for a grouped layout (GemmTile::grouped).
+  static constexpr int kStateRegisters = 0;
+  static constexpr bool kGrouped = false;
 
   const GemmParams& p;
   const int rank;
@@ -61,6 +74,13 @@ template <int GROUP_M, int CLUSTER_M, int CLUSTER_N> struct DenseTileScheduler {
   static FP8JIT_DEVICE int stride() { return static_cast<int>(gridDim.x) / kCluster; }
 
   FP8JIT_DEVICE bool runs_at_least(int n) const { return units >= n * stride(); }
+  FP8JIT_DEVICE int group() const { return 0; }
+  FP8JIT_DEVICE int rows_end() const { return p.M; }
+  // Split-K summed inside clusters needs one unit per CTA (the stages hold the partial once
+  // drained): false where the grid is too small for that.
+  static FP8JIT_DEVICE bool holds_every_unit(const GemmParams& p) {
+    return static_cast<int>(gridDim.x) >= unit_count(p);
+  }
 
   FP8JIT_DEVICE bool next(GemmUnit& w) {
     if (u >= units) return false;
@@ -70,6 +90,10 @@ template <int GROUP_M, int CLUSTER_M, int CLUSTER_N> struct DenseTileScheduler {
     tile_coords<GROUP_M>(cluster_tiles_m(p), cluster_tiles_n(p), u / p.splits, w.tm, w.tn);
     w.tm = w.tm * CLUSTER_M + (kShareB ? rank : 0);
     w.tn = w.tn * CLUSTER_N + (kShareA ? rank : 0);
+    w.group = 0;
+    w.row0 = w.tm * BLOCK_M;
+    w.rows_end = p.M;
+    w.b_row0 = w.tn * BLOCK_N;
     u += stride();
     return true;
   }

@@ -22,6 +22,7 @@
 #include "fp8jit/common/warpgroup.cuh"
 #include "fp8jit/gemm/epilogue.cuh"
 #include "fp8jit/gemm/geometry.cuh"
+#include "fp8jit/gemm/grouped_scheduler.cuh"
 #include "fp8jit/gemm/params.cuh"
 #include "fp8jit/gemm/promotion.cuh"
 #include "fp8jit/gemm/scale_loads.cuh"
@@ -37,12 +38,12 @@ template <int N, int FA, int FB> struct Wgmma;
 
 template <int BLOCK_M, int BLOCK_N, int kStages, int SCALE, int OUT, int FA, int FB, bool kBias, int GROUP_M,
           bool kFastAccum, int CLUSTER_M = 1, int CLUSTER_N = 1,
-          class Scheduler = DenseTileScheduler<GROUP_M, CLUSTER_M, CLUSTER_N>>
+          class Scheduler = DenseTileScheduler<BLOCK_M, BLOCK_N, GROUP_M, CLUSTER_M, CLUSTER_N>>
 struct Sm90Fp8Gemm {
   // Warpgroups, column chunks, the shared-memory layout and split-K summing, as the host computes
   // them from the same config (geometry.cuh).
-  using Geometry =
-      GemmGeometryOf<BLOCK_M, BLOCK_N, kStages, SCALE, ElemSize<OUT>::value, kFastAccum, kBias, CLUSTER_M, CLUSTER_N>;
+  using Geometry = GemmGeometryOf<BLOCK_M, BLOCK_N, kStages, SCALE, ElemSize<OUT>::value, kFastAccum, kBias, CLUSTER_M,
+                                  CLUSTER_N, Scheduler::kGrouped>;
   static constexpr int BLOCK_K = kGemmBlockK;  // bytes of K per stage: one 128-byte swizzle atom
   static constexpr int kMathWGs = Geometry::get().math_wgs;
   static constexpr int kRowsPerWG = Geometry::get().rows_per_wg;
@@ -153,11 +154,10 @@ struct Sm90Fp8Gemm {
     u32 phase = 0;
     Scheduler tiles(p, rank);
     for (GemmUnit w; tiles.next(w);) {
-      const int tm = w.tm, tn = w.tn;
       for (int kb = w.first; kb < w.last; ++kb) {
         float sb[2];
         if constexpr (kScalesBByLane0)
-          if (p.scale_tma) ScaleLoads::load_block_scales_b(p, tn, kb, sb);
+          if (p.scale_tma) ScaleLoads::load_block_scales_b(p, w, kb, sb);
         barrier::wait(&s.empty[stage], phase ^ 1);
         float* scales = s.scales + stage * kStageScales;
         if (lane == 0) {
@@ -167,13 +167,13 @@ struct Sm90Fp8Gemm {
               store_shared_f32(scales + BLOCK_M + 1, sb[1]);
             }
           barrier::arrive_expect_tx(&s.full[stage], kStageA + kStageB + p.scale_tx);
-          load_operands(p, s, stage, tm, tn, kb, rank);
+          load_operands(p, s, stage, w, kb, rank);
           if constexpr (kStagedScales)
-            if (p.scale_tma) ScaleLoads::load_scales_tma(p, scales, &s.full[stage], tm, tn, kb);
+            if (p.scale_tma) ScaleLoads::load_scales_tma(p, scales, &s.full[stage], w, kb);
         }
         if constexpr (kStagedScales) {
-          if (!p.scale_tma) ScaleLoads::stage_scales(p, scales, tm, tn, kb, lane);
-          else if (b_scales_by_cp_async(p)) ScaleLoads::stage_block_scales_b(p, scales, tn, kb, lane);
+          if (!p.scale_tma) ScaleLoads::stage_scales(p, scales, w, kb, lane);
+          else if (b_scales_by_cp_async(p)) ScaleLoads::stage_block_scales_b(p, scales, w, kb, lane);
           if (!p.scale_tma || b_scales_by_cp_async(p)) async_copy::arrive_on(&s.full[stage]);
         }
         if (++stage == kStages) {
@@ -186,20 +186,20 @@ struct Sm90Fp8Gemm {
 
   // K block kb's tiles of A and B into `stage`; in a cluster, this CTA's half of the shared
   // operand goes to both CTAs (the stage's bytes are the same either way).
-  static FP8JIT_DEVICE void load_operands(const GemmParams& p, const Smem& s, int stage, int tm, int tn, int kb,
+  static FP8JIT_DEVICE void load_operands(const GemmParams& p, const Smem& s, int stage, const GemmUnit& w, int kb,
                                           int rank) {
     u8* a = s.a + stage * kStageA;
     u8* b = s.b + stage * kStageB;
     if constexpr (kShareA)
       tma::load_2d_multicast(a + rank * kBoxRowsA * BLOCK_K, &p.tma_a, &s.full[stage], kb * BLOCK_K,
-                             tm * BLOCK_M + rank * kBoxRowsA, 0x3);
+                             w.row0 + rank * kBoxRowsA, 0x3);
     else
-      tma::load_2d(a, &p.tma_a, &s.full[stage], kb * BLOCK_K, tm * BLOCK_M);
+      tma::load_2d(a, &p.tma_a, &s.full[stage], kb * BLOCK_K, w.row0);
     if constexpr (kShareB)
       tma::load_2d_multicast(b + rank * kBoxRowsB * BLOCK_K, &p.tma_b, &s.full[stage], kb * BLOCK_K,
-                             tn * BLOCK_N + rank * kBoxRowsB, 0x3);
+                             w.b_row0 + rank * kBoxRowsB, 0x3);
     else
-      tma::load_2d(b, &p.tma_b, &s.full[stage], kb * BLOCK_K, tn * BLOCK_N);
+      tma::load_2d(b, &p.tma_b, &s.full[stage], kb * BLOCK_K, w.b_row0);
   }
 
   // Tells the producers that may refill `stage` (this CTA's, and in a cluster the peer's, whose
@@ -253,12 +253,13 @@ struct Sm90Fp8Gemm {
     const bool overlap_halves = kOverlapHalves && p.tma_store && p.splits == 1;
     bool half_pending = false;
     int half_row0 = 0, half_col0 = 0, half_y = 0, half_x = 0;
+    int half_group = 0;  // a pending half went out by TMA: only its group's scales of B are needed
     for (GemmUnit w; tiles.next(w);) {
-      const int tm = w.tm, tn = w.tn, first = w.first, last = w.last;
+      const int tn = w.tn, first = w.first, last = w.last;
       const int r0 = wg * kRowsPerWG + warp * 16 + lane / 4;  // row within the tile; + mm*64, + 8
-      const int row0 = tm * BLOCK_M + r0;
-      const int col0 = tn * BLOCK_N + 2 * (lane % 4);                          // + 8*j, + 1
-      const int slab_y = tm * BLOCK_M + wg * kRowsPerWG, slab_x = tn * BLOCK_N;  // D coordinates of the slab
+      const int row0 = w.row0 + r0;
+      const int col0 = tn * BLOCK_N + 2 * (lane % 4);                        // + 8*j, + 1
+      const int slab_y = w.row0 + wg * kRowsPerWG, slab_x = tn * BLOCK_N;  // D coordinates of the slab
       const int split_j = Promotion::block_split(tn);
       clear_sums(acc, out, half_pending);  // an empty K range (more splits than K blocks) yields zeros
       if constexpr (kDeferEpilogue)
@@ -288,12 +289,15 @@ struct Sm90Fp8Gemm {
             }
           if constexpr (kOverlapHalves) {
             if (c == 0 && kb == first && half_pending) {  // the previous tile's half 1, then its store
-              write_half1(p, slab, out, wg, half_row0, half_col0, half_y, half_x);
+              write_half1(p, pending_half_out(p, half_group), slab, out, wg, half_row0, half_col0, half_y, half_x);
               half_pending = false;
             }
             if (c == 1 && kb == last - 1 && overlap_halves) {  // this tile's half 0 is final
-              Epilogue::slab_acquire(wg);
-              Epilogue::template stage_half<2, 0>(p, slab, out, row0, col0, slab_y, slab_x);
+              const TileOut o = tile_out(p, tiles, slab_y);
+              if (o.tma) {
+                Epilogue::slab_acquire(wg);
+                Epilogue::template stage_half<2, 0>(p, o, slab, out, row0, col0, slab_y, slab_x);
+              }
             }
           }
           warpgroup::wait<0>();
@@ -316,9 +320,12 @@ struct Sm90Fp8Gemm {
         }
       }
       const int split = w.split;
+      // Computed here rather than before the K loop: its fields would stay live across it.
+      const TileOut o = tile_out(p, tiles, slab_y);
       if constexpr (kOverlapHalves)
-        if (overlap_halves && last > first) {
+        if (overlap_halves && o.tma && last > first) {
           half_pending = true;
+          half_group = tiles.group();
           half_row0 = row0;
           half_col0 = col0;
           half_y = slab_y;
@@ -328,20 +335,21 @@ struct Sm90Fp8Gemm {
       if constexpr (kCanSumSplitsInCluster)
         if (p.split_cluster && !sum_splits(p, s, acc, out, wg * warpgroup::kThreads + t_in_wg, split)) continue;
       if constexpr (kDeferEpilogue)
-        if (defer) {
-          Epilogue::pack(p, out, row0, col0, packed);
+        if (defer && o.tma) {
+          Epilogue::pack(p, o, out, row0, col0, packed);
           pending = true;
           pending_y = slab_y;
           pending_x = slab_x;
           continue;
         }
-      if constexpr (kPromote) Epilogue::run(p, slab, out, wg, row0, col0, slab_y, slab_x, split);
-      else Epilogue::run(p, slab, acc, wg, row0, col0, slab_y, slab_x, split);
+      if constexpr (kPromote) Epilogue::run(p, o, slab, out, wg, row0, col0, slab_y, slab_x, split);
+      else Epilogue::run(p, o, slab, acc, wg, row0, col0, slab_y, slab_x, split);
     }
     if constexpr (kDeferEpilogue)
       if (pending) Epilogue::store_packed(p, slab, packed, wg, slab_r, slab_c, pending_y, pending_x);
     if constexpr (kOverlapHalves)
-      if (half_pending) write_half1(p, slab, out, wg, half_row0, half_col0, half_y, half_x);
+      if (half_pending)
+        write_half1(p, pending_half_out(p, half_group), slab, out, wg, half_row0, half_col0, half_y, half_x);
     if constexpr (kTakeTurns)
       if (wg == 0) named_barrier_sync(kTurnBarrier, kTurnThreads);
     if (t_in_wg == 0) tma::store_wait_all();  // shared memory must outlive the last store
@@ -401,10 +409,11 @@ struct Sm90Fp8Gemm {
 
   // A pending tile's half 1 into the slab (its half 0 is there), the slab to D, and out's upper
   // half cleared for the tile under way.
-  static FP8JIT_DEVICE void write_half1(const GemmParams& p, u8* slab, float (&out)[kMmaM][kPromote ? kAccum : 1],
-                                        int wg, int row0, int col0, int slab_y, int slab_x) {
+  static FP8JIT_DEVICE void write_half1(const GemmParams& p, const TileOut& o, u8* slab,
+                                        float (&out)[kMmaM][kPromote ? kAccum : 1], int wg, int row0, int col0,
+                                        int slab_y, int slab_x) {
     if constexpr (kOverlapHalves) {
-      Epilogue::template stage_half<2, 1>(p, slab, out, row0, col0, slab_y, slab_x);
+      Epilogue::template stage_half<2, 1>(p, o, slab, out, row0, col0, slab_y, slab_x);
       Epilogue::slab_store(p, slab, wg, slab_y, slab_x);
 #pragma unroll
       for (int mm = 0; mm < kMmaM; ++mm)
@@ -428,16 +437,34 @@ struct Sm90Fp8Gemm {
   }
 
   using Epilogue = Sm90GemmEpilogue<BLOCK_N, kMmaM, kRowsPerWG, SCALE, OUT, kBias>;
+  // Where a warpgroup's slab of a unit's tile goes: rows of its group only, with its group's
+  // scales of B. The slab goes out by a TMA store (D's map clips at row M) only where all its
+  // rows are its group's, or the rows past the group's end are past M; otherwise by direct
+  // stores, which stop at the group's end.
+  static FP8JIT_DEVICE TileOut tile_out(const GemmParams& p, const Scheduler& tiles, int slab_y) {
+    TileOut o;
+    o.rows_end = tiles.rows_end();
+    o.scale_b = p.scale_b + tiles.group() * p.sb_gs;
+    o.tma = p.tma_store && (slab_y + kRowsPerWG <= o.rows_end || o.rows_end >= p.M);
+    return o;
+  }
+  // The same for a column half written after its tile (which went out by TMA).
+  static FP8JIT_DEVICE TileOut pending_half_out(const GemmParams& p, int group) {
+    return TileOut{p.M, p.scale_b + group * p.sb_gs, true};
+  }
   // A tile's 16-bit D waits in registers, packed, until the next tile's first wgmmas are issued
   // and is written and stored while they run (precise accumulation: the wgmma temporaries are
   // not the sums).
   // Only where the sums, the in-flight temporaries and the packed tile fit: ptxas spills past
   // 210 of them (128x176 and wider, 256x104).
   // Column halves (kChunks == 2) written out each under the other's wgmmas (see consumer()).
-  // Not rowwise: its per-column scales in the epilogue spill 2-8 bytes with it (ptxas).
-  static constexpr bool kOverlapHalves = kChunks == 2 && kPromote && SCALE != kPerRow;
-  static constexpr bool kDeferEpilogue =
-      kPromote && Epilogue::kCanPack && kMmaM * (kAccum + Epilogue::kPacked) + kAccSlabs * kChunkAccum <= 210;
+  // Not rowwise: its per-column scales in the epilogue spill 2-8 bytes with it (ptxas); nor per
+  // tensor in grouped layouts, whose pending half's group (for its scale of B) spilt 8 bytes.
+  static constexpr bool kOverlapHalves =
+      kChunks == 2 && kPromote && SCALE != kPerRow && !(Scheduler::kGrouped && SCALE == kPerTensor);
+  static constexpr bool kDeferEpilogue = kPromote && Epilogue::kCanPack &&
+                                         kMmaM * (kAccum + Epilogue::kPacked) + kAccSlabs * kChunkAccum <=
+                                             210 - Scheduler::kStateRegisters;
 
   static FP8JIT_DEVICE void run(const GemmParams& p, u8* raw_smem) {
     u32 dynamic_smem;
@@ -445,7 +472,7 @@ struct Sm90Fp8Gemm {
     if (dynamic_smem < smem_bytes()) __trap();  // host and device disagree on the layout: fail loudly
     // Splits summed in a cluster need one work unit per CTA (the stages hold the partial once
     // drained) and a kernel that can hold it: the host guarantees both.
-    if (p.split_cluster && (!kCanSumSplitsInCluster || static_cast<int>(gridDim.x) < Scheduler::unit_count(p))) __trap();
+    if (p.split_cluster && (!kCanSumSplitsInCluster || !Scheduler::holds_every_unit(p))) __trap();
     const Smem s = carve(raw_smem);
     const int wg = threadIdx.x / warpgroup::kThreads;
     if (threadIdx.x == 0) {

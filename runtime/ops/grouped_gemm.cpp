@@ -1,0 +1,178 @@
+#include "runtime/ops/grouped_gemm.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <climits>
+#include <string>
+
+#include "fp8jit/error.hpp"
+#include "generator/families/gemm_geometry.hpp"
+#include "runtime/jit/driver.hpp"
+#include "runtime/ops/dims.hpp"
+#include "runtime/ops/gemm_common.hpp"
+
+namespace fp8jit::ops {
+
+static_assert(int{kGemmGroupOffsetsClamped} == int{dev::kGroupOffsetsClamped} &&
+                  int{kGemmMaskedRowsClamped} == int{dev::kMaskedRowsClamped},
+              "host and device status bits agree");
+
+namespace {
+
+// Floats of B's scales per group.
+std::int64_t scales_b_per_group(const GroupedGemmArgs& a) {
+  switch (a.scale_mode) {
+    case ScaleMode::tensor: return 1;
+    case ScaleMode::rowwise: return a.n;
+    case ScaleMode::block: return scale_count(Granularity::block128, a.scale_b_layout, a.n, a.k);
+    case ScaleMode::group: break;
+  }
+  return 0;
+}
+
+std::int64_t scales_a(const GroupedGemmArgs& a) {
+  const std::int64_t rows = total_rows(a);
+  switch (a.scale_mode) {
+    case ScaleMode::tensor: return 1;
+    case ScaleMode::rowwise: return rows;
+    default: return scale_count(Granularity::group128, a.scale_a_layout, rows, a.k);
+  }
+}
+
+void check_groups(const GroupedGemmArgs& a) {
+  if (a.layout == GemmLayout::dense)
+    throw_invalid("layout", "dense", "grouped GEMMs take contiguous or masked; a dense GEMM is gemm()");
+  if (a.groups < 1 || a.groups > kMaxDim)
+    throw_invalid("groups", std::to_string(a.groups), "must be in [1, 2^31-1]");
+  // The kernels address B's rows, and masked A's and D's, as int.
+  if (a.groups * a.n > kMaxDim)
+    throw_invalid("groups*n", fmt::format("{}x{}", a.groups, a.n), "B [groups * n, k] must have fewer than 2^31 rows");
+  if (a.layout == GemmLayout::masked && a.groups * a.m > kMaxDim)
+    throw_invalid("groups*m", fmt::format("{}x{}", a.groups, a.m),
+                  "masked A [groups * m, k] must have fewer than 2^31 rows");
+  require_ptr(a.group_rows, a.layout == GemmLayout::contiguous ? "group_rows (offsets)" : "group_rows (masked_m)");
+  require_aligned(a.group_rows, 4, "group_rows", "int32");
+  if (a.status) require_aligned(a.status, 4, "status", "int32");
+  const std::int64_t max_expected = a.m;
+  if (a.expected_m < 0 || a.expected_m > max_expected)
+    throw_invalid("expected_m", std::to_string(a.expected_m),
+                  fmt::format("must be in [0, {}] (0: the default)", max_expected));
+}
+
+}  // namespace
+
+std::int64_t total_rows(const GroupedGemmArgs& a) { return a.layout == GemmLayout::masked ? a.groups * a.m : a.m; }
+
+GroupedGemmArgs normalize(const GroupedGemmArgs& in) {
+  GroupedGemmArgs a = in;
+  check_gemm_dims(a.m, a.n, a.k);
+  check_groups(a);
+  if (a.scale_mode == ScaleMode::group)
+    throw_invalid("scale_mode", "group", "grouped GEMMs take tensor, rowwise or block scaling");
+  check_operands({a.a, a.b, a.d, a.scale_a, a.scale_b, a.a_format, a.b_format, a.d_dtype, a.scale_mode, a.fast_accum},
+                 a.lda, a.ldb, a.k);
+  a.ldd = leading(a.ldd, a.n, "ldd");
+  const std::int64_t need_a = scales_a(a), need_b = scales_b_per_group(a) * a.groups;
+  if (a.scale_a_size < need_a)
+    throw_invalid("scale_a_size", std::to_string(a.scale_a_size),
+                  fmt::format("{} scaling of A [{}x{}] needs {} floats", to_string(a.scale_mode), total_rows(a), a.k,
+                              need_a));
+  if (a.scale_b_size < need_b)
+    throw_invalid("scale_b_size", std::to_string(a.scale_b_size),
+                  fmt::format("{} scaling of {} B [{}x{}] needs {} floats", to_string(a.scale_mode), a.groups, a.n,
+                              a.k, need_b));
+  if (a.expected_m == 0)
+    a.expected_m = a.layout == GemmLayout::masked ? a.m : std::max<std::int64_t>(1, a.m / a.groups);
+  return a;
+}
+
+GemmProblem problem_of(const GroupedGemmArgs& a) {
+  return {a.a_format, a.b_format, a.d_dtype, a.scale_mode, false, a.fast_accum, a.layout};
+}
+
+void check_matches(const KernelSpec& spec, const GroupedGemmArgs& a) {
+  const GemmProblem p = gemm_problem_of(spec), q = problem_of(a);
+  if (p.a_format != q.a_format || p.b_format != q.b_format || p.out != q.out || p.scale != q.scale ||
+      p.bias != q.bias || p.fast_accum != q.fast_accum || p.layout != q.layout)
+    throw_invalid("spec", spec_name(spec),
+                  "does not match the arguments' formats, output, scale mode, accumulation or layout");
+}
+
+namespace {
+
+void fill_params(dev::GemmParams& p, const GemmConfig& c, const GroupedGemmArgs& a) {
+  const std::int64_t rows = total_rows(a), kb = ceil_div(a.k, dev::kGemmBlockK);
+  const std::size_t esize = dtype_size(a.d_dtype);
+  p.d = a.d;
+  p.ldd = a.ldd;
+  p.scale_a = a.scale_a;
+  p.scale_b = a.scale_b;
+  if (a.scale_mode == ScaleMode::block) {
+    scale_strides(a.scale_a_layout, rows, kb, p.sa_rs, p.sa_cs);
+    scale_strides(a.scale_b_layout, ceil_div(a.n, 128), kb, p.sb_rs, p.sb_cs);
+  }
+  p.sb_gs = scales_b_per_group(a);
+  p.M = static_cast<int>(rows);
+  p.N = static_cast<int>(a.n);
+  p.K = static_cast<int>(a.k);
+  p.tiles_m = static_cast<int>(ceil_div(rows, c.block_m));
+  p.tiles_n = static_cast<int>(ceil_div(a.n, c.block_n));
+  p.k_blocks = static_cast<int>(kb);
+  p.pair_stores = (a.ldd % 2 == 0 && reinterpret_cast<std::uintptr_t>(a.d) % (2 * esize) == 0) ? 1 : 0;
+  p.splits = 1;
+  p.kb_per_split = static_cast<int>(kb);
+  p.groups = static_cast<int>(a.groups);
+  p.group_m_max = a.layout == GemmLayout::masked ? static_cast<int>(a.m) : 0;
+  p.group_rows = a.group_rows;
+  p.status = a.status;
+}
+
+// A's block scales by TMA with the stage where their layout allows (as the dense launcher);
+// B's two per tile the producer loads.
+void encode_scale_map(dev::GemmParams& p, const GroupedGemmArgs& a, const GemmConfig& c, const GemmGeometry& g) {
+  p.sb_hi = 1;
+  if (a.scale_mode != ScaleMode::block || a.scale_a_layout != ScaleLayout::col_major_tma || !aligned16(a.scale_a))
+    return;
+  if (try_encode(&p.tma_sa, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, a.scale_a, p.k_blocks, total_rows(a), p.sa_cs,
+                 c.block_m, 1, CU_TENSOR_MAP_SWIZZLE_NONE) != CUDA_SUCCESS)
+    return;  // the cp.async path reads any layout
+  p.scale_tx = g.scale_tma_bytes;
+  p.scale_tma = 1;
+}
+
+}  // namespace
+
+GemmLaunch prepare(const LoadedKernel& k, const GroupedGemmArgs& a, int sm_count, CUstream stream) {
+  const GemmConfig& c = k.gemm_config;
+  const GemmGeometry g = gemm_geometry(problem_of(a), c);
+  GemmLaunch l;
+  dev::GemmParams& p = l.params;
+  fill_params(p, c, a);
+  const std::int64_t rows = total_rows(a);
+  encode_operand_maps(p, g, a.a, rows, a.lda, a.b, a.groups * a.n, a.ldb, a.k);
+  encode_store_map(p, g, c, a.d, a.d_dtype, rows, a.n, a.ldd, true);
+  encode_scale_map(p, a, c, g);
+  // The units depend on the group table on the device: the grid is the resident maximum, capped
+  // by the most units any table can give (every group's rows start a new tile-row).
+  const std::int64_t tile_rows = a.layout == GemmLayout::masked ? a.groups * ceil_div(a.m, c.block_m)
+                                                                 : ceil_div(a.m, c.block_m) + a.groups;
+  const std::int64_t units = tile_rows * ceil_div(p.tiles_n, c.cluster_n);
+  if (units > INT_MAX)
+    throw_invalid("groups/m/n", fmt::format("{}/{}/{}", a.groups, a.m, a.n), "too many output tiles for one launch");
+  const std::int64_t resident = g.cluster > 1 ? k.max_active_clusters : sm_count;
+  l.main.grid[0] = static_cast<unsigned>(std::max<std::int64_t>(1, std::min(units, resident)) * g.cluster);
+  l.main.cluster[0] = static_cast<unsigned>(g.cluster);
+  l.main.block[0] = static_cast<unsigned>(k.threads);
+  l.main.smem_bytes = static_cast<unsigned>(k.smem_bytes);
+  l.main.stream = stream;
+  return l;
+}
+
+void launch(const LoadedKernel& k, const GroupedGemmArgs& a, int sm_count, CUstream stream) {
+  GemmLaunch l = prepare(k, a, sm_count, stream);
+  void* args[] = {&l.params};
+  fp8jit::launch(k.functions[0], l.main, args);
+}
+
+}  // namespace fp8jit::ops

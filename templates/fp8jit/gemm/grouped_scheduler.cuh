@@ -1,0 +1,121 @@
+// The persistent schedule of grouped (mixture-of-experts) GEMMs: every group g multiplies its rows
+// of A by its own B_g, and the work units are the tiles of all groups in group order, so one launch
+// with no host round trip covers every expert. The group table lives on the device and is read
+// here, so a captured CUDA graph serves any routing:
+//   contiguous: group g owns rows [offsets[g], offsets[g + 1]) of A [M, K] and D [M, N]; any
+//               group size, 0 included, no padding (rows before offsets[0] or after offsets[G]
+//               belong to no group);
+//   masked:     group g owns rows [g * M_max, g * M_max + masked_m[g]) of A [G * M_max, K] and
+//               D [G * M_max, N].
+// A table out of range is clamped (offsets into [0, M] and ascending, masked_m into [0, M_max])
+// and reported through GemmParams::status: nothing outside the tensors is read or written.
+// A tile that runs past its group's last row computes those rows (they are other groups' rows, or
+// padding) and writes only its own (GemmUnit::rows_end).
+#pragma once
+
+#include "fp8jit/common/defs.cuh"
+#include "fp8jit/gemm/params.cuh"
+#include "fp8jit/gemm/scheduler.cuh"
+
+namespace fp8jit {
+namespace dev {
+
+template <int BLOCK_M, int BLOCK_N, int GROUP_M, int CLUSTER_N, int LAYOUT> struct GroupedTileScheduler {
+  static_assert(LAYOUT == kContiguousLayout || LAYOUT == kMaskedLayout, "a grouped layout");
+  // CTA pairs along N only: both tiles of a pair then lie in the same group's rows.
+  static constexpr int kCluster = CLUSTER_N;
+  static constexpr bool kShareA = CLUSTER_N == 2;
+  // Registers beyond the dense schedule's: its group, row bounds and walk (ptxas spilt 128x168
+  // rowwise, deferred at the dense budget, by 28 bytes).
+  static constexpr int kStateRegisters = 8;
+  static constexpr bool kGrouped = true;
+
+  const GemmParams& p;
+  const int rank;
+  // Two registers of state, live across the mainloop (the producer warp runs in 40, and wide
+  // tiles' consumers have none to spare): the CTA's next unit, counted from the first unit of
+  // group g. A group's rows are read again from the table (an L1 hit) rather than kept.
+  int u;
+  int g = 0;
+
+  FP8JIT_DEVICE GroupedTileScheduler(const GemmParams& params, int cta_rank)
+      : p(params), rank(cta_rank), u(static_cast<int>(blockIdx.x) / kCluster) {}
+
+  // Column units per tile-row: the pairs of tile-columns in a cluster.
+  static FP8JIT_DEVICE int tiles_n(const GemmParams& p) { return (p.tiles_n + CLUSTER_N - 1) / CLUSTER_N; }
+  static FP8JIT_DEVICE int stride() { return static_cast<int>(gridDim.x) / kCluster; }
+  // Grouped launches never split K, let alone inside clusters.
+  static FP8JIT_DEVICE bool holds_every_unit(const GemmParams&) { return false; }
+
+  // Group g's rows, clamped into range; with kReport, one thread per warpgroup reports a clamp
+  // (next() does: it walks every group).
+  template <bool kReport = false>
+  static FP8JIT_DEVICE void group_rows(const GemmParams& p, int g, int& start, int& rows) {
+    int bad = 0;
+    if constexpr (LAYOUT == kContiguousLayout) {
+      const int lo = __ldg(p.group_rows + g), hi = __ldg(p.group_rows + g + 1);
+      start = min(max(lo, 0), p.M);
+      const int end = min(max(hi, start), p.M);
+      rows = end - start;
+      // Each group checks its own pair, so a descending pair anywhere is reported.
+      bad = (lo != start || hi != end) ? kGroupOffsetsClamped : 0;
+    } else {
+      const int m = __ldg(p.group_rows + g);
+      start = g * p.group_m_max;
+      rows = min(max(m, 0), p.group_m_max);
+      bad = rows != m ? kMaskedRowsClamped : 0;
+    }
+    if constexpr (kReport)
+      if (bad && p.status && threadIdx.x % 128 == 0) atomicOr(p.status, bad);
+  }
+
+  // Units of the whole launch: the group table read by the 32 lanes of the calling warp, which
+  // must all be here, a group per lane at a time.
+  FP8JIT_DEVICE int unit_total() const {
+    int total = 0;
+    for (int i = static_cast<int>(threadIdx.x % 32); i < p.groups; i += 32) {
+      int start, rows;
+      group_rows(p, i, start, rows);
+      total += (rows + BLOCK_M - 1) / BLOCK_M * tiles_n(p);
+    }
+#pragma unroll
+    for (int lanes = 16; lanes > 0; lanes /= 2) total += __shfl_xor_sync(0xffffffffu, total, lanes);
+    return total;
+  }
+  FP8JIT_DEVICE bool runs_at_least(int n) const { return unit_total() >= n * stride(); }
+  FP8JIT_DEVICE int group() const { return g; }
+  FP8JIT_DEVICE int rows_end() const {
+    int start, rows;
+    group_rows(p, g, start, rows);
+    return start + rows;
+  }
+
+  FP8JIT_DEVICE bool next(GemmUnit& w) {
+    const int columns = tiles_n(p);
+    int start, rows, tiles_m;
+    for (;;) {  // units only grow: walk the groups forward to the one holding u
+      if (g >= p.groups) return false;
+      group_rows<true>(p, g, start, rows);
+      tiles_m = (rows + BLOCK_M - 1) / BLOCK_M;
+      if (u < tiles_m * columns) break;
+      u -= tiles_m * columns;
+      ++g;
+    }
+    int tm, tn;
+    tile_coords<GROUP_M>(tiles_m, columns, u, tm, tn);
+    w.tm = tm;
+    w.tn = tn * CLUSTER_N + (kShareA ? rank : 0);
+    w.first = 0;
+    w.last = p.k_blocks;
+    w.split = 0;
+    w.group = g;
+    w.row0 = start + tm * BLOCK_M;
+    w.rows_end = start + rows;
+    w.b_row0 = g * p.N + w.tn * BLOCK_N;
+    u += stride();
+    return true;
+  }
+};
+
+}  // namespace dev
+}  // namespace fp8jit
