@@ -128,14 +128,18 @@ void fill_params(dev::GemmParams& p, const GemmConfig& c, const GroupedGemmArgs&
   p.status = a.status;
 }
 
-// A's block scales by TMA with the stage where their layout allows (as the dense launcher);
-// B's two per tile the producer loads.
-void encode_scale_map(dev::GemmParams& p, const GroupedGemmArgs& a, const GemmConfig& c, const GemmGeometry& g) {
+// A's block scales by TMA with the stage where their layout allows (as the dense launcher); B's
+// two per tile the producer loads. A group's tiles start on any row, and a TMA box's first
+// element must sit on 16 bytes: the box starts 0-3 rows early and is 4 rows taller
+// (GemmGeometry::scales_a), which 256-row tiles cannot be (boxes hold 256): they copy A's
+// scales by cp.async.
+void encode_scale_map(dev::GemmParams& p, const GroupedGemmArgs& a, const GemmGeometry& g) {
   p.sb_hi = 1;
   if (a.scale_mode != ScaleMode::block || a.scale_a_layout != ScaleLayout::col_major_tma || !aligned16(a.scale_a))
     return;
+  if (g.scales_a == g.rows_per_wg * g.math_wgs) return;  // 256 rows: no taller box
   if (try_encode(&p.tma_sa, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, a.scale_a, p.k_blocks, total_rows(a), p.sa_cs,
-                 c.block_m, 1, CU_TENSOR_MAP_SWIZZLE_NONE) != CUDA_SUCCESS)
+                 g.scales_a, 1, CU_TENSOR_MAP_SWIZZLE_NONE) != CUDA_SUCCESS)
     return;  // the cp.async path reads any layout
   p.scale_tx = g.scale_tma_bytes;
   p.scale_tma = 1;
@@ -152,7 +156,7 @@ GemmLaunch prepare(const LoadedKernel& k, const GroupedGemmArgs& a, int sm_count
   const std::int64_t rows = total_rows(a);
   encode_operand_maps(p, g, a.a, rows, a.lda, a.b, a.groups * a.n, a.ldb, a.k);
   encode_store_map(p, g, c, a.d, a.d_dtype, rows, a.n, a.ldd, true);
-  encode_scale_map(p, a, c, g);
+  encode_scale_map(p, a, g);
   // The units depend on the group table on the device: the grid is the resident maximum, capped
   // by the most units any table can give (every group's rows start a new tile-row).
   const std::int64_t tile_rows = a.layout == GemmLayout::masked ? a.groups * ceil_div(a.m, c.block_m)

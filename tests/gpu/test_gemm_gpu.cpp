@@ -19,6 +19,7 @@
 #include "common/settings.hpp"
 #include "tests/common/child_process.hpp"
 #include "tests/common/gpu_env.hpp"
+#include "tests/gpu/gemm_operands.hpp"
 
 namespace fp8jit::test {
 namespace {
@@ -27,38 +28,6 @@ struct Operands {
   std::unique_ptr<DeviceMem> a, b, sa, sb, bias;
   GemmArgs args;
 };
-
-Granularity granularity_a(ScaleMode m) {
-  return m == ScaleMode::tensor ? Granularity::tensor : m == ScaleMode::rowwise ? Granularity::row : Granularity::group128;
-}
-Granularity granularity_b(ScaleMode m) {
-  switch (m) {
-    case ScaleMode::tensor: return Granularity::tensor;
-    case ScaleMode::rowwise: return Granularity::row;
-    case ScaleMode::block: return Granularity::block128;
-    case ScaleMode::group: return Granularity::group128;
-  }
-  return Granularity::tensor;
-}
-
-// Random bf16 data quantized on the GPU by the quantize family, as a model would feed the GEMM.
-void quantize_into(std::int64_t rows, std::int64_t k, Fp8Format f, Granularity g, ScaleLayout layout, DeviceMem& q,
-                   DeviceMem& s, unsigned seed) {
-  const auto h = random_tensor(rows, k, k, DType::bf16, seed, false);
-  DeviceMem x(h.size());
-  x.upload(h.data(), h.size());
-  QuantizeArgs a;
-  a.x = x.get();
-  a.m = rows;
-  a.k = k;
-  a.q = q.get();
-  a.format = f;
-  a.scales = s.f32();
-  a.granularity = g;
-  a.scale_layout = layout;
-  default_runtime().quantize(a, nullptr);
-  ASSERT_EQ(cudaSuccess, cudaDeviceSynchronize());
-}
 
 Operands make_operands(const GemmProblem& p, std::int64_t m, std::int64_t n, std::int64_t k, unsigned seed) {
   Operands o;
@@ -77,8 +46,8 @@ Operands make_operands(const GemmProblem& p, std::int64_t m, std::int64_t n, std
   o.b = std::make_unique<DeviceMem>(n * k);
   o.sa = std::make_unique<DeviceMem>(4 * g.scale_a_size);
   o.sb = std::make_unique<DeviceMem>(4 * g.scale_b_size);
-  quantize_into(m, k, p.a_format, granularity_a(p.scale), g.scale_a_layout, *o.a, *o.sa, seed);
-  quantize_into(n, k, p.b_format, granularity_b(p.scale), g.scale_b_layout, *o.b, *o.sb, seed + 1000);
+  quantize_into(m, k, p.a_format, granularity_a(p.scale), g.scale_a_layout, o.a->get(), o.sa->f32(), seed);
+  quantize_into(n, k, p.b_format, granularity_b(p.scale), g.scale_b_layout, o.b->get(), o.sb->f32(), seed + 1000);
   g.a = o.a->get();
   g.b = o.b->get();
   g.scale_a = o.sa->f32();

@@ -51,8 +51,11 @@ struct GemmGeometry {
   int box_rows_a, box_rows_b;
   int stage_a, stage_b;  // bytes of A's and B's tiles per stage
   // Floats of scales staged per stage: A's for the tile's rows; B's 128x128 blocks (the one or
-  // two the tile touches, padded to 8) or 1x128 groups (one per column), rounded so that each
-  // stage's scales start on 128 bytes, as TMA destinations must.
+  // two the tile touches, padded to 8) or 1x128 groups (one per column), from scales_a on,
+  // rounded so that each stage's scales start on 128 bytes, as TMA destinations must. Grouped
+  // tiles start on any row, but a TMA box's first element must sit on 16 bytes: their A box
+  // starts at the row rounded down to 4 and covers 4 rows more (tiles of up to 128 rows: boxes
+  // hold at most 256).
   int scales_a, scales_b, stage_scales;
   // Bytes the scale boxes deliver per stage where scales come by TMA: A's (block and group
   // scaling) and group scaling's B (block scaling's two of B come by the producer's loads).
@@ -110,7 +113,7 @@ constexpr GemmGeometry gemm_geometry(const GemmTile& t) {
   g.stage_a = t.block_m * kGemmBlockK;
   g.stage_b = t.block_n * kGemmBlockK;
   const bool staged = t.scale == kBlockScale || t.scale == kGroupScale;
-  g.scales_a = staged ? t.block_m : 0;
+  g.scales_a = staged ? t.block_m + (t.grouped && t.block_m <= 128 ? 4 : 0) : 0;
   g.scales_b = t.scale == kBlockScale ? 8 : t.scale == kGroupScale ? t.block_n : 0;
   g.stage_scales = (g.scales_a + g.scales_b + 31) / 32 * 32;
   g.scale_tma_bytes = 4 * (g.scales_a + (t.scale == kGroupScale ? t.block_n : 0));

@@ -25,12 +25,14 @@ template <int BLOCK_M, int BLOCK_N, int kMmaM, int kChunks, int SCALE> struct Sm
     float hi[kMmaM][2];
   };
 
-  // This thread's per-row factors from a stage's staged scales; `r` is the thread's first row
-  // within the tile. Block scaling folds B's scale into them.
-  static FP8JIT_DEVICE void read_scales(const float* st, int r, int sb_hi_at, BlockScales& bs) {
+  // This thread's per-row factors from a stage's staged scales (A's tile rows from st_a, B's
+  // blocks from st_b); `r` is the thread's first row within the tile. Block scaling folds B's
+  // scale into them.
+  static FP8JIT_DEVICE void read_scales(const float* st_a, const float* st_b, int r, int sb_hi_at, BlockScales& bs) {
     if constexpr (kStagedScales) {
-      const float sb_lo = SCALE == kBlockScale ? load_shared_f32(st + BLOCK_M) : 1.0f;
-      const float sb_hi = SCALE == kBlockScale ? load_shared_f32(st + BLOCK_M + sb_hi_at) : 1.0f;
+      const float* st = st_a;
+      const float sb_lo = SCALE == kBlockScale ? load_shared_f32(st_b) : 1.0f;
+      const float sb_hi = SCALE == kBlockScale ? load_shared_f32(st_b + sb_hi_at) : 1.0f;
 #pragma unroll
       for (int mm = 0; mm < kMmaM; ++mm)
 #pragma unroll

@@ -12,16 +12,18 @@
 namespace fp8jit {
 namespace dev {
 
-template <int BLOCK_M, int BLOCK_N, int SCALE> struct Sm90GemmScaleLoads {
+// kScalesB: where B's scales start among a stage's (GemmGeometry::scales_a); kAlignA: A's TMA box
+// starts at the tile's first row rounded down to 4 (grouped tiles: GemmGeometry::scales_a).
+template <int BLOCK_M, int BLOCK_N, int SCALE, int kScalesB, bool kAlignA> struct Sm90GemmScaleLoads {
   // K block kb's scales of unit w's tile by TMA (see GemmParams): A's, and group scaling's B;
   // past the edges TMA fills zeros.
   static FP8JIT_DEVICE void load_scales_tma(const GemmParams& p, float* dst, u64* bar, const GemmUnit& w, int kb) {
-    tma::load_2d(dst, &p.tma_sa, bar, w.row0, kb);
-    if constexpr (SCALE == kGroupScale) tma::load_2d(dst + BLOCK_M, &p.tma_sb, bar, w.tn * BLOCK_N, kb);
+    tma::load_2d(dst, &p.tma_sa, bar, kAlignA ? w.row0 & ~3 : w.row0, kb);
+    if constexpr (SCALE == kGroupScale) tma::load_2d(dst + kScalesB, &p.tma_sb, bar, w.tn * BLOCK_N, kb);
   }
 
   // Block scaling: the scales of the 128-wide blocks of B holding the tile's first and last
-  // column (past the edge of B: its last block), for the stage's BLOCK_M and BLOCK_M + 1.
+  // column (past the edge of B: its last block), for the stage's kScalesB and kScalesB + 1.
   // Grouped layouts: each group's B has its own scales, sb_gs floats apart.
   static FP8JIT_DEVICE void load_block_scales_b(const GemmParams& p, const GemmUnit& w, int kb, float (&sb)[2]) {
     const int last = (p.N - 1) / 128;
@@ -35,7 +37,7 @@ template <int BLOCK_M, int BLOCK_N, int SCALE> struct Sm90GemmScaleLoads {
                                                  int lane) {
     if (lane < 2) {
       const int nb = min((w.tn * BLOCK_N + lane * (BLOCK_N - 1)) / 128, (p.N - 1) / 128);
-      async_copy::word(dst + BLOCK_M + lane, p.scale_b + w.group * p.sb_gs + nb * p.sb_rs + kb * p.sb_cs, true);
+      async_copy::word(dst + kScalesB + lane, p.scale_b + w.group * p.sb_gs + nb * p.sb_rs + kb * p.sb_cs, true);
     }
   }
 
@@ -53,7 +55,7 @@ template <int BLOCK_M, int BLOCK_N, int SCALE> struct Sm90GemmScaleLoads {
 #pragma unroll
       for (int i = lane; i < BLOCK_N; i += 32) {
         const int col = w.tn * BLOCK_N + i;
-        async_copy::word(dst + BLOCK_M + i, p.scale_b + (col < p.N ? col * p.sb_rs + kb * p.sb_cs : 0), col < p.N);
+        async_copy::word(dst + kScalesB + i, p.scale_b + (col < p.N ? col * p.sb_rs + kb * p.sb_cs : 0), col < p.N);
       }
     }
   }

@@ -163,8 +163,8 @@ struct Sm90Fp8Gemm {
         if (lane == 0) {
           if constexpr (kScalesBByLane0)
             if (p.scale_tma) {
-              store_shared_f32(scales + BLOCK_M, sb[0]);
-              store_shared_f32(scales + BLOCK_M + 1, sb[1]);
+              store_shared_f32(scales + kScalesB, sb[0]);
+              store_shared_f32(scales + kScalesB + 1, sb[1]);
             }
           barrier::arrive_expect_tx(&s.full[stage], kStageA + kStageB + p.scale_tx);
           load_operands(p, s, stage, w, kb, rank);
@@ -213,7 +213,10 @@ struct Sm90Fp8Gemm {
     }
   }
 
-  using ScaleLoads = Sm90GemmScaleLoads<BLOCK_M, BLOCK_N, SCALE>;
+  // B's scales follow A's among a stage's (A's box is 4 rows taller for grouped tiles).
+  static constexpr int kScalesB = Geometry::get().scales_a;
+  static constexpr bool kAlignA = kScalesB > BLOCK_M;
+  using ScaleLoads = Sm90GemmScaleLoads<BLOCK_M, BLOCK_N, SCALE, kScalesB, kAlignA>;
   using Promotion = Sm90GemmPromotion<BLOCK_M, BLOCK_N, kMmaM, kChunks, SCALE>;
   using BlockScales = typename Promotion::BlockScales;
 
@@ -273,7 +276,9 @@ struct Sm90Fp8Gemm {
         // which stalled their issue (G8: 8192^3 block 1045 -> 990 µs with ld.shared before it).
         const float* st = s.scales + stage * kStageScales;
         BlockScales bs;
-        Promotion::read_scales(st, r0, p.sb_hi, bs);
+        // Grouped tiles' A scales by TMA start at the row rounded down to 4 (GemmGeometry::scales_a).
+        const int a_shift = kAlignA && p.scale_tma ? slab_y & 3 : 0;
+        Promotion::read_scales(st + a_shift, st + kScalesB, r0, p.sb_hi, bs);
         const u8* a_tile = s.a + stage * kStageA + wg * kRowsPerWG * BLOCK_K;
 #pragma unroll
         for (int c = 0; c < kPasses; ++c) {
@@ -306,7 +311,7 @@ struct Sm90Fp8Gemm {
           if constexpr (SCALE != kGroupScale)
             if (c == kPasses - 1 && lane == 0) release(s, stage);
           if constexpr (kPromote) {
-            const float* sb = st + BLOCK_M + (col0 - tn * BLOCK_N);
+            const float* sb = st + kScalesB + (col0 - tn * BLOCK_N);
             if constexpr (kSlabPasses) promote_slab(acc, out, bs, sb, split_j, c);
             else if constexpr (kChunks == 1) Promotion::promote(acc, out, bs, sb, split_j);
             else Promotion::promote_chunk(acc, out, bs, c);
