@@ -93,6 +93,17 @@ typedef enum fp8jit_scale_mode {
   FP8JIT_SCALE_MODE_GROUP = 3    /* A and B per 1x128 group (weight gradients) */
 } fp8jit_scale_mode;
 
+/* How a GEMM's rows are cut into groups, each multiplied by its own B (mixture-of-experts). */
+typedef enum fp8jit_gemm_layout {
+  FP8JIT_LAYOUT_DENSE = 0,      /* one GEMM (fp8jit_gemm) */
+  FP8JIT_LAYOUT_CONTIGUOUS = 1, /* A [m, k]: the groups' rows one after another, by offsets */
+  FP8JIT_LAYOUT_MASKED = 2      /* A [groups * m, k]: group g's first masked_m[g] of m rows */
+} fp8jit_gemm_layout;
+
+/* Bits a grouped GEMM ORs into its optional status word when it clamped the group table. */
+#define FP8JIT_GEMM_GROUP_OFFSETS_CLAMPED 1 /* contiguous: an offset out of [0, m] or descending */
+#define FP8JIT_GEMM_MASKED_ROWS_CLAMPED 2   /* masked: a masked_m out of [0, m] */
+
 /* ---- argument structs: fill with fp8jit_*_args_init, then set the fields you need ---------- */
 
 /* x [m, k] (row stride ldx elements) -> q [m, k] FP8 (row stride ldq bytes) and fp32 scales.
@@ -156,10 +167,45 @@ typedef struct fp8jit_gemm_args {
   int fast_accum;                     /* tensor/rowwise only */
 } fp8jit_gemm_args;
 
+/* Grouped GEMMs for mixture-of-experts layers (fp8jit::GroupedGemmArgs): for every group g, its
+ * rows of D = (its rows of A scaled) . (B_g scaled)^T, in one launch that reads the group table
+ * on the device (so a captured CUDA graph serves any routing). B is [groups * n, k] (B_g: rows
+ * g * n ..); D has A's rows. contiguous: group_rows holds groups + 1 ascending int32 offsets into
+ * A [m, k]; masked: group_rows holds groups int32 counts (masked_m), each group owning m rows of
+ * A [groups * m, k]. Rows outside every group are not written. A's scales cover all of A's rows;
+ * B's are one set per group, one after another. A table out of range is clamped on the device
+ * and reported in *status (FP8JIT_GEMM_*_CLAMPED bits) when status is not NULL. */
+typedef struct fp8jit_grouped_gemm_args {
+  fp8jit_gemm_layout layout;          /* default CONTIGUOUS */
+  int64_t groups;
+  const int* group_rows;              /* device int32 */
+  const void* a;
+  fp8jit_fp8_format a_format;         /* default E4M3 */
+  int64_t lda;
+  const void* b;
+  fp8jit_fp8_format b_format;         /* default E4M3 */
+  int64_t ldb;
+  void* d;
+  fp8jit_dtype d_dtype;               /* default BF16 */
+  int64_t ldd;
+  int64_t m, n, k;                    /* m: contiguous rows of A; masked M_max per group */
+  int64_t expected_m;                 /* rows per group to pick the kernel for; 0: default */
+  fp8jit_scale_mode scale_mode;       /* default BLOCK; TENSOR, ROWWISE or BLOCK */
+  const float* scale_a;
+  int64_t scale_a_size;
+  fp8jit_scale_layout scale_a_layout; /* default COL_MAJOR_TMA */
+  const float* scale_b;
+  int64_t scale_b_size;
+  fp8jit_scale_layout scale_b_layout; /* default ROW_MAJOR */
+  int* status;                        /* optional device int32 */
+  int fast_accum;                     /* tensor/rowwise only */
+} fp8jit_grouped_gemm_args;
+
 /* Set every field to the C++ struct's default (pointers NULL, sizes 0). NULL is a no-op. */
 FP8JIT_API void fp8jit_quantize_args_init(fp8jit_quantize_args* args);
 FP8JIT_API void fp8jit_dequantize_args_init(fp8jit_dequantize_args* args);
 FP8JIT_API void fp8jit_gemm_args_init(fp8jit_gemm_args* args);
+FP8JIT_API void fp8jit_grouped_gemm_args_init(fp8jit_grouped_gemm_args* args);
 
 /* Mirrors fp8jit::CacheStats. */
 typedef struct fp8jit_cache_stats {
@@ -194,6 +240,15 @@ FP8JIT_API fp8jit_status fp8jit_dequantize(fp8jit_runtime* runtime,
                                            fp8jit_stream_t stream);
 FP8JIT_API fp8jit_status fp8jit_gemm(fp8jit_runtime* runtime, const fp8jit_gemm_args* args,
                                      fp8jit_stream_t stream);
+
+/* A grouped GEMM (fp8jit_grouped_gemm_args), and the name of the kernel it would use (as
+ * fp8jit_gemm_select). */
+FP8JIT_API fp8jit_status fp8jit_grouped_gemm(fp8jit_runtime* runtime,
+                                             const fp8jit_grouped_gemm_args* args,
+                                             fp8jit_stream_t stream);
+FP8JIT_API fp8jit_status fp8jit_grouped_gemm_select(fp8jit_runtime* runtime,
+                                                    const fp8jit_grouped_gemm_args* args, char* buf,
+                                                    size_t capacity);
 
 /* The kernel fp8jit_gemm would use for these arguments (tuning database row, nearest tuned M, or
  * the heuristic), as its name, NUL-terminated, into buf (capacity bytes; too small:

@@ -1,0 +1,112 @@
+// The C ABI's grouped GEMMs (fp8jit_grouped_gemm_args) over fp8jit::Runtime::grouped_gemm.
+#include <cstring>
+#include <string>
+
+#include "fp8jit/fp8jit.h"
+#include "runtime/c_api_support.hpp"
+
+namespace {
+
+using namespace fp8jit::c_abi;
+
+static_assert(FP8JIT_LAYOUT_DENSE == int(fp8jit::GemmLayout::dense) &&
+              FP8JIT_LAYOUT_CONTIGUOUS == int(fp8jit::GemmLayout::contiguous) &&
+              FP8JIT_LAYOUT_MASKED == int(fp8jit::GemmLayout::masked));
+static_assert(FP8JIT_GEMM_GROUP_OFFSETS_CLAMPED == fp8jit::kGemmGroupOffsetsClamped &&
+              FP8JIT_GEMM_MASKED_ROWS_CLAMPED == fp8jit::kGemmMaskedRowsClamped);
+
+fp8jit::GroupedGemmArgs to_cpp(const fp8jit_grouped_gemm_args& c) {
+  fp8jit::GroupedGemmArgs a;
+  a.layout = gemm_layout(c.layout, "layout");
+  a.groups = c.groups;
+  a.group_rows = c.group_rows;
+  a.a = c.a;
+  a.a_format = format(c.a_format, "a_format");
+  a.lda = c.lda;
+  a.b = c.b;
+  a.b_format = format(c.b_format, "b_format");
+  a.ldb = c.ldb;
+  a.d = c.d;
+  a.d_dtype = dtype(c.d_dtype, "d_dtype");
+  a.ldd = c.ldd;
+  a.m = c.m;
+  a.n = c.n;
+  a.k = c.k;
+  a.expected_m = c.expected_m;
+  a.scale_mode = scale_mode(c.scale_mode, "scale_mode");
+  a.scale_a = c.scale_a;
+  a.scale_a_size = c.scale_a_size;
+  a.scale_a_layout = layout(c.scale_a_layout, "scale_a_layout");
+  a.scale_b = c.scale_b;
+  a.scale_b_size = c.scale_b_size;
+  a.scale_b_layout = layout(c.scale_b_layout, "scale_b_layout");
+  a.status = c.status;
+  a.fast_accum = c.fast_accum != 0;
+  return a;
+}
+
+// The init function copies the C++ defaults, so the two can never disagree.
+fp8jit_grouped_gemm_args to_c(const fp8jit::GroupedGemmArgs& a) {
+  fp8jit_grouped_gemm_args c;
+  c.layout = fp8jit_gemm_layout(a.layout);
+  c.groups = a.groups;
+  c.group_rows = a.group_rows;
+  c.a = a.a;
+  c.a_format = fp8jit_fp8_format(a.a_format);
+  c.lda = a.lda;
+  c.b = a.b;
+  c.b_format = fp8jit_fp8_format(a.b_format);
+  c.ldb = a.ldb;
+  c.d = a.d;
+  c.d_dtype = fp8jit_dtype(a.d_dtype);
+  c.ldd = a.ldd;
+  c.m = a.m;
+  c.n = a.n;
+  c.k = a.k;
+  c.expected_m = a.expected_m;
+  c.scale_mode = fp8jit_scale_mode(a.scale_mode);
+  c.scale_a = a.scale_a;
+  c.scale_a_size = a.scale_a_size;
+  c.scale_a_layout = fp8jit_scale_layout(a.scale_a_layout);
+  c.scale_b = a.scale_b;
+  c.scale_b_size = a.scale_b_size;
+  c.scale_b_layout = fp8jit_scale_layout(a.scale_b_layout);
+  c.status = a.status;
+  c.fast_accum = a.fast_accum ? 1 : 0;
+  return c;
+}
+
+constexpr const char* kRuntimeWhat = "a runtime from fp8jit_runtime_create";
+
+}  // namespace
+
+extern "C" {
+
+void fp8jit_grouped_gemm_args_init(fp8jit_grouped_gemm_args* args) {
+  if (args) *args = to_c(fp8jit::GroupedGemmArgs{});
+}
+
+fp8jit_status fp8jit_grouped_gemm(fp8jit_runtime* runtime, const fp8jit_grouped_gemm_args* args,
+                                  fp8jit_stream_t stream) {
+  return guarded([&] {
+    require(runtime, "runtime", "fp8jit_grouped_gemm", kRuntimeWhat);
+    require(args, "args", "fp8jit_grouped_gemm", "an fp8jit_grouped_gemm_args pointer");
+    runtime->runtime.grouped_gemm(to_cpp(*args), stream);
+  });
+}
+
+fp8jit_status fp8jit_grouped_gemm_select(fp8jit_runtime* runtime, const fp8jit_grouped_gemm_args* args, char* buf,
+                                         size_t capacity) {
+  return guarded([&] {
+    require(runtime, "runtime", "fp8jit_grouped_gemm_select", kRuntimeWhat);
+    require(args, "args", "fp8jit_grouped_gemm_select", "an fp8jit_grouped_gemm_args pointer");
+    require(buf, "buf", "fp8jit_grouped_gemm_select", "a buffer for the kernel name");
+    const std::string name = fp8jit::spec_name(runtime->runtime.select(to_cpp(*args)));
+    if (name.size() + 1 > capacity)
+      fp8jit::throw_invalid("capacity", std::to_string(capacity),
+                            "too small for the kernel name: needs " + std::to_string(name.size() + 1) + " bytes");
+    std::memcpy(buf, name.c_str(), name.size() + 1);
+  });
+}
+
+}  // extern "C"

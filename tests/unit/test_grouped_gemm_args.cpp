@@ -1,0 +1,180 @@
+// GroupedGemmArgs checks (runtime/ops/grouped_gemm): every bad argument is refused by name before
+// any GPU work, through the C++ API and the C ABI; scale tensors are sized per group. Runs without
+// a GPU: the device pointers are fake but aligned, and nothing dereferences them.
+#include <gtest/gtest.h>
+
+#include <climits>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "fp8jit/fp8jit.h"
+#include "fp8jit/kernel_spec.hpp"
+#include "fp8jit/runtime.hpp"
+#include "runtime/ops/grouped_gemm.hpp"
+#include "tests/common/expect_error.hpp"
+
+namespace fp8jit {
+namespace {
+
+template <class T = void>
+T* fake(std::uintptr_t address) {
+  return reinterpret_cast<T*>(address);
+}
+
+// 8 experts of 4096 x 7168 (DeepSeek-V3's gate-up), 1000 routed rows, block scaling.
+GroupedGemmArgs valid_contiguous() {
+  GroupedGemmArgs g;
+  g.layout = GemmLayout::contiguous;
+  g.groups = 8;
+  g.group_rows = fake<const int>(0x700000);
+  g.m = 1000;
+  g.n = 4096;
+  g.k = 7168;
+  g.a = fake(0x100000);
+  g.b = fake(0x200000);
+  g.d = fake(0x300000);
+  g.scale_a = fake<const float>(0x400000);
+  g.scale_b = fake<const float>(0x500000);
+  g.scale_a_size = 56 * 1000;     // 1x128 groups of A's 1000 rows (col_major_tma: 1000 is a multiple of 4)
+  g.scale_b_size = 8 * 32 * 56;   // 128x128 blocks of each expert's B
+  return g;
+}
+
+GroupedGemmArgs valid_masked() {
+  GroupedGemmArgs g = valid_contiguous();
+  g.layout = GemmLayout::masked;
+  g.m = 256;                      // M_max per group
+  g.scale_a_size = 56 * 8 * 256;  // A [8 * 256, 7168]
+  return g;
+}
+
+void expect_rejected(const GroupedGemmArgs& args, const std::vector<std::string>& needles) {
+  const std::string msg = test::invalid_message([&] { (void)ops::normalize(args); });
+  for (const auto& n : needles) EXPECT_NE(msg.find(n), std::string::npos) << "'" << n << "' not in: " << msg;
+}
+
+TEST(GroupedGemmArgs, ValidLayoutsAcceptedWithDefaults) {
+  const GroupedGemmArgs c = ops::normalize(valid_contiguous());
+  EXPECT_EQ(c.expected_m, 125);  // m / groups
+  EXPECT_EQ(c.lda, 7168);
+  EXPECT_EQ(c.ldd, 4096);
+  const GroupedGemmArgs m = ops::normalize(valid_masked());
+  EXPECT_EQ(m.expected_m, 256);  // M_max
+  EXPECT_EQ(ops::total_rows(m), 2048);
+}
+
+TEST(GroupedGemmArgs, BadGroupsAndTablesRejectedByName) {
+  auto with = [](auto change) {
+    GroupedGemmArgs g = valid_contiguous();
+    change(g);
+    return g;
+  };
+  expect_rejected(with([](auto& g) { g.groups = 0; }), {"groups = 0", "[1, 2^31-1]"});
+  expect_rejected(with([](auto& g) { g.groups = -3; }), {"groups = -3"});
+  expect_rejected(with([](auto& g) { g.groups = std::int64_t{1} << 40; }), {"groups"});
+  expect_rejected(with([](auto& g) { g.group_rows = nullptr; }), {"group_rows (offsets) = nullptr"});
+  expect_rejected(with([](auto& g) { g.group_rows = fake<const int>(0x700002); }), {"group_rows", "4-byte aligned"});
+  expect_rejected(with([](auto& g) { g.status = fake<int>(0x700001); }), {"status", "4-byte aligned"});
+  expect_rejected(with([](auto& g) { g.layout = GemmLayout::dense; }), {"layout = dense", "gemm()"});
+  expect_rejected(with([](auto& g) { g.expected_m = -1; }), {"expected_m = -1"});
+  expect_rejected(with([](auto& g) { g.expected_m = 1001; }), {"expected_m = 1001", "[0, 1000]"});
+  expect_rejected(with([](auto& g) { g.groups = 600000; g.scale_b_size = INT64_MAX; }), {"groups*n", "2^31"});
+  GroupedGemmArgs masked = valid_masked();
+  masked.group_rows = nullptr;
+  expect_rejected(masked, {"group_rows (masked_m) = nullptr"});
+  masked = valid_masked();
+  masked.groups = 100'000;  // B [1.6M, k] fits; A [3G, k] does not
+  masked.n = 16;
+  masked.m = 30'000;
+  masked.scale_b_size = masked.scale_a_size = INT64_MAX;
+  expect_rejected(masked, {"groups*m"});
+}
+
+TEST(GroupedGemmArgs, OperandsAndScalesRejectedByName) {
+  auto with = [](auto change) {
+    GroupedGemmArgs g = valid_contiguous();
+    change(g);
+    return g;
+  };
+  expect_rejected(with([](auto& g) { g.a = nullptr; }), {"a = nullptr"});
+  expect_rejected(with([](auto& g) { g.b = fake(0x200008); }), {"invalid b", "16-byte aligned"});
+  expect_rejected(with([](auto& g) { g.d = nullptr; }), {"d = nullptr"});
+  expect_rejected(with([](auto& g) { g.k = 100; }), {"k = 100"});
+  expect_rejected(with([](auto& g) { g.m = 0; }), {"m = 0"});
+  expect_rejected(with([](auto& g) { g.scale_mode = ScaleMode::group; }), {"scale_mode = group"});
+  expect_rejected(with([](auto& g) { g.fast_accum = true; }), {"fast_accum"});
+  expect_rejected(with([](auto& g) { g.scale_a_size -= 1; }), {"scale_a_size = 55999", "needs 56000 floats"});
+  expect_rejected(with([](auto& g) { g.scale_b_size -= 1; }), {"scale_b_size = 14335", "8 B [4096x7168]", "14336"});
+  // Per tensor: one scale for A, one per expert for B; rowwise: a row of A each, n per expert.
+  GroupedGemmArgs t = valid_contiguous();
+  t.scale_mode = ScaleMode::tensor;
+  t.scale_a_size = 1;
+  t.scale_b_size = 7;
+  expect_rejected(t, {"scale_b_size = 7", "needs 8 floats"});
+  t.scale_mode = ScaleMode::rowwise;
+  t.scale_a_size = 1000;
+  t.scale_b_size = 8 * 4096;
+  (void)ops::normalize(t);
+  t.scale_a_size = 999;
+  expect_rejected(t, {"scale_a_size = 999", "needs 1000 floats"});
+}
+
+TEST(GroupedGemmArgs, CAbiRefusesWithStatusAndMessage) {
+  fp8jit_runtime* rt = nullptr;
+  ASSERT_EQ(fp8jit_runtime_create_with_cache_dir(nullptr, &rt), FP8JIT_SUCCESS);
+  fp8jit_grouped_gemm_args a;
+  fp8jit_grouped_gemm_args_init(&a);
+  EXPECT_EQ(a.layout, FP8JIT_LAYOUT_CONTIGUOUS);
+  EXPECT_EQ(a.scale_mode, FP8JIT_SCALE_MODE_BLOCK);
+  EXPECT_EQ(a.group_rows, nullptr);
+  EXPECT_EQ(fp8jit_grouped_gemm(rt, &a, nullptr), FP8JIT_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(fp8jit_last_error()).find("invalid m = 0"), std::string::npos) << fp8jit_last_error();
+  a.layout = static_cast<fp8jit_gemm_layout>(7);
+  EXPECT_EQ(fp8jit_grouped_gemm(rt, &a, nullptr), FP8JIT_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(fp8jit_last_error()).find("layout = 7"), std::string::npos) << fp8jit_last_error();
+  EXPECT_EQ(fp8jit_grouped_gemm(rt, nullptr, nullptr), FP8JIT_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(fp8jit_grouped_gemm(nullptr, &a, nullptr), FP8JIT_ERROR_INVALID_ARGUMENT);
+  // The kernel a valid call would use, without a GPU (the heuristic for an H100/H200).
+  const GroupedGemmArgs v = valid_masked();
+  fp8jit_grouped_gemm_args c;
+  fp8jit_grouped_gemm_args_init(&c);
+  c.layout = FP8JIT_LAYOUT_MASKED;
+  c.groups = v.groups;
+  c.group_rows = v.group_rows;
+  c.a = v.a;
+  c.b = v.b;
+  c.d = v.d;
+  c.m = v.m;
+  c.n = v.n;
+  c.k = v.k;
+  c.expected_m = 32;
+  c.scale_a = v.scale_a;
+  c.scale_a_size = v.scale_a_size;
+  c.scale_b = v.scale_b;
+  c.scale_b_size = v.scale_b_size;
+  char name[128];
+  ASSERT_EQ(fp8jit_grouped_gemm_select(rt, &c, name, sizeof name), FP8JIT_SUCCESS) << fp8jit_last_error();
+  EXPECT_NE(std::string(name).find("_block_masked_64x"), std::string::npos) << name;  // decode: 64-row tiles
+  EXPECT_EQ(fp8jit_grouped_gemm_select(rt, &c, name, 8), FP8JIT_ERROR_INVALID_ARGUMENT);
+  fp8jit_runtime_destroy(rt);
+}
+
+TEST(GroupedGemmSpec, LayoutInNameJsonAndDefaults) {
+  GemmProblem p;
+  p.layout = GemmLayout::contiguous;
+  const KernelSpec s = default_grouped_gemm_spec(p, 8, 512, 4096, 7168);
+  EXPECT_EQ(gemm_problem_of(s).layout, GemmLayout::contiguous);
+  EXPECT_NE(spec_name(s).find("_block_contiguous_128x"), std::string::npos) << spec_name(s);
+  EXPECT_EQ(gemm_config_of(s).cluster_m, 1);
+  EXPECT_EQ(spec_from_json(spec_to_json(s)), s);
+  // Dense specs keep the JSON (and so the hashes, cache files and tuned rows) they had before
+  // layouts existed: "layout" is written only when it is not dense.
+  const KernelSpec d = default_gemm_spec({}, 4096, 4096, 7168);
+  EXPECT_EQ(spec_to_json(d).find("layout"), std::string::npos) << spec_to_json(d);
+  EXPECT_NE(spec_to_json(s).find("\"layout\":\"contiguous\""), std::string::npos);
+  EXPECT_THROW(default_grouped_gemm_spec({}, 8, 512, 4096, 7168), Error);  // dense problem
+}
+
+}  // namespace
+}  // namespace fp8jit
