@@ -133,4 +133,54 @@ inline ScaleMode scale_mode(int v, const char* field) {
                             "FP8JIT_SCALE_MODE_TENSOR (0), ROWWISE (1), BLOCK (2), GROUP (3)");
 }
 
+// The fields the GEMM argument structs share (fp8jit_gemm_args, fp8jit_grouped_gemm_args and
+// their C++ counterparts name them alike): operands, D, the shape, scales and accumulation.
+template <class C, class Cpp>
+void gemm_fields_to_cpp(const C& c, Cpp& a) {
+  a.a = c.a;
+  a.a_format = format(c.a_format, "a_format");
+  a.lda = c.lda;
+  a.b = c.b;
+  a.b_format = format(c.b_format, "b_format");
+  a.ldb = c.ldb;
+  a.d = c.d;
+  a.d_dtype = dtype(c.d_dtype, "d_dtype");
+  a.ldd = c.ldd;
+  a.m = c.m;
+  a.n = c.n;
+  a.k = c.k;
+  a.scale_mode = scale_mode(c.scale_mode, "scale_mode");
+  a.scale_a = c.scale_a;
+  a.scale_a_size = c.scale_a_size;
+  a.scale_a_layout = layout(c.scale_a_layout, "scale_a_layout");
+  a.scale_b = c.scale_b;
+  a.scale_b_size = c.scale_b_size;
+  a.scale_b_layout = layout(c.scale_b_layout, "scale_b_layout");
+  a.fast_accum = c.fast_accum != 0;
+}
+
+template <class Cpp, class C>
+void gemm_fields_to_c(const Cpp& a, C& c) {
+  c.a = a.a;
+  c.a_format = fp8jit_fp8_format(a.a_format);
+  c.lda = a.lda;
+  c.b = a.b;
+  c.b_format = fp8jit_fp8_format(a.b_format);
+  c.ldb = a.ldb;
+  c.d = a.d;
+  c.d_dtype = fp8jit_dtype(a.d_dtype);
+  c.ldd = a.ldd;
+  c.m = a.m;
+  c.n = a.n;
+  c.k = a.k;
+  c.scale_mode = fp8jit_scale_mode(a.scale_mode);
+  c.scale_a = a.scale_a;
+  c.scale_a_size = a.scale_a_size;
+  c.scale_a_layout = fp8jit_scale_layout(a.scale_a_layout);
+  c.scale_b = a.scale_b;
+  c.scale_b_size = a.scale_b_size;
+  c.scale_b_layout = fp8jit_scale_layout(a.scale_b_layout);
+  c.fast_accum = a.fast_accum ? 1 : 0;
+}
+
 }  // namespace fp8jit::c_abi

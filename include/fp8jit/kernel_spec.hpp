@@ -105,6 +105,7 @@ struct GemmProblem {
   // Grouped (mixture-of-experts) layouts: tensor, rowwise and block scaling, no bias, clusters
   // along N only.
   GemmLayout layout = GemmLayout::dense;
+  bool operator==(const GemmProblem&) const = default;
 };
 
 struct GemmConfig {

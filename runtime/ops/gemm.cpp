@@ -14,44 +14,19 @@
 namespace fp8jit::ops {
 namespace {
 
-constexpr std::int64_t kBlockK = dev::kGemmBlockK;
-
-// Floats each operand's scales need, from the mode and layouts.
-std::int64_t needed_scales_a(const GemmArgs& a) {
-  switch (a.scale_mode) {
-    case ScaleMode::tensor: return 1;
-    case ScaleMode::rowwise: return a.m;
-    default: return scale_count(Granularity::group128, a.scale_a_layout, a.m, a.k);
-  }
-}
-std::int64_t needed_scales_b(const GemmArgs& a) {
-  switch (a.scale_mode) {
-    case ScaleMode::tensor: return 1;
-    case ScaleMode::rowwise: return a.n;
-    case ScaleMode::block: return scale_count(Granularity::block128, a.scale_b_layout, a.n, a.k);
-    case ScaleMode::group: return scale_count(Granularity::group128, a.scale_b_layout, a.n, a.k);
-  }
-  return 0;
-}
-
 // Tensor maps for the scales of block and group scaling where TMA can read them (see
-// GemmParams): A's when column-major, and group scaling's B when column-major too. Sets
-// p.scale_tma; otherwise the kernel copies every scale with cp.async.
+// GemmParams): A's when column-major, and group scaling's B when column-major too (both or
+// neither: p.scale_tma covers the two). Otherwise the kernel copies every scale with cp.async.
 void encode_scale_maps(dev::GemmParams& p, const GemmArgs& a, const GemmConfig& c, const GemmGeometry& g) {
-  p.sb_hi = 1;
-  const std::int64_t kb = p.k_blocks;
   const bool block = a.scale_mode == ScaleMode::block;
   if (!block && a.scale_mode != ScaleMode::group) return;
-  if (a.scale_a_layout != ScaleLayout::col_major_tma || !aligned16(a.scale_a)) return;
   if (!block && (a.scale_b_layout != ScaleLayout::col_major_tma || !aligned16(a.scale_b))) return;
-  constexpr auto f32 = CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
-  constexpr auto none = CU_TENSOR_MAP_SWIZZLE_NONE;
-  // A map the driver declines leaves the cp.async path, which reads any layout.
-  if (try_encode(&p.tma_sa, f32, 4, a.scale_a, kb, a.m, p.sa_cs, c.block_m, 1, none) != CUDA_SUCCESS) return;
-  if (!block && try_encode(&p.tma_sb, f32, 4, a.scale_b, kb, a.n, p.sb_cs, c.block_n, 1, none) != CUDA_SUCCESS)
-    return;
-  p.scale_tx = g.scale_tma_bytes;
-  p.scale_tma = 1;
+  if (!encode_scale_map_a(p, g, a.scale_a_layout, a.scale_a, a.m, g.scales_a)) return;
+  if (!block && try_encode(&p.tma_sb, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, a.scale_b, p.k_blocks, a.n, p.sb_cs,
+                           c.block_n, 1, CU_TENSOR_MAP_SWIZZLE_NONE) != CUDA_SUCCESS) {
+    p.scale_tma = 0;  // a map the driver declines: the cp.async path
+    p.scale_tx = 0;
+  }
 }
 
 }  // namespace
@@ -63,7 +38,8 @@ GemmArgs normalize(const GemmArgs& in) {
                  a.lda, a.ldb, a.k);
   if (a.bias) require_aligned(a.bias, dtype_size(a.d_dtype), "bias", "element size");
   a.ldd = leading(a.ldd, a.n, "ldd");
-  const std::int64_t need_a = needed_scales_a(a), need_b = needed_scales_b(a);
+  const std::int64_t need_a = scale_floats_a(a.scale_mode, a.scale_a_layout, a.m, a.k);
+  const std::int64_t need_b = scale_floats_b(a.scale_mode, a.scale_b_layout, a.n, a.k);
   if (a.scale_a_size < need_a)
     throw_invalid("scale_a_size", std::to_string(a.scale_a_size),
                   fmt::format("{} scaling of A [{}x{}] needs {} floats", to_string(a.scale_mode), a.m, a.k, need_a));
@@ -78,10 +54,9 @@ GemmProblem problem_of(const GemmArgs& a) {
 }
 
 void check_matches(const KernelSpec& spec, const GemmArgs& a) {
-  const GemmProblem p = gemm_problem_of(spec), q = problem_of(a);
-  if (p.a_format != q.a_format || p.b_format != q.b_format || p.out != q.out || p.scale != q.scale ||
-      p.bias != q.bias || p.fast_accum != q.fast_accum)
-    throw_invalid("spec", spec_name(spec), "does not match the arguments' formats, output, scale mode, bias or accumulation");
+  if (gemm_problem_of(spec) != problem_of(a))
+    throw_invalid("spec", spec_name(spec),
+                  "does not match the arguments' formats, output, scale mode, bias, accumulation or layout");
 }
 
 namespace {
@@ -143,26 +118,10 @@ namespace {
 // The parameters that do not need the driver: pointers, strides, shape, tiling, split-K.
 void fill_params(dev::GemmParams& p, const GemmConfig& c, const GemmArgs& a, int splits, bool split_cluster,
                  float* workspace) {
-  const std::size_t esize = dtype_size(a.d_dtype);
-  p.d = a.d;
-  p.ldd = a.ldd;
-  p.scale_a = a.scale_a;
-  p.scale_b = a.scale_b;
-  const std::int64_t kb = ceil_div(a.k, kBlockK);
-  if (a.scale_mode == ScaleMode::block || a.scale_mode == ScaleMode::group)
-    scale_strides(a.scale_a_layout, a.m, kb, p.sa_rs, p.sa_cs);
-  if (a.scale_mode == ScaleMode::block) scale_strides(a.scale_b_layout, ceil_div(a.n, 128), kb, p.sb_rs, p.sb_cs);
-  if (a.scale_mode == ScaleMode::group) scale_strides(a.scale_b_layout, a.n, kb, p.sb_rs, p.sb_cs);
+  fill_shape_params(p, c, a, a.m);
   p.bias = a.bias;
-  p.M = static_cast<int>(a.m);
-  p.N = static_cast<int>(a.n);
-  p.K = static_cast<int>(a.k);
-  p.tiles_m = static_cast<int>(ceil_div(a.m, c.block_m));
-  p.tiles_n = static_cast<int>(ceil_div(a.n, c.block_n));
-  p.k_blocks = static_cast<int>(kb);
-  p.pair_stores = (a.ldd % 2 == 0 && reinterpret_cast<std::uintptr_t>(a.d) % (2 * esize) == 0) ? 1 : 0;
   p.splits = splits;
-  p.kb_per_split = static_cast<int>(ceil_div(kb, splits));
+  p.kb_per_split = static_cast<int>(ceil_div(p.k_blocks, splits));
   p.split_cluster = split_cluster ? 1 : 0;
   p.workspace = workspace;
 }

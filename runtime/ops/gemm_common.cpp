@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "fp8jit/args.hpp"
 #include "fp8jit/error.hpp"
 #include "runtime/jit/driver.hpp"
 #include "runtime/ops/tensor_maps.hpp"
@@ -56,6 +57,24 @@ void scale_strides(ScaleLayout layout, std::int64_t rows, std::int64_t k_blocks,
   }
 }
 
+std::int64_t scale_floats_a(ScaleMode mode, ScaleLayout layout, std::int64_t rows, std::int64_t k) {
+  switch (mode) {
+    case ScaleMode::tensor: return 1;
+    case ScaleMode::rowwise: return rows;
+    default: return scale_count(Granularity::group128, layout, rows, k);
+  }
+}
+
+std::int64_t scale_floats_b(ScaleMode mode, ScaleLayout layout, std::int64_t n, std::int64_t k) {
+  switch (mode) {
+    case ScaleMode::tensor: return 1;
+    case ScaleMode::rowwise: return n;
+    case ScaleMode::block: return scale_count(Granularity::block128, layout, n, k);
+    case ScaleMode::group: return scale_count(Granularity::group128, layout, n, k);
+  }
+  return 0;
+}
+
 namespace {
 
 CUresult encode_with_driver(dev::TensorMap* out, const TensorMapKey& k) {
@@ -99,6 +118,17 @@ void encode_operand_maps(dev::GemmParams& p, const GemmGeometry& g, const void* 
          CU_TENSOR_MAP_SWIZZLE_128B);
   encode(&p.tma_b, CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, b, rows_b, k, ldb, kBlockK, g.box_rows_b,
          CU_TENSOR_MAP_SWIZZLE_128B);
+}
+
+bool encode_scale_map_a(dev::GemmParams& p, const GemmGeometry& g, ScaleLayout layout, const float* scale_a,
+                        std::int64_t rows, int box_rows) {
+  if (layout != ScaleLayout::col_major_tma || !aligned16(scale_a)) return false;
+  if (try_encode(&p.tma_sa, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, scale_a, p.k_blocks, rows, p.sa_cs, box_rows, 1,
+                 CU_TENSOR_MAP_SWIZZLE_NONE) != CUDA_SUCCESS)
+    return false;
+  p.scale_tx = g.scale_tma_bytes;
+  p.scale_tma = 1;
+  return true;
 }
 
 void encode_store_map(dev::GemmParams& p, const GemmGeometry& g, const GemmConfig& c, void* d, DType dtype,

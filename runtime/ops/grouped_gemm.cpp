@@ -20,24 +20,9 @@ static_assert(int{kGemmGroupOffsetsClamped} == int{dev::kGroupOffsetsClamped} &&
 
 namespace {
 
-// Floats of B's scales per group.
+// Floats of B's scales per group (one GemmArgs-sized set each).
 std::int64_t scales_b_per_group(const GroupedGemmArgs& a) {
-  switch (a.scale_mode) {
-    case ScaleMode::tensor: return 1;
-    case ScaleMode::rowwise: return a.n;
-    case ScaleMode::block: return scale_count(Granularity::block128, a.scale_b_layout, a.n, a.k);
-    case ScaleMode::group: break;
-  }
-  return 0;
-}
-
-std::int64_t scales_a(const GroupedGemmArgs& a) {
-  const std::int64_t rows = total_rows(a);
-  switch (a.scale_mode) {
-    case ScaleMode::tensor: return 1;
-    case ScaleMode::rowwise: return rows;
-    default: return scale_count(Granularity::group128, a.scale_a_layout, rows, a.k);
-  }
+  return scale_floats_b(a.scale_mode, a.scale_b_layout, a.n, a.k);
 }
 
 void check_groups(const GroupedGemmArgs& a) {
@@ -73,7 +58,8 @@ GroupedGemmArgs normalize(const GroupedGemmArgs& in) {
   check_operands({a.a, a.b, a.d, a.scale_a, a.scale_b, a.a_format, a.b_format, a.d_dtype, a.scale_mode, a.fast_accum},
                  a.lda, a.ldb, a.k);
   a.ldd = leading(a.ldd, a.n, "ldd");
-  const std::int64_t need_a = scales_a(a), need_b = scales_b_per_group(a) * a.groups;
+  const std::int64_t need_a = scale_floats_a(a.scale_mode, a.scale_a_layout, total_rows(a), a.k);
+  const std::int64_t need_b = scales_b_per_group(a) * a.groups;
   if (a.scale_a_size < need_a)
     throw_invalid("scale_a_size", std::to_string(a.scale_a_size),
                   fmt::format("{} scaling of A [{}x{}] needs {} floats", to_string(a.scale_mode), total_rows(a), a.k,
@@ -92,9 +78,7 @@ GemmProblem problem_of(const GroupedGemmArgs& a) {
 }
 
 void check_matches(const KernelSpec& spec, const GroupedGemmArgs& a) {
-  const GemmProblem p = gemm_problem_of(spec), q = problem_of(a);
-  if (p.a_format != q.a_format || p.b_format != q.b_format || p.out != q.out || p.scale != q.scale ||
-      p.bias != q.bias || p.fast_accum != q.fast_accum || p.layout != q.layout)
+  if (gemm_problem_of(spec) != problem_of(a))
     throw_invalid("spec", spec_name(spec),
                   "does not match the arguments' formats, output, scale mode, accumulation or layout");
 }
@@ -102,47 +86,14 @@ void check_matches(const KernelSpec& spec, const GroupedGemmArgs& a) {
 namespace {
 
 void fill_params(dev::GemmParams& p, const GemmConfig& c, const GroupedGemmArgs& a) {
-  const std::int64_t rows = total_rows(a), kb = ceil_div(a.k, dev::kGemmBlockK);
-  const std::size_t esize = dtype_size(a.d_dtype);
-  p.d = a.d;
-  p.ldd = a.ldd;
-  p.scale_a = a.scale_a;
-  p.scale_b = a.scale_b;
-  if (a.scale_mode == ScaleMode::block) {
-    scale_strides(a.scale_a_layout, rows, kb, p.sa_rs, p.sa_cs);
-    scale_strides(a.scale_b_layout, ceil_div(a.n, 128), kb, p.sb_rs, p.sb_cs);
-  }
+  fill_shape_params(p, c, a, total_rows(a));
   p.sb_gs = scales_b_per_group(a);
-  p.M = static_cast<int>(rows);
-  p.N = static_cast<int>(a.n);
-  p.K = static_cast<int>(a.k);
-  p.tiles_m = static_cast<int>(ceil_div(rows, c.block_m));
-  p.tiles_n = static_cast<int>(ceil_div(a.n, c.block_n));
-  p.k_blocks = static_cast<int>(kb);
-  p.pair_stores = (a.ldd % 2 == 0 && reinterpret_cast<std::uintptr_t>(a.d) % (2 * esize) == 0) ? 1 : 0;
   p.splits = 1;
-  p.kb_per_split = static_cast<int>(kb);
+  p.kb_per_split = p.k_blocks;
   p.groups = static_cast<int>(a.groups);
   p.group_m_max = a.layout == GemmLayout::masked ? static_cast<int>(a.m) : 0;
   p.group_rows = a.group_rows;
   p.status = a.status;
-}
-
-// A's block scales by TMA with the stage where their layout allows (as the dense launcher); B's
-// two per tile the producer loads. A group's tiles start on any row, and a TMA box's first
-// element must sit on 16 bytes: the box starts 0-3 rows early and is 4 rows taller
-// (GemmGeometry::scales_a), which 256-row tiles cannot be (boxes hold 256): they copy A's
-// scales by cp.async.
-void encode_scale_map(dev::GemmParams& p, const GroupedGemmArgs& a, const GemmGeometry& g) {
-  p.sb_hi = 1;
-  if (a.scale_mode != ScaleMode::block || a.scale_a_layout != ScaleLayout::col_major_tma || !aligned16(a.scale_a))
-    return;
-  if (g.scales_a == g.rows_per_wg * g.math_wgs) return;  // 256 rows: no taller box
-  if (try_encode(&p.tma_sa, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, a.scale_a, p.k_blocks, total_rows(a), p.sa_cs,
-                 g.scales_a, 1, CU_TENSOR_MAP_SWIZZLE_NONE) != CUDA_SUCCESS)
-    return;  // the cp.async path reads any layout
-  p.scale_tx = g.scale_tma_bytes;
-  p.scale_tma = 1;
 }
 
 }  // namespace
@@ -156,7 +107,12 @@ GemmLaunch prepare(const LoadedKernel& k, const GroupedGemmArgs& a, int sm_count
   const std::int64_t rows = total_rows(a);
   encode_operand_maps(p, g, a.a, rows, a.lda, a.b, a.groups * a.n, a.ldb, a.k);
   encode_store_map(p, g, c, a.d, a.d_dtype, rows, a.n, a.ldd, true);
-  encode_scale_map(p, a, g);
+  // A's block scales by TMA where their layout allows (B's two per tile the producer loads). A
+  // group's tiles start on any row, and a TMA box's first element must sit on 16 bytes: the box
+  // starts 0-3 rows early and is 4 rows taller (GemmGeometry::scales_a), which 256-row tiles
+  // cannot be (boxes hold 256 rows): they copy A's scales by cp.async.
+  if (a.scale_mode == ScaleMode::block && g.scales_a > c.block_m)
+    encode_scale_map_a(p, g, a.scale_a_layout, a.scale_a, rows, g.scales_a);
   // The units depend on the group table on the device: the grid is the resident maximum, capped
   // by the most units any table can give (every group's rows start a new tile-row).
   const std::int64_t tile_rows = a.layout == GemmLayout::masked ? a.groups * ceil_div(a.m, c.block_m)

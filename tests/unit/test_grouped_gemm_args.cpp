@@ -160,6 +160,35 @@ TEST(GroupedGemmArgs, CAbiRefusesWithStatusAndMessage) {
   fp8jit_runtime_destroy(rt);
 }
 
+// A kernel of the other kind is refused by name before the driver: a grouped kernel run as a
+// dense GEMM would read a group table that is not there.
+TEST(GroupedGemmSpec, LayoutMismatchRefusedBeforeTheDriver) {
+  Runtime rt(RuntimeOptions{""});
+  GemmProblem grouped;
+  grouped.layout = GemmLayout::masked;
+  const KernelSpec masked_spec = default_grouped_gemm_spec(grouped, 8, 64, 4096, 7168);
+  GemmArgs d;
+  d.m = 256;
+  d.n = 4096;
+  d.k = 7168;
+  d.a = fake(0x100000);
+  d.b = fake(0x200000);
+  d.d = fake(0x300000);
+  d.scale_a = fake<const float>(0x400000);
+  d.scale_b = fake<const float>(0x500000);
+  d.scale_a_size = 56 * 256;
+  d.scale_b_size = 32 * 56;
+  std::string msg = test::invalid_message([&] { rt.gemm(d, masked_spec, nullptr); });
+  EXPECT_NE(msg.find("invalid spec = gemm_sm90_e4m3e4m3_bf16_block_masked_"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("layout"), std::string::npos) << msg;
+  msg = test::invalid_message([&] { rt.grouped_gemm(valid_contiguous(), masked_spec, nullptr); });
+  EXPECT_NE(msg.find("invalid spec = gemm_sm90_e4m3e4m3_bf16_block_masked_"), std::string::npos) << msg;
+  msg = test::invalid_message(
+      [&] { rt.grouped_gemm(valid_contiguous(), default_gemm_spec({}, 1000, 4096, 7168), nullptr); });
+  EXPECT_NE(msg.find("does not match"), std::string::npos) << msg;
+  EXPECT_EQ(rt.cache_stats().compiles, 0u);
+}
+
 TEST(GroupedGemmSpec, LayoutInNameJsonAndDefaults) {
   GemmProblem p;
   p.layout = GemmLayout::contiguous;

@@ -14,6 +14,10 @@ constexpr int kGemmSmemLimit = 232448;    // opt-in shared memory per block on H
 constexpr int kGemmUnchunkedMaxN = 208;   // precise tiles wider than this run in two column halves
 constexpr int kGemmChunkedBiasMaxN = 224; // ptxas spills the bias epilogue of wider ones
 constexpr int kGemmWarpgroupThreads = 128;
+// Registers a grouped layout's scheduler keeps (its group and row bounds) that the register
+// budgets leave out: ptxas spilt 128x208 per tensor, 128x240 fast, 256x104 block and 128x168
+// rowwise (deferred) by 4-32 bytes at the dense budgets.
+constexpr int kGemmGroupedRegisters = 8;
 
 // What a gemm kernel's geometry depends on: its tile config and the problem parameters that
 // enter (the scale mode, D's element size, accumulation, bias).
@@ -89,10 +93,9 @@ constexpr bool gemm_sums_splits_in_cluster(int block_m, int block_n, int stages,
 // 256x104 (tensor, rowwise, block); 128x160 and 256x64 (group, which also holds B's per-column
 // scales); fast accumulation spills past 256x144 and, with one m64 slab, at 128x256 (bf16 out
 // with bias: the 128-operand wgmma), so it stops at 240 columns.
-// Grouped layouts keep 8 fewer: their scheduler's group, row bounds and per-group scales spilt
-// 128x208 per tensor, 128x240 fast and 256x104 block by 4-8 bytes at the dense budget.
+// Grouped layouts keep kGemmGroupedRegisters fewer.
 constexpr int gemm_max_accumulators(const GemmTile& t) {
-  const int grouped = t.grouped ? 8 : 0;
+  const int grouped = t.grouped ? kGemmGroupedRegisters : 0;
   if (t.fast_accum) return (t.block_m == 256 ? 144 : 120) - grouped;
   if (t.scale == kGroupScale) return (t.block_m == 256 ? 128 : 160) - grouped;
   return 208 - grouped;

@@ -25,10 +25,7 @@ template <int BLOCK_M, int BLOCK_N, int GROUP_M, int CLUSTER_N, int LAYOUT> stru
   // CTA pairs along N only: both tiles of a pair then lie in the same group's rows.
   static constexpr int kCluster = CLUSTER_N;
   static constexpr bool kShareA = CLUSTER_N == 2;
-  // Registers beyond the dense schedule's: its group, row bounds and walk (ptxas spilt 128x168
-  // rowwise, deferred at the dense budget, by 28 bytes).
-  static constexpr int kStateRegisters = 8;
-  static constexpr bool kGrouped = true;
+  static constexpr bool kGrouped = true;  // kGemmGroupedRegisters kept back (geometry.cuh)
 
   const GemmParams& p;
   const int rank;

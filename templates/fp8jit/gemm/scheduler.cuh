@@ -52,9 +52,7 @@ template <int GROUP_M> FP8JIT_DEVICE void tile_coords(int tiles_m, int tiles_n, 
 template <int BLOCK_M, int BLOCK_N, int GROUP_M, int CLUSTER_M, int CLUSTER_N> struct DenseTileScheduler {
   static constexpr int kCluster = CLUSTER_M * CLUSTER_N;
   static constexpr bool kShareA = CLUSTER_N == 2, kShareB = CLUSTER_M == 2;
-  // Registers its state and units take beyond the dense schedule's (the deferred epilogue's
-  // budget), and whether the geometry keeps registers for a grouped layout (GemmTile::grouped).
-  static constexpr int kStateRegisters = 0;
+  // Whether the geometry keeps registers for a grouped layout's scheduler (GemmTile::grouped).
   static constexpr bool kGrouped = false;
 
   const GemmParams& p;

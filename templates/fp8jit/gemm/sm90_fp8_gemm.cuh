@@ -469,7 +469,7 @@ struct Sm90Fp8Gemm {
       kChunks == 2 && kPromote && SCALE != kPerRow && !(Scheduler::kGrouped && SCALE == kPerTensor);
   static constexpr bool kDeferEpilogue = kPromote && Epilogue::kCanPack &&
                                          kMmaM * (kAccum + Epilogue::kPacked) + kAccSlabs * kChunkAccum <=
-                                             210 - Scheduler::kStateRegisters;
+                                             210 - (Scheduler::kGrouped ? kGemmGroupedRegisters : 0);
 
   static FP8JIT_DEVICE void run(const GemmParams& p, u8* raw_smem) {
     u32 dynamic_smem;
