@@ -187,13 +187,36 @@ def run_case(torch, timer, fj, dg, case, iters):
     return times, f_name, valid, moved
 
 
-def main(argv=None):
+def bounded_int(lo, hi):
+    def parse(text):
+        try:
+            v = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer")
+        if not lo <= v <= hi:
+            raise argparse.ArgumentTypeError(f"{v} is not in [{lo}, {hi}]")
+        return v
+    return parse
+
+
+def non_empty(text):
+    if not text:
+        raise argparse.ArgumentTypeError("must not be empty")
+    return text
+
+
+def parse_args(argv):
+    """Options; a wrong, empty or huge value is a usage error (exit 2) before anything runs."""
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--lib", required=True)
-    p.add_argument("--deepgemm", default="")
-    p.add_argument("--quick", action="store_true")
-    p.add_argument("--iters", type=int, default=15)
-    a = p.parse_args(argv)
+    p.add_argument("--lib", required=True, type=non_empty, help="libfp8jit.so")
+    p.add_argument("--deepgemm", default="", help="DeepGEMM v1's source tree (left out: fp8jit only)")
+    p.add_argument("--quick", action="store_true", help="six cases instead of the MoE suite")
+    p.add_argument("--iters", type=bounded_int(1, 1000), default=15, help="timed calls per case")
+    return p.parse_args(argv)
+
+
+def main(argv=None):
+    a = parse_args(argv)
     import torch
     fj = Fp8jit(a.lib)
     declare(fj)

@@ -274,6 +274,23 @@ def test_gemm_peers_args():
             check(e.code == 2, f"options {extra}: exit {e.code}, want 2")
 
 
+def test_grouped_peers_args():
+    """grouped_peers.py's options: wrong, empty, huge and missing values are usage errors (exit 2)
+    before torch is imported; good values parse."""
+    import contextlib
+    import grouped_peers as gp
+    good = gp.parse_args(["--lib", "/tmp/libfp8jit.so", "--iters", "3", "--quick"])
+    check(good.iters == 3 and good.quick, "good grouped options parse")
+    for argv in (["--lib", "x", "--iters", "abc"], ["--lib", ""], ["--lib", "x", "--iters", "1000000000"],
+                 ["--lib", "x", "--iters", "0"], []):
+        try:
+            with contextlib.redirect_stderr(io.StringIO()):
+                gp.parse_args(argv)
+            check(False, f"grouped options {argv} accepted")
+        except SystemExit as e:
+            check(e.code == 2, f"grouped options {argv}: exit {e.code}, want 2")
+
+
 def test_deepgemm2_setup():
     """The CUTLASS header closure of setup_deepgemm2.py and the config text of deepgemm_peers.py (both
     importable without torch)."""
@@ -484,7 +501,7 @@ def test_library():
 
 def main():
     for t in (test_shapes, test_arithmetic, test_events, test_report, test_best_deepgemm, test_deepgemm2_setup,
-              test_gemm_peers_args,
+              test_gemm_peers_args, test_grouped_peers_args,
               test_header, test_c_compiler, test_library):
         try:
             t()
