@@ -13,8 +13,10 @@ namespace {
 
 constexpr std::uint64_t kOpcodeMask = 0xfff;
 constexpr std::uint64_t kFfmaRegisterForm = 0x223;
-// The branch unit's opcodes (0x940-0x95f): those with a decoded target, and those without one.
-constexpr std::uint64_t kBsync = 0x941, kBssy = 0x945, kYield = 0x946, kBra = 0x947,
+// The branch unit's opcodes (0x940-0x95f): those with a decoded target, and those that move no
+// thread elsewhere. BREAK only takes the active threads out of a convergence barrier (a loop
+// with a divergent exit: the BRA after it jumps), so it enters no FFMA run.
+constexpr std::uint64_t kBsync = 0x941, kBreak = 0x942, kBssy = 0x945, kYield = 0x946, kBra = 0x947,
                         kWarpsync = 0x948, kExit = 0x94d, kBpt = 0x95c;
 
 // ELF64 (the cubin container): header and section header fields used here.
@@ -67,8 +69,8 @@ std::optional<std::vector<std::size_t>> branch_targets(const std::string& b, con
   std::vector<std::size_t> out;
   for (std::size_t at = s.offset; at < s.offset + s.size; at += kInstrBytes) {
     const std::uint64_t lo = low_word(b, at), hi = high_word(b, at), op = lo & kOpcodeMask;
-    if (op < 0x940 || op > 0x95f || op == kBsync || op == kYield || op == kWarpsync ||
-        op == kExit || op == kBpt)
+    if (op < 0x940 || op > 0x95f || op == kBsync || op == kBreak || op == kYield ||
+        op == kWarpsync || op == kExit || op == kBpt)
       continue;
     if (op != kBra && op != kBssy) return std::nullopt;
     // Bits 34-81, sign-extended: the high word's bits 0-17 continue the low word's 34-63.

@@ -10,14 +10,14 @@
 #include <string>
 #include <vector>
 
+#include "common/settings.hpp"
 #include "fp8jit/error.hpp"
 #include "fp8jit/kernel_spec.hpp"
 #include "generator/family.hpp"
+#include "runtime/jit/nvrtc.hpp"
 #include "runtime/sass/cubin_code.hpp"
 #include "runtime/sass/ffma_reuse.hpp"
 #include "runtime/sass/gemm_post_passes.hpp"
-#include "runtime/jit/nvrtc.hpp"
-#include "common/settings.hpp"
 #include "tests/common/cubin_builder.hpp"
 #include "tests/common/expect_error.hpp"
 
@@ -46,6 +46,7 @@ constexpr Instr bssy(int k) {
 }
 constexpr Instr kIndirect{0x949,
                           0x000fea0003800000};  // a branch-unit opcode without a decoded target
+constexpr Instr kBreak{0x0000000001007942, 0x000fe20003800000};  // `BREAK B1`: moves no thread
 
 std::vector<std::size_t> changed(const std::string& before, const std::string& after) {
   return test::changed_instructions(before, after, kHeldBits);
@@ -126,7 +127,8 @@ TEST(FfmaReuse, RunsThatABranchMayEnterInsideAreLeftAlone) {
     EXPECT_EQ(st.skipped, 1);
     EXPECT_EQ(b, copy);
   }
-  for (const Instr& outside : {bra(1), bra(21), bssy(0)}) {  // the run's first instruction, past it
+  for (const Instr& outside :
+       {bra(1), bra(21), bssy(0), kBreak}) {  // the run's first instruction, past it
     std::string b = elf_with(code_with(outside));
     EXPECT_EQ(hold_ffma_factors(b).held, 19);
   }
@@ -205,6 +207,17 @@ TEST(FfmaReuse, BlockScaledGemmCubinFromNvrtc) {
   std::string tcubin = nvrtc_compile(spec_name(t), render_source(t), CompileTarget::cubin).binary;
   expect_targets_decode(tcubin);
   EXPECT_EQ(hold_ffma_factors(tcubin).held, 0);
+  // A grouped layout's scheduler walks the groups in a loop with a divergent exit (a BREAK):
+  // its promotion runs are held too.
+  GemmProblem grouped = block;
+  grouped.layout = GemmLayout::contiguous;
+  const KernelSpec g = make_gemm_spec(grouped, GemmConfig{128, 256, 3, 16});
+  std::string gcubin = nvrtc_compile(spec_name(g), render_source(g), CompileTarget::cubin).binary;
+  expect_targets_decode(gcubin);
+  const FfmaReuseStats gs = hold_ffma_factors(gcubin);
+  EXPECT_GE(gs.runs, 2);
+  EXPECT_EQ(gs.skipped, 0);
+  EXPECT_GE(gs.held, 40);
 }
 
 TEST(FfmaReuse, SettingIsReadAndChecked) {
