@@ -205,6 +205,24 @@ def non_empty(text):
     return text
 
 
+def case_filter(text):
+    parts = text.split(":")
+    if len(parts) != 3 or parts[0] not in ("contiguous", "masked"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not LAYOUT:G:ROWS with LAYOUT contiguous or masked")
+    return (parts[0], bounded_int(1, 1 << 16)(parts[1]), bounded_int(1, 1 << 20)(parts[2]))
+
+
+def selected(cases, only):
+    """The cases that match a filter of --only (all without one); a filter matching none is an error."""
+    if not only:
+        return cases
+    chosen = [c for c in cases if (c[0], c[1], c[4]) in only]
+    missing = [f for f in only if not any((c[0], c[1], c[4]) == f for c in cases)]
+    if missing:
+        raise SystemExit(f"--only: no suite case {':'.join(map(str, missing[0]))} (see --quick or the full suite)")
+    return chosen
+
+
 def parse_args(argv):
     """Options; a wrong, empty or huge value is a usage error (exit 2) before anything runs."""
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -212,6 +230,9 @@ def parse_args(argv):
     p.add_argument("--deepgemm", default="", help="DeepGEMM v1's source tree (left out: fp8jit only)")
     p.add_argument("--quick", action="store_true", help="six cases instead of the MoE suite")
     p.add_argument("--iters", type=bounded_int(1, 1000), default=15, help="timed calls per case")
+    p.add_argument("--only", action="append", type=case_filter, default=[],
+                   help="run only the suite's cases LAYOUT:G:ROWS (ROWS: rows per group, masked: the expected M); "
+                        "repeatable, e.g. contiguous:8:4096 (to profile one case)")
     return p.parse_args(argv)
 
 
@@ -232,7 +253,7 @@ def main(argv=None):
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     ratios = {"contiguous": [], "masked": []}
     loops = []
-    for case in suite(a.quick):
+    for case in selected(suite(a.quick), a.only):
         layout, groups, per, m_max, expected, n, k = case
         try:
             times, name, valid, moved = run_case(torch, timer, fj, dg, case, a.iters)

@@ -279,10 +279,21 @@ def test_grouped_peers_args():
     before torch is imported; good values parse."""
     import contextlib
     import grouped_peers as gp
-    good = gp.parse_args(["--lib", "/tmp/libfp8jit.so", "--iters", "3", "--quick"])
-    check(good.iters == 3 and good.quick, "good grouped options parse")
+    good = gp.parse_args(["--lib", "/tmp/libfp8jit.so", "--iters", "3", "--quick", "--only", "masked:32:64"])
+    check(good.iters == 3 and good.quick and good.only == [("masked", 32, 64)], "good grouped options parse")
+    cases = gp.suite(True)
+    check(gp.selected(cases, []) == cases, "no --only: every case")
+    check([c[:2] + (c[4],) for c in gp.selected(cases, [("contiguous", 8, 4096)])] == [("contiguous", 8, 4096)] * 2,
+          "--only picks the case in both projections")
+    try:
+        gp.selected(cases, [("contiguous", 3, 4096)])
+        check(False, "--only matching no case accepted")
+    except SystemExit as e:
+        check("no suite case contiguous:3:4096" in str(e.code), f"--only matching none: {e.code}")
     for argv in (["--lib", "x", "--iters", "abc"], ["--lib", ""], ["--lib", "x", "--iters", "1000000000"],
-                 ["--lib", "x", "--iters", "0"], []):
+                 ["--lib", "x", "--iters", "0"], [], ["--lib", "x", "--only", ""], ["--lib", "x", "--only", "dense:8:128"],
+                 ["--lib", "x", "--only", "masked:8"], ["--lib", "x", "--only", "masked:0:64"],
+                 ["--lib", "x", "--only", "contiguous:8:99999999999"]):
         try:
             with contextlib.redirect_stderr(io.StringIO()):
                 gp.parse_args(argv)

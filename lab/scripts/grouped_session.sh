@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# One device call for grouped (mixture-of-experts) GEMM work, most useful first:
+#   1. build build-gpu (GPU tests, CLI) and build-peers (libfp8jit.so for the Python peers) side by side
+#   2. GPU tests matching GTESTS (default GroupedGemmGpu.*), and compute-sanitizer memcheck of
+#      MEMCHECK (a gtest filter, default empty: skipped)
+#   3. bench/peers/grouped_peers.py against DeepGEMM v1 (.carry/deepgemm) — QUICK=1 (default) six
+#      cases, QUICK=0 the MoE suite; ONLY="contiguous:8:4096 ..." restricts the cases
+#   4. with NCU="LAYOUT:G:ROWS", Nsight Compute of that case's kernels (fp8jit grouped, the dense
+#      loop, DeepGEMM's): duration, SM and memory throughput, warp stalls
+#   5. EXTRA: a command run last (e.g. a GPU smoke script), its output in $OUT/extra.txt
+# SRC_TAR=.carry/head.tar.gz (from `git archive -o .carry/head.tar.gz HEAD`) builds and runs that
+# tree instead of the working tree the device got (which may hold someone's unfinished edits).
+# Usage (repo root, on the device): OUT=$OUT bash lab/scripts/grouped_session.sh
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 1
+OUT=${OUT:-/tmp/fp8jit-grouped}
+mkdir -p "$OUT"
+if [ -n "${SRC_TAR:-}" ]; then
+  src=/tmp/fp8jit-src
+  rm -rf "$src" && mkdir -p "$src" && tar -xzf "$SRC_TAR" -C "$src" || exit 1
+  ln -s "$PWD/.carry" "$src/.carry"
+  cd "$src" || exit 1
+fi
+log() { echo "=== $* ($(date +%T))" | tee -a "$OUT/session.txt"; }
+source lab/scripts/ab_common.sh  # sqlite_args
+export CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
+export FP8JIT_CACHE_DIR=${FP8JIT_CACHE_DIR:-/tmp/fp8jit-cache}
+export DG_JIT_CACHE_DIR=${DG_JIT_CACHE_DIR:-/tmp/deepgemm-cache}
+[ -x "$CUDA_HOME/bin/nvcc" ] && export DG_JIT_NVCC_COMPILER=${DG_JIT_NVCC_COMPILER:-$CUDA_HOME/bin/nvcc}
+
+log "build"
+(cmake -S . -B build-peers -DCMAKE_BUILD_TYPE=Release -DFP8JIT_BUILD_TESTS=OFF "${sqlite_args[@]}" &&
+  cmake --build build-peers -j6 --target fp8jit_shared) > "$OUT/build-peers.log" 2>&1 &
+peers_pid=$!
+{ cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release "${sqlite_args[@]}" &&
+  cmake --build build-gpu -j10 --target fp8jit_gpu_tests fp8jit_cli; } > "$OUT/build-gpu.log" 2>&1
+gpu_rc=$?
+wait $peers_pid
+peers_rc=$?
+log "build exit: build-gpu $gpu_rc, build-peers $peers_rc"
+[ $gpu_rc = 0 ] || tail -30 "$OUT/build-gpu.log"
+[ $peers_rc = 0 ] || tail -30 "$OUT/build-peers.log"
+
+if [ $gpu_rc = 0 ] && [ "${GTESTS-GroupedGemmGpu.*}" != "" ]; then
+  log "GPU tests ${GTESTS-GroupedGemmGpu.*}"
+  ./build-gpu/tests/fp8jit_gpu_tests --gtest_filter="${GTESTS-GroupedGemmGpu.*}" --gtest_brief=1 > "$OUT/gtests.txt" 2>&1
+  log "GPU tests exit $?"
+  tail -15 "$OUT/gtests.txt"
+fi
+if [ $gpu_rc = 0 ] && [ -n "${MEMCHECK:-}" ]; then
+  log "memcheck $MEMCHECK"
+  compute-sanitizer --tool memcheck --leak-check no --error-exitcode 3 \
+    ./build-gpu/tests/fp8jit_gpu_tests --gtest_filter="$MEMCHECK" --gtest_brief=1 > "$OUT/memcheck.txt" 2>&1
+  log "memcheck exit $?"
+  grep -E "ERROR SUMMARY|PASSED|FAILED" "$OUT/memcheck.txt" | tail -8
+fi
+
+only=()
+for c in ${ONLY:-}; do only+=(--only "$c"); done
+if [ $peers_rc = 0 ] && [ "${BENCH:-1}" != 0 ]; then
+  log "grouped peers"
+  python3 bench/peers/grouped_peers.py --lib build-peers/libfp8jit.so --deepgemm .carry/deepgemm \
+    $([ "${QUICK:-1}" = 1 ] && echo --quick) "${only[@]}" > "$OUT/grouped_peers.md" 2> "$OUT/grouped_peers.err"
+  log "grouped peers exit $?"
+  cat "$OUT/grouped_peers.md"
+  tail -5 "$OUT/grouped_peers.err"
+fi
+
+if [ $peers_rc = 0 ] && [ -n "${NCU:-}" ]; then
+  log "ncu $NCU"
+  source lab/scripts/ncu_common.sh  # ncu_sections, ncu_summary_lines
+  metrics=gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,lts__t_bytes.sum
+  metrics+=,dram__bytes_read.sum,launch__grid_size,launch__registers_per_thread,sm__throughput.avg.pct_of_peak_sustained_elapsed
+  ncu --clock-control none --kernel-name regex:'fp8jit_gemm|fp8_gemm' --launch-count 12 --metrics "$metrics" \
+    "${ncu_sections[@]}" --print-units base \
+    python3 bench/peers/grouped_peers.py --lib build-peers/libfp8jit.so --deepgemm .carry/deepgemm \
+    --only "$NCU" --iters 1 > "$OUT/ncu.log" 2>&1
+  log "ncu exit $?"
+  grep -E "^  [^ ]|gpu__time|dram__|lts__|launch__|sm__throughput|$ncu_summary_lines" "$OUT/ncu.log" > "$OUT/ncu_summary.txt"
+fi
+
+if [ -n "${EXTRA:-}" ]; then
+  log "extra: $EXTRA"
+  bash -c "$EXTRA" > "$OUT/extra.txt" 2>&1
+  log "extra exit $?"
+  tail -20 "$OUT/extra.txt"
+fi
