@@ -22,12 +22,23 @@ if [ -n "${PROBE_NCU:-}" ]; then
   metrics=gpu__time_duration.sum,smsp__inst_executed.sum,sm__throughput.avg.pct_of_peak_sustained_elapsed
   metrics+=,lts__t_bytes.sum,lts__t_sectors_srcunit_tex.sum,lts__t_sectors_srcunit_ltcfabric.sum,lts__t_sector_hit_rate.pct
   metrics+=,dram__bytes_read.sum,l1tex__m_xbar2l1tex_read_bytes.sum,smsp__cycles_active.avg
+  metrics+=,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_op_write.sum
+  metrics+=,lts__t_sectors_srcunit_tex_op_atom.sum,lts__t_sectors_srcunit_tex_op_red.sum
+  metrics+=,l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum,l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum
+  metrics+=,l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum,l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum
+  metrics+=,smsp__inst_executed_op_global_ld.sum,smsp__inst_executed_op_generic_ld.sum,smsp__inst_executed_op_generic_st.sum
+  metrics+=,smsp__inst_executed_op_ldgsts.sum,smsp__inst_executed_op_shared_ld.sum
   # Launch 0: the grouped kernel; launch 19: the first dense one (after 18 timed grouped calls).
   for skip in 0 19; do
     ncu --clock-control none --kernel-name fp8jit_gemm --launch-skip $skip --launch-count 1 --metrics "$metrics" \
       --section WarpStateStats --section SourceCounters --print-units base \
       /tmp/grouped_probe "$g" "$per" "$n" "$k" "$(spec "$cfg" ',"layout":"contiguous"')" "$(spec "${dcfg:-$cfg}" '')" \
-      > "$OUT/probe_ncu_$skip.log" 2>&1
+      -o "$OUT/probe_$skip" > "$OUT/probe_ncu_$skip.log" 2>&1
     echo "ncu (launch $skip) exit $?"
+    ncu -i "$OUT/probe_$skip.ncu-rep" --print-units base > "$OUT/probe_ncu_$skip.txt" 2>&1
+    # Per-instruction executed counts and sectors, to find what one kernel runs that the other does not.
+    ncu -i "$OUT/probe_$skip.ncu-rep" --page source --csv --print-source sass > "$OUT/probe_src_$skip.csv" 2>&1
+    echo "source page exit $?"
+    rm -f "$OUT/probe_$skip.ncu-rep"
   done
 fi
