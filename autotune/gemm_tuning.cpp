@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "autotune/grouped_reference.hpp"
 #include "autotune/timer.hpp"
 #include "autotune/tuner.hpp"
 #include "fp8jit/reference.hpp"
@@ -9,7 +10,34 @@
 
 namespace fp8jit {
 
-double gemm_tolerance(const GemmArgs& a) { return a.d_dtype == DType::fp32 && !a.fast_accum ? 1e-3 : 4e-3; }
+namespace {
+
+double tolerance_of(DType out, bool fast_accum) {
+  return out == DType::fp32 && !fast_accum ? 1e-3 : 4e-3;
+}
+
+// Compiles through the hooks and times hooks.run; the caller adds the verification.
+Bench timed_bench(const GemmTuneHooks& hooks, const TuneOptions& options) {
+  Bench bench;
+  bench.compile = hooks.compile;
+  bench.time = [run = hooks.run, warmup = options.warmup,
+                iters = options.iters](const KernelSpec& s) {
+    const std::vector<double> ms = time_samples_ms([&] { run(s); }, warmup, iters);
+    std::vector<double> us;
+    for (double x : ms) us.push_back(x * 1e3);
+    return summarize(us);
+  };
+  return bench;
+}
+
+}  // namespace
+
+double gemm_tolerance(const GemmArgs& a) {
+  return tolerance_of(a.d_dtype, a.fast_accum);
+}
+double gemm_tolerance(const GroupedGemmArgs& a) {
+  return tolerance_of(a.d_dtype, a.fast_accum);
+}
 
 TuneResult tune_gemm(const GemmArgs& a, const GemmTuneHooks& hooks, const TuneOptions& options) {
   const driver::DeviceInfo dev = driver::device_info();
@@ -24,14 +52,7 @@ TuneResult tune_gemm(const GemmArgs& a, const GemmTuneHooks& hooks, const TuneOp
   const std::int64_t ldd = a.ldd ? a.ldd : a.n;
   const std::size_t d_bytes = static_cast<std::size_t>(a.m * ldd) * dtype_size(a.d_dtype);
 
-  Bench bench;
-  bench.compile = hooks.compile;
-  bench.time = [&](const KernelSpec& s) {
-    const std::vector<double> ms = time_samples_ms([&] { hooks.run(s); }, options.warmup, options.iters);
-    std::vector<double> us;
-    for (double x : ms) us.push_back(x * 1e3);
-    return summarize(us);
-  };
+  Bench bench = timed_bench(hooks, options);
   bench.verify = [&](const KernelSpec& s) -> std::string {
     // Poison D (NaN in every output type), run once, compare.
     driver::check(driver::api().cuMemsetD8Async(reinterpret_cast<CUdeviceptr>(a.d), 0xFF, d_bytes, nullptr), "poison D");
@@ -42,6 +63,23 @@ TuneResult tune_gemm(const GemmArgs& a, const GemmTuneHooks& hooks, const TuneOp
     const double err = reference::relative_error(d.data(), ldd, a.d_dtype, ref_host.data(), a.m, a.n);
     if (err <= gemm_tolerance(a)) return "";
     return fmt::format("relative error {:.3e} above {:.0e}", err, gemm_tolerance(a));
+  };
+  return run_sweep(candidates, bench, options);
+}
+
+TuneResult tune_grouped_gemm(const GroupedGemmArgs& a, const GemmTuneHooks& hooks,
+                             const TuneOptions& options) {
+  const driver::DeviceInfo dev = driver::device_info();
+  const GemmProblem problem{a.a_format, a.b_format,   a.d_dtype, a.scale_mode,
+                            false,      a.fast_accum, a.layout};
+  const std::vector<KernelSpec> candidates = grouped_gemm_candidates(
+      problem, a.groups, a.expected_m, a.n, a.k, dev.sm_count, dev.max_smem_optin, options.top_k);
+  const GroupedReference ref(a);  // once per sweep, group by group
+  Bench bench = timed_bench(hooks, options);
+  bench.verify = [&](const KernelSpec& s) -> std::string {
+    ref.poison_d();
+    hooks.run(s);
+    return ref.check().failure(gemm_tolerance(a));
   };
   return run_sweep(candidates, bench, options);
 }

@@ -24,8 +24,16 @@ struct GemmTuneHooks {
 // dequantized operands. TuneOptions::jobs = 0 compiles on one thread per core.
 TuneResult tune_gemm(const GemmArgs& args, const GemmTuneHooks& hooks, const TuneOptions& options);
 
+// The same for a grouped gemm (`args` normalized: expected_m filled in): the candidates of
+// grouped_gemm_candidates, each run on poisoned D and checked group by group against the float64
+// reference (GroupedReference), rows outside the groups included. The group table must be valid.
+TuneResult tune_grouped_gemm(const GroupedGemmArgs& args, const GemmTuneHooks& hooks,
+                             const TuneOptions& options);
+
 // The accuracy bound a gemm result must meet: 1e-3 relative Frobenius error for fp32 output with
-// promoted accumulation, 4e-3 otherwise (bf16/fp16 output, fast accumulation).
+// promoted accumulation, 4e-3 otherwise (bf16/fp16 output, fast accumulation). Grouped gemms:
+// the same bound for every group.
 double gemm_tolerance(const GemmArgs& args);
+double gemm_tolerance(const GroupedGemmArgs& args);
 
 }  // namespace fp8jit

@@ -33,38 +33,43 @@ TuningDb* thread_db(const std::string& path) {
 
 }  // namespace
 
-GemmLookup lookup_gemm(const GemmProblem& problem, std::int64_t m, std::int64_t n, std::int64_t k,
-                       const std::string& db_path, TunePolicy policy, const GpuKey& gpu, int smem_bytes) {
-  GemmLookup out{default_gemm_spec(problem, m, n, k, gpu.sm_count, smem_bytes), LookupSource::heuristic};
-  if (policy == TunePolicy::off || db_path.empty()) return out;
+namespace {
+
+// The database part of a lookup: `fallback` (the heuristic's spec) unless the database has a row
+// under `key` for this shape, or for the nearest M of the same (key, n, k).
+GemmLookup lookup_rows(const GemmLookup& fallback, const std::string& key, std::int64_t m,
+                       std::int64_t n, std::int64_t k, const std::string& db_path,
+                       TunePolicy policy, const GpuKey& gpu) {
+  if (policy == TunePolicy::off || db_path.empty()) return fallback;
   // NOTE: a lookup never creates the database: a serving process that nobody tuned for should
   // not leave an empty SQLite file behind (tune and import create it).
   std::error_code ec;
-  if (!std::filesystem::exists(db_path, ec)) return out;
+  if (!std::filesystem::exists(db_path, ec)) return fallback;
   // SQLite would open a FIFO and block reading it; anything but a file cannot be a database.
   if (const std::string kind = special_file_kind(db_path); !kind.empty()) {
     log::at(log::warning, "tuning database {} is {}, not a file; falling back to the heuristic", printable(db_path),
             kind);
-    return out;
+    return fallback;
   }
   try {
     TuningDb* db = thread_db(db_path);
-    const std::string key = problem_key(out.spec), space = tuning_space_hash("gemm");
+    const std::string space = tuning_space_hash("gemm");
     if (auto row = db->get_exact(gpu, "gemm", key, m, n, k, space)) return {row->best, LookupSource::exact};
     if (auto row = db->get_nearest_m(gpu, "gemm", key, m, n, k, space)) return {row->best, LookupSource::nearest_m};
   } catch (const std::exception& e) {
     log::at(log::warning, "tuning database not used ({}); falling back to the heuristic", e.what());
   }
-  return out;
+  return fallback;
 }
 
-bool store_gemm_result(const std::string& db_path, const GpuKey& gpu, const GemmShape& shape, const TuneResult& r) {
+bool store_row(const std::string& db_path, const GpuKey& gpu, const std::string& key,
+               const GemmShape& shape, const TuneResult& r) {
   if (!r.best || db_path.empty()) return false;
   const CandidateResult& best = r.candidates[*r.best];
   TuningRecord rec;
   rec.gpu = gpu;
   rec.op = "gemm";
-  rec.problem_key = problem_key(best.spec);
+  rec.problem_key = key;
   rec.m = shape.m;
   rec.n = shape.n;
   rec.k = shape.k;
@@ -74,6 +79,38 @@ bool store_gemm_result(const std::string& db_path, const GpuKey& gpu, const Gemm
   rec.timings = timings_to_json(r.candidates);
   thread_db(db_path)->put(rec);
   return true;
+}
+
+}  // namespace
+
+GemmLookup lookup_gemm(const GemmProblem& problem, std::int64_t m, std::int64_t n, std::int64_t k,
+                       const std::string& db_path, TunePolicy policy, const GpuKey& gpu,
+                       int smem_bytes) {
+  const GemmLookup heuristic{default_gemm_spec(problem, m, n, k, gpu.sm_count, smem_bytes),
+                             LookupSource::heuristic};
+  return lookup_rows(heuristic, problem_key(heuristic.spec), m, n, k, db_path, policy, gpu);
+}
+
+GemmLookup lookup_grouped_gemm(const GemmProblem& problem, std::int64_t groups,
+                               std::int64_t expected_m, std::int64_t n, std::int64_t k,
+                               const std::string& db_path, TunePolicy policy, const GpuKey& gpu,
+                               int smem_bytes) {
+  const GemmLookup heuristic{
+      default_grouped_gemm_spec(problem, groups, expected_m, n, k, gpu.sm_count, smem_bytes),
+      LookupSource::heuristic};
+  return lookup_rows(heuristic, grouped_problem_key(heuristic.spec, groups), expected_m, n, k,
+                     db_path, policy, gpu);
+}
+
+bool store_gemm_result(const std::string& db_path, const GpuKey& gpu, const GemmShape& shape,
+                       const TuneResult& r) {
+  return r.best && store_row(db_path, gpu, problem_key(r.candidates[*r.best].spec), shape, r);
+}
+
+bool store_grouped_gemm_result(const std::string& db_path, const GpuKey& gpu, std::int64_t groups,
+                               const GemmShape& shape, const TuneResult& r) {
+  return r.best &&
+         store_row(db_path, gpu, grouped_problem_key(r.candidates[*r.best].spec, groups), shape, r);
 }
 
 }  // namespace fp8jit

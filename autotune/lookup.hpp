@@ -25,7 +25,19 @@ struct GemmLookup {
 GemmLookup lookup_gemm(const GemmProblem& problem, std::int64_t m, std::int64_t n, std::int64_t k,
                        const std::string& db_path, TunePolicy policy, const GpuKey& gpu, int smem_bytes);
 
+// Grouped gemms (problem.layout contiguous or masked): the row of this GPU, layout, group count,
+// expected rows per group, N and K (grouped_problem_key), else the nearest tuned expected M for
+// the same (layout, groups, N, K, problem), else default_grouped_gemm_spec. Never throws for
+// database trouble, as lookup_gemm.
+GemmLookup lookup_grouped_gemm(const GemmProblem& problem, std::int64_t groups,
+                               std::int64_t expected_m, std::int64_t n, std::int64_t k,
+                               const std::string& db_path, TunePolicy policy, const GpuKey& gpu,
+                               int smem_bytes);
+
 // Stores a sweep's winner (and every candidate's timing). Returns false when nothing passed.
 bool store_gemm_result(const std::string& db_path, const GpuKey& gpu, const GemmShape& shape, const TuneResult& r);
+// The same for a grouped sweep: keyed by the group count, shape.m the expected rows per group.
+bool store_grouped_gemm_result(const std::string& db_path, const GpuKey& gpu, std::int64_t groups,
+                               const GemmShape& shape, const TuneResult& r);
 
 }  // namespace fp8jit

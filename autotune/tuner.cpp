@@ -162,26 +162,47 @@ std::vector<KernelSpec> one_wave_narrow_tiles(const std::vector<Ranked>& ranked,
 
 }  // namespace
 
-std::vector<KernelSpec> gemm_candidates(const GemmProblem& problem, std::int64_t m, std::int64_t n, std::int64_t k,
-                                        int sm_count, int smem_bytes, std::size_t top_k) {
-  const KernelSpec fallback = default_gemm_spec(problem, m, n, k, sm_count, smem_bytes);
-  const GemmConfig base = gemm_config_of(fallback);
+namespace {
+
+// The shape a sweep ranks configs for. Dense (groups 0): m rows, with the split-K a launch would
+// pick. Grouped: `groups` groups of m rows, each starting a new tile-row, without split-K.
+struct RankedShape {
+  std::int64_t groups, m, n, k;
+  std::int64_t rows(const GemmConfig& c) const {
+    return groups
+               ? groups * ((std::max<std::int64_t>(m, 1) + c.block_m - 1) / c.block_m) * c.block_m
+               : m;
+  }
+};
+
+// Every valid config of the fallback's problem that fits shared memory, cheapest first.
+std::vector<Ranked> rank_configs(const GemmProblem& problem, const KernelSpec& fallback,
+                                 const RankedShape& s, int sm_count, int smem_bytes) {
   std::vector<Ranked> ranked;
-  for (KernelSpec& s : enumerate_configs(gemm_family(), fallback)) {
-    const GemmConfig c = gemm_config_of(s);
+  for (KernelSpec& spec : enumerate_configs(gemm_family(), fallback)) {
+    const GemmConfig c = gemm_config_of(spec);
     if (gemm_geometry(problem, c).smem_bytes > smem_bytes) continue;
-    if (c.block_m > 64 && m <= 64) continue;  // half the tile would be padding
+    if (c.block_m > 64 && s.m <= 64) continue;  // half the tile would be padding
     // The cost of the config as a launch runs it: with the split-K it would get.
-    const double cost = gemm_cost(c, m, n, k, sm_count, gemm_split_k(m, n, k, c, sm_count));
-    ranked.push_back({cost, c, std::move(s)});
+    const std::int64_t rows = s.rows(c);
+    const int splits = s.groups ? 1 : gemm_split_k(rows, s.n, s.k, c, sm_count);
+    ranked.push_back({gemm_cost(c, rows, s.n, s.k, sm_count, splits), c, std::move(spec)});
   }
   std::stable_sort(ranked.begin(), ranked.end(), [](const Ranked& a, const Ranked& b) { return a.cost < b.cost; });
+  return ranked;
+}
+
+// The sweep's candidates: the fallback, then `first`, then the ranked configs within top_k.
+std::vector<KernelSpec> pick_candidates(const KernelSpec& fallback,
+                                        const std::vector<KernelSpec>& first,
+                                        const std::vector<Ranked>& ranked, std::size_t top_k) {
+  const GemmConfig base = gemm_config_of(fallback);
   std::vector<KernelSpec> out = {fallback};
   auto take = [&](const KernelSpec& s) {
     if (top_k && out.size() >= top_k) return;
     if (std::find(out.begin(), out.end(), s) == out.end()) out.push_back(s);
   };
-  for (const KernelSpec& s : one_wave_narrow_tiles(ranked, m, n, k, sm_count)) take(s);
+  for (const KernelSpec& s : first) take(s);
   // Two thirds of the budget for distinct tiles (block_m x block_n x stages), each with the
   // default's raster group and no cluster: the model cannot tell group sizes or clusters apart
   // well, and ranking them all would spend the sweep on variants of two or three tiles. The rest
@@ -203,6 +224,30 @@ std::vector<KernelSpec> gemm_candidates(const GemmProblem& problem, std::int64_t
   }
   for (const Ranked& r : ranked) take(r.spec);  // top_k larger than the above: the rest by rank
   return out;
+}
+
+}  // namespace
+
+std::vector<KernelSpec> gemm_candidates(const GemmProblem& problem, std::int64_t m, std::int64_t n,
+                                        std::int64_t k, int sm_count, int smem_bytes,
+                                        std::size_t top_k) {
+  const KernelSpec fallback = default_gemm_spec(problem, m, n, k, sm_count, smem_bytes);
+  const std::vector<Ranked> ranked =
+      rank_configs(problem, fallback, {0, m, n, k}, sm_count, smem_bytes);
+  return pick_candidates(fallback, one_wave_narrow_tiles(ranked, m, n, k, sm_count), ranked, top_k);
+}
+
+// Grouped tiles never pair along M (the family's rule) and never split K, so the decode shapes'
+// one-wave narrow tiles have no counterpart: every tile-row of every group is its own unit.
+std::vector<KernelSpec> grouped_gemm_candidates(const GemmProblem& problem, std::int64_t groups,
+                                                std::int64_t expected_m, std::int64_t n,
+                                                std::int64_t k, int sm_count, int smem_bytes,
+                                                std::size_t top_k) {
+  const KernelSpec fallback =
+      default_grouped_gemm_spec(problem, groups, expected_m, n, k, sm_count, smem_bytes);
+  const std::vector<Ranked> ranked =
+      rank_configs(problem, fallback, {groups, expected_m, n, k}, sm_count, smem_bytes);
+  return pick_candidates(fallback, {}, ranked, top_k);
 }
 
 }  // namespace fp8jit

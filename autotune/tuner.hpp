@@ -39,5 +39,12 @@ Timing summarize(std::vector<double> samples_us);
 // top_k = 0 keeps all.
 std::vector<KernelSpec> gemm_candidates(const GemmProblem& problem, std::int64_t m, std::int64_t n, std::int64_t k,
                                         int sm_count, int smem_bytes, std::size_t top_k);
+// The same for grouped gemms (problem.layout contiguous or masked) of `groups` groups of about
+// `expected_m` rows: default_grouped_gemm_spec first, then the layout's valid configs ranked by
+// the same model on the groups' stacked tile-rows, without split-K.
+std::vector<KernelSpec> grouped_gemm_candidates(const GemmProblem& problem, std::int64_t groups,
+                                                std::int64_t expected_m, std::int64_t n,
+                                                std::int64_t k, int sm_count, int smem_bytes,
+                                                std::size_t top_k);
 
 }  // namespace fp8jit

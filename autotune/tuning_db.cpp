@@ -7,16 +7,17 @@
 #include <algorithm>
 #include <cmath>
 #include <ctime>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <utility>
 
 #include "autotune/tuning_db_internal.hpp"
 #include "common/file_io.hpp"
+#include "common/log.hpp"
 #include "fp8jit/error.hpp"
 #include "fp8jit/fp8jit.h"
 #include "fp8jit/tuning.hpp"
 #include "generator/family.hpp"
-#include "common/log.hpp"
 
 namespace fp8jit {
 
@@ -118,6 +119,24 @@ bool is_version(std::string_view v) {
 // The end of year 9999 in unix seconds: `fp8jit db list` shows created_at as a calendar date.
 constexpr std::int64_t kLastTime = 253402300799;
 
+bool is_grouped_gemm(const KernelSpec& spec) {
+  return spec.family == "gemm" && gemm_problem_of(spec).layout != GemmLayout::dense;
+}
+
+// The key a row of `r.best` must carry: its problem_key and, for a grouped gemm, the group count
+// that the row's own key names (any count is a valid key; it must be there and well formed).
+std::string expected_problem_key(const TuningRecord& r) {
+  if (!is_grouped_gemm(r.best)) return problem_key(r.best);
+  const json key = parse_json(r.problem_key, 2, "problem_key");
+  const auto groups = key.is_object() ? key.find("groups") : key.end();
+  if (groups == key.end() || !groups->is_number_integer())
+    invalid(fmt::format(
+        "problem_key {} of a grouped gemm ({}) lacks its group count (\"groups\": an integer)",
+        brief(r.problem_key),
+        gemm_problem_of(r.best).layout == GemmLayout::masked ? "masked" : "contiguous"));
+  return grouped_problem_key(r.best, groups->get<std::int64_t>());
+}
+
 }  // namespace
 
 std::string tuning_db_detail::record_problem(const TuningRecord& r) {
@@ -127,7 +146,7 @@ std::string tuning_db_detail::record_problem(const TuningRecord& r) {
     if (r.op != r.best.family)
       return fmt::format("op \"{}\" differs from the config's family \"{}\"", brief(r.op),
                          r.best.family);
-    if (const std::string want = problem_key(r.best); r.problem_key != want)
+    if (const std::string want = expected_problem_key(r); r.problem_key != want)
       return fmt::format("problem_key {} does not match the config's problem {}",
                          brief(r.problem_key), want);
     if (r.m < 0 || r.n < 0 || r.k < 0)
@@ -243,6 +262,18 @@ std::string problem_key(const KernelSpec& spec) {
     else
       out[def.name] = std::get<std::string>(it->second);
   }
+  return out.dump();
+}
+
+std::string grouped_problem_key(const KernelSpec& spec, std::int64_t groups) {
+  if (!is_grouped_gemm(spec))
+    throw_invalid("layout", spec.family == "gemm" ? "dense" : spec.family,
+                  "grouped_problem_key is for gemm specs of the contiguous or masked layout; dense "
+                  "ones use problem_key");
+  if (groups < 1 || groups > std::numeric_limits<std::int32_t>::max())
+    throw_invalid("groups", std::to_string(groups), "must be in [1, 2^31-1]");
+  json out = json::parse(problem_key(spec));
+  out["groups"] = groups;
   return out.dump();
 }
 

@@ -67,6 +67,13 @@ std::string tuning_space_hash(const std::string& family);  // throws for an unkn
 // Error(invalid_argument) for an unknown family or a missing or disallowed problem parameter.
 std::string problem_key(const KernelSpec& spec);
 
+// The key of a grouped (contiguous or masked layout) gemm row: problem_key(spec) with the group
+// count as one more item, "groups": G. The count is part of the problem because the persistent
+// grid spreads groups x tiles over the SMs: 8 groups of 512 rows and 32 of 128 want different
+// tiles. Dense keys never hold it, so rows tuned before grouped rows existed keep their keys.
+// Throws Error(invalid_argument) for a dense spec or groups outside [1, 2^31-1].
+std::string grouped_problem_key(const KernelSpec& spec, std::int64_t groups);
+
 struct CandidateResult;  // fp8jit/tuning.hpp
 
 // The `timings` column: a JSON array with one {config (spec object), status ("passed",
@@ -77,8 +84,10 @@ std::string timings_to_json(const std::vector<CandidateResult>& candidates);
 struct TuningRecord {
   GpuKey gpu;
   std::string op;           // the kernel family of `best`: "quantize", "dequantize", "gemm"
-  std::string problem_key;  // problem_key(best)
-  std::int64_t m = 0, n = 0, k = 0;  // the tuned shape (>= 0; unused dimensions are 0)
+  std::string problem_key;  // problem_key(best); grouped gemms: grouped_problem_key(best, groups)
+  // The tuned shape (>= 0; unused dimensions are 0); grouped gemms: m is the expected rows per
+  // group (GroupedGemmArgs::expected_m).
+  std::int64_t m = 0, n = 0, k = 0;
   std::string space_hash;            // identifies the candidate set; no control bytes
   KernelSpec best;                   // the fastest correct config
   double best_us = 0;                // its median time in microseconds (finite, > 0)

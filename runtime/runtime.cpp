@@ -68,6 +68,36 @@ template <class Args> int vector_width(const Args& a) { return std::max(4, ops::
 RouteKey gemm_route_key(CUcontext ctx, const GemmArgs& a) {
   return route_key(ctx, ops::problem_of(a), {a.m, a.n, a.k});
 }
+RouteKey gemm_route_key(CUcontext ctx, const GroupedGemmArgs& a) {
+  return route_key(ctx, ops::problem_of(a), {a.expected_m, a.n, a.k}, a.groups);
+}
+
+// What tuning a dense and a grouped gemm differ in, by overload (Runtime::Impl::tune).
+TuneResult sweep_of(const GemmArgs& a, const GemmTuneHooks& h, const TuneOptions& o) {
+  return tune_gemm(a, h, o);
+}
+TuneResult sweep_of(const GroupedGemmArgs& a, const GemmTuneHooks& h, const TuneOptions& o) {
+  return tune_grouped_gemm(a, h, o);
+}
+void store_result(const std::string& db, const GemmArgs& a, const TuneResult& r) {
+  store_gemm_result(db, current_gpu_key(), {a.m, a.n, a.k}, r);
+}
+void store_result(const std::string& db, const GroupedGemmArgs& a, const TuneResult& r) {
+  store_grouped_gemm_result(db, current_gpu_key(), a.groups, {a.expected_m, a.n, a.k}, r);
+}
+void launch_with(Runtime& rt, const GemmArgs& a, const KernelSpec& s) {
+  rt.gemm(a, s, nullptr);
+}
+void launch_with(Runtime& rt, const GroupedGemmArgs& a, const KernelSpec& s) {
+  rt.grouped_gemm(a, s, nullptr);
+}
+// A dense route keeps the split-K count of its arguments; grouped kernels never split K.
+const GemmArgs* split_args(const GemmArgs& a) {
+  return &a;
+}
+const GemmArgs* split_args(const GroupedGemmArgs&) {
+  return nullptr;
+}
 
 }  // namespace
 
@@ -97,13 +127,15 @@ struct Runtime::Impl {
 
   int jobs() const { return jobs_or_cores(options.jobs); }
 
-  // Grouped GEMMs: the heuristic (tuned rows for grouped layouts are not stored yet); without a
-  // GPU, for an H100/H200.
-  KernelSpec select_grouped(const GroupedGemmArgs& a) const {
+  // Grouped GEMMs (normalized arguments): database row or heuristic (lookup_grouped_gemm).
+  // Without a GPU to key the database with: the heuristic for an H100/H200.
+  GemmLookup select_grouped(const GroupedGemmArgs& a) const {
     const GemmProblem p = ops::problem_of(a);
-    if (!driver::available()) return default_grouped_gemm_spec(p, a.groups, a.expected_m, a.n, a.k);
-    const driver::DeviceInfo info = driver::device_info();
-    return default_grouped_gemm_spec(p, a.groups, a.expected_m, a.n, a.k, info.sm_count, info.max_smem_optin);
+    if (!driver::available())
+      return {default_grouped_gemm_spec(p, a.groups, a.expected_m, a.n, a.k),
+              LookupSource::heuristic};
+    return lookup_grouped_gemm(p, a.groups, a.expected_m, a.n, a.k, options.db_path, options.tune,
+                               current_gpu_key(), driver::device_info().max_smem_optin);
   }
 
   // The variant for a problem and shape: database row or heuristic (see lookup_gemm). Without
@@ -186,6 +218,25 @@ struct Runtime::Impl {
     ops::launch(kernels.get(spec), a, stream);
   }
 
+  // Both tune()s (normalized arguments): the sweep, compiling through the kernel cache and
+  // launching through `rt`; the winner is stored in the database and routed, so that later calls
+  // of the shape take it without asking the database again.
+  template <class Args>
+  TuneResult tune(Runtime& rt, const Args& a, const TuneOptions& options) {
+    check_device(driver::ensure_context());
+    const GemmTuneHooks hooks{[this](const KernelSpec& s) { kernels.cubin(s); },
+                              [&rt, &a](const KernelSpec& s) { launch_with(rt, a, s); }};
+    TuneOptions o = options;
+    if (o.jobs <= 0) o.jobs = jobs();
+    TuneResult r = sweep_of(a, hooks, o);
+    if (r.best) {
+      store_result(this->options.db_path, a, r);
+      const LoadedKernel& k = kernels.get(r.candidates[*r.best].spec);
+      remember(gemm_route_key(driver::ensure_context(), a), k, split_args(a));
+    }
+    return r;
+  }
+
   void run_gemm(const LoadedKernel& k, const GemmArgs& a, CUcontext ctx, int sm_count, int splits, CUstream stream) {
     const SplitSum sum = options.split_sum;
     ops::launch(k, a, sm_count, splits, workspace(ctx, stream, ops::workspace_bytes(k, a, splits, sum)), stream, sum);
@@ -240,16 +291,21 @@ void Runtime::gemm(const GemmArgs& args, CUstream stream) {
 
 KernelSpec Runtime::select(const GroupedGemmArgs& args) const {
   const GroupedGemmArgs a = ops::normalize(args);
-  return impl_->select_grouped(a);
+  return impl_->select_grouped(a).spec;
 }
 
 void Runtime::grouped_gemm(const GroupedGemmArgs& args, CUstream stream) {
   const GroupedGemmArgs a = ops::normalize(args);
-  const RouteKey key = route_key(driver::ensure_context(), ops::problem_of(a), {a.expected_m, a.n, a.k}, a.groups);
+  const RouteKey key = gemm_route_key(driver::ensure_context(), a);
   Route route;
   if (!impl_->routes.find(key, route)) [[unlikely]] {
     impl_->check_device(key.ctx);
-    route = impl_->remember(key, impl_->kernels.get(impl_->select_grouped(a)));
+    GemmLookup found = impl_->select_grouped(a);
+    if (found.source != LookupSource::exact && impl_->options.tune == TunePolicy::on_miss) {
+      const TuneResult r = tune(a);  // stores the row and the route
+      if (r.best) found.spec = r.candidates[*r.best].spec;
+    }
+    route = impl_->remember(key, impl_->kernels.get(found.spec));
   }
   ops::launch(*route.kernel, a, route.sm_count, stream);
 }
@@ -271,21 +327,11 @@ void Runtime::gemm(const GemmArgs& args, const KernelSpec& spec, CUstream stream
 }
 
 TuneResult Runtime::tune(const GemmArgs& args, const TuneOptions& options) {
-  const GemmArgs a = ops::normalize(args);
-  impl_->check_device(driver::ensure_context());
-  GemmTuneHooks hooks;
-  hooks.compile = [this](const KernelSpec& s) { compile(s); };
-  hooks.run = [this, &a](const KernelSpec& s) { gemm(a, s, nullptr); };
-  TuneOptions o = options;
-  if (o.jobs <= 0) o.jobs = impl_->jobs();
-  TuneResult r = tune_gemm(a, hooks, o);
-  if (r.best) {
-    store_gemm_result(impl_->options.db_path, current_gpu_key(), {a.m, a.n, a.k}, r);
-    // Later calls of this shape take the winner without asking the database again.
-    const LoadedKernel& k = impl_->kernels.get(r.candidates[*r.best].spec);
-    impl_->remember(gemm_route_key(driver::ensure_context(), a), k, &a);
-  }
-  return r;
+  return impl_->tune(*this, ops::normalize(args), options);
+}
+
+TuneResult Runtime::tune(const GroupedGemmArgs& args, const TuneOptions& options) {
+  return impl_->tune(*this, ops::normalize(args), options);
 }
 
 std::size_t Runtime::precompile(const GemmProblem& problem, const std::vector<GemmShape>& shapes, int jobs,

@@ -89,6 +89,14 @@ int bench(const BenchOptions& o) {
   const std::string scales = validated_scales(o.scale);
   const std::string providers = validated_providers(o.providers);
   std::string shapes = o.shapes.empty() ? find_suite(o.suite).string() : fs::absolute(o.shapes).lexically_normal().string();
+  // fp8jit_bench times dense GEMMs next to cuBLASLt, which has no grouped GEMM to compare with.
+  if (is_grouped_shapes(shapes))
+    throw_invalid(o.shapes.empty() ? "--suite" : "--shapes", o.shapes.empty() ? o.suite : o.shapes,
+                  "holds grouped (mixture-of-experts) shapes, which fp8jit_bench does not run; "
+                  "time them with `fp8jit "
+                  "tune --suite deepseek-v3-moe` (each row's tuned and heuristic kernels) or "
+                  "against DeepGEMM with "
+                  "bench/peers/grouped_peers.py");
   read_gemm_shapes(shapes);  // every row checked here, before a GPU is asked for
   const std::string out = o.out.empty() ? "fp8jit-bench-" + today() : o.out;
   if (std::error_code ec; fs::exists(out, ec) && !fs::is_directory(out, ec)) {

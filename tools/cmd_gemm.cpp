@@ -1,32 +1,29 @@
-// fp8jit gemm: one scaled FP8 GEMM on the GPU, checked against the float64 reference, timed.
+// fp8jit gemm: one scaled FP8 GEMM on the GPU, checked against the float64 reference, timed;
+// fp8jit select-gemm: the spec the heuristic (or, with --db, the tuning database) picks. Grouped
+// GEMMs (--groups, --layout) are run by cmd_grouped_gemm.cpp.
 #include <fmt/format.h>
-
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
-#include <optional>
 #include <vector>
 
+#include "autotune/gemm_tuning.hpp"
+#include "autotune/lookup.hpp"
+#include "autotune/timer.hpp"
 #include "fp8jit/error.hpp"
-#include "fp8jit/fp8.hpp"
 #include "fp8jit/reference.hpp"
-#include "fp8jit/runtime.hpp"
 #include "generator/family.hpp"
 #include "runtime/jit/driver.hpp"
-#include "autotune/gemm_tuning.hpp"
+#include "runtime/ops/dims.hpp"
 #include "tools/cli.hpp"
-#include "tools/options.hpp"
+#include "tools/gemm_command.hpp"
 #include "tools/operands.hpp"
-#include "autotune/timer.hpp"
+#include "tools/options.hpp"
 
 namespace fp8jit::cli {
-namespace {
 
-// `--config`: a JSON object of gemm config parameters (e.g. {"block_n":160,"stages":5}) whose
-// fields replace the runtime's choice. Read before anything needs a GPU, so a typo fails at once.
 std::map<std::string, std::int64_t> config_overrides(const std::string& config) {
   std::map<std::string, std::int64_t> fields;
   if (config.empty()) return fields;
@@ -50,39 +47,49 @@ std::map<std::string, std::int64_t> config_overrides(const std::string& config) 
   return fields;
 }
 
-// The variant to run: the runtime's choice with the overrides applied, validated (the error
-// names the rule a combination breaks: registers, scale blocks, shared memory).
-KernelSpec chosen_spec(Runtime& rt, const GemmArgs& g, const std::map<std::string, std::int64_t>& overrides) {
-  KernelSpec spec = rt.select(g);
+KernelSpec with_overrides(KernelSpec spec, const std::map<std::string, std::int64_t>& overrides) {
   for (const auto& [key, value] : overrides) spec.params[key] = value;
   validate_spec(spec);
   return spec;
 }
 
+GemmProblem problem_from(const GemmOptions& o) {
+  GemmProblem p;
+  p.scale = *parse_scale_mode(o.scale);  // admitted by the options' IsMember checks
+  p.out = *parse_dtype(o.out);
+  p.a_format = *parse_fp8_format(o.a_format);
+  p.b_format = *parse_fp8_format(o.b_format);
+  p.fast_accum = o.fast_accum;
+  if (p.a_format == Fp8Format::e5m2 && p.b_format == Fp8Format::e5m2)
+    throw_invalid("--a-format/--b-format", "e5m2/e5m2", "at least one operand must be e4m3");
+  if (p.fast_accum && (p.scale == ScaleMode::block || p.scale == ScaleMode::group))
+    throw_invalid("--fast-accum", "with --scale " + o.scale,
+                  "only tensor and rowwise scaling accumulate without promotion");
+  return p;
+}
 
-struct GemmOptions {
-  std::int64_t m = 4096, n = 7168, k = 7168;
-  std::string scale = "block", out = "bf16", a_format = "e4m3", b_format = "e4m3", config;
-  bool fast_accum = false;
-  int iters = 20;
-};
+GpuLimits gpu_limits() {
+  if (!driver::available()) return {};
+  const driver::DeviceInfo info = driver::device_info();
+  return {info.sm_count, info.max_smem_optin};
+}
+
+namespace {
 
 GemmArgs gemm_args_from(const GemmOptions& o) {
+  const GemmProblem p = problem_from(o);
   GemmArgs g;
   g.m = o.m, g.n = o.n, g.k = o.k;
-  g.scale_mode = *parse_scale_mode(o.scale);  // admitted by the options' IsMember checks
-  g.d_dtype = *parse_dtype(o.out);
-  g.a_format = *parse_fp8_format(o.a_format);
-  g.b_format = *parse_fp8_format(o.b_format);
-  g.fast_accum = o.fast_accum;
-  if (g.a_format == Fp8Format::e5m2 && g.b_format == Fp8Format::e5m2)
-    throw_invalid("--a-format/--b-format", "e5m2/e5m2", "at least one operand must be e4m3");
-  if (g.fast_accum && (g.scale_mode == ScaleMode::block || g.scale_mode == ScaleMode::group))
-    throw_invalid("--fast-accum", "with --scale " + o.scale, "only tensor and rowwise scaling accumulate without promotion");
+  g.scale_mode = p.scale;
+  g.d_dtype = p.out;
+  g.a_format = p.a_format;
+  g.b_format = p.b_format;
+  g.fast_accum = p.fast_accum;
   return g;
 }
 
 int gemm(const GemmOptions& o) {
+  if (const std::optional<GroupedShape> s = grouped_shape_from(o)) return run_grouped_gemm(o, *s);
   const auto overrides = config_overrides(o.config);
   GemmArgs g = gemm_args_from(o);
   require_gpu();
@@ -91,7 +98,7 @@ int gemm(const GemmOptions& o) {
   DeviceBuffer& d = *operands.d;
   DeviceBuffer ref(g.m * g.n * 8);
   d.fill(0xFF);  // NaN in every output type: an unwritten element cannot pass
-  const KernelSpec spec = chosen_spec(rt, g, overrides);
+  const KernelSpec spec = with_overrides(rt.select(g), overrides);
   const std::string kernel = spec_name(spec);
   rt.gemm(g, spec, nullptr);
   driver::check(driver::api().cuCtxSynchronize(), "gemm");
@@ -109,19 +116,31 @@ int gemm(const GemmOptions& o) {
   return err <= tol ? 0 : 1;
 }
 
-// The heuristic's gemm spec for a shape, as JSON (for `fp8jit compile --spec`).
+// The heuristic's gemm spec for a shape, dense or grouped, as JSON (for `fp8jit compile --spec`);
+// with --db, the one the runtime would take from that tuning database on this GPU, its source on
+// stderr.
 int select_gemm(const GemmOptions& o) {
-  const GemmArgs g = gemm_args_from(o);
-  GemmProblem p;
-  p.scale = g.scale_mode;
-  p.out = g.d_dtype;
-  p.fast_accum = g.fast_accum;
-  int sms = 132, smem = 232448;  // an H100 SXM where no GPU can be asked
-  if (driver::available()) {
-    sms = driver::device_info().sm_count;
-    smem = driver::device_info().max_smem_optin;
+  const std::optional<GroupedShape> grouped = grouped_shape_from(o);
+  GemmProblem p = problem_from(o);
+  if (grouped) p.layout = grouped->layout;
+  auto pick = [&](const GpuKey& gpu, int smem, const std::string& db, TunePolicy policy) {
+    if (grouped)
+      return lookup_grouped_gemm(p, grouped->groups, expected_rows(*grouped), o.n, o.k, db, policy,
+                                 gpu, smem);
+    return lookup_gemm(p, o.m, o.n, o.k, db, policy, gpu, smem);
+  };
+  if (o.db.empty()) {
+    const GpuLimits limits = gpu_limits();
+    fmt::print("{}\n",
+               spec_to_json(
+                   pick({"", 9, 0, limits.sm_count}, limits.smem_bytes, "", TunePolicy::off).spec));
+    return 0;
   }
-  fmt::print("{}\n", spec_to_json(default_gemm_spec(p, o.m, o.n, o.k, sms, smem)));
+  require_gpu();
+  const GemmLookup found =
+      pick(current_gpu_key(), driver::device_info().max_smem_optin, o.db, TunePolicy::cached);
+  report("select-gemm", fmt::format("{} from {}", spec_name(found.spec), to_string(found.source)));
+  fmt::print("{}\n", spec_to_json(found.spec));
   return 0;
 }
 
@@ -133,6 +152,17 @@ void add_problem_options(CLI::App* sub, GemmOptions& o) {
   add_choice(sub, "--scale", o.scale, {"block", "rowwise", "tensor", "group"}, "scale mode");
   add_choice(sub, "--out", o.out, {"bf16", "fp16", "fp32"}, "output dtype");
   sub->add_flag("--fast-accum", o.fast_accum, "accumulate in the tensor cores only (tensor and rowwise scaling)");
+  add_choice(sub, "--layout", o.layout, {"dense", "contiguous", "masked"},
+             "grouped (mixture-of-experts) GEMMs: contiguous (--m rows split among the groups) or "
+             "masked (--m rows "
+             "per group, M_max); needs --groups");
+  sub->add_option("--groups", o.groups,
+                  "groups (experts) of a grouped GEMM, each with its own N x K weights")
+      ->check(integer_in(1, kMaxGroups));
+  sub->add_option(
+         "--expected-m", o.expected_m,
+         "rows per group the kernel is chosen for (default: m / groups contiguous, m masked)")
+      ->check(integer_in(0, kMaxDim));
 }
 
 }  // namespace
@@ -151,6 +181,11 @@ void add_gemm_commands(CLI::App& app) {
   auto* s = app.add_subcommand("select-gemm", "the heuristic's gemm spec for a shape, as JSON (no GPU needed)");
   auto so = std::make_shared<GemmOptions>();
   add_problem_options(s, *so);
+  s->add_option("--db", so->db,
+                "GPU: the spec the runtime takes from this tuning database for this GPU (exact "
+                "row, nearest M, else "
+                "the heuristic); its source is printed on stderr")
+      ->check(non_empty());
   on_run(s, [=] { return select_gemm(*so); });
 }
 

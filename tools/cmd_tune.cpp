@@ -2,21 +2,24 @@
 // serving the kernels the runtime will look up.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <functional>
 #include <memory>
 
 #include "autotune/timer.hpp"
+#include "autotune/tuning_db.hpp"
 #include "common/file_io.hpp"
+#include "common/settings.hpp"
 #include "fp8jit/error.hpp"
 #include "fp8jit/runtime.hpp"
 #include "runtime/jit/driver.hpp"
-#include "common/settings.hpp"
-#include "autotune/tuning_db.hpp"
 #include "tools/cli.hpp"
+#include "tools/grouped_operands.hpp"
+#include "tools/operands.hpp"
 #include "tools/options.hpp"
 #include "tools/progress.hpp"
-#include "tools/operands.hpp"
 #include "tools/shapes.hpp"
 
 namespace fp8jit::cli {
@@ -29,10 +32,12 @@ struct SweepOptions {
   std::int64_t top_k = 32;
 };
 
-std::vector<GemmShape> shapes_of(const SweepOptions& o) {
+std::string shapes_path(const SweepOptions& o) {
   if (o.suite.empty() && o.shapes.empty())
-    throw_invalid("--suite/--shapes", "<missing>", "give a suite name (deepseek-v3, square) or a CSV of m,n,k rows");
-  return read_gemm_shapes(o.shapes.empty() ? find_suite(o.suite).string() : o.shapes);
+    throw_invalid(
+        "--suite/--shapes", "<missing>",
+        "give a suite name (deepseek-v3, square, deepseek-v3-moe) or a CSV of m,n,k rows");
+  return o.shapes.empty() ? find_suite(o.suite).string() : o.shapes;
 }
 
 GemmProblem problem_of(const SweepOptions& o) {
@@ -54,27 +59,14 @@ RuntimeOptions runtime_options(const SweepOptions& o) {
 }
 
 struct TunedRow {
-  GemmShape shape;
+  std::string shape;  // the table's shape cells
   std::string best, heuristic;
   double best_us = 0, heuristic_us = 0;
   std::size_t passed = 0, total = 0;
 };
 
-TunedRow tune_shape(Runtime& rt, const GemmShape& s, const GemmProblem& problem, TuneOptions topt, Progress& progress) {
-  GemmArgs g;
-  g.m = s.m, g.n = s.n, g.k = s.k;
-  g.scale_mode = problem.scale;
-  g.d_dtype = problem.out;
-  g.fast_accum = problem.fast_accum;
-  GemmOperands keep = make_gemm_operands(rt, g);
-  topt.progress = [&](const TuneProgress& p) {
-    progress.advance(0, fmt::format("{}x{}x{}: compiled {}/{}, timed {}/{}, best {}", g.m, g.n, g.k, p.compiled,
-                                    p.total, p.timed, p.total,
-                                    p.best ? fmt::format("{:.1f} us", p.best->timing.median_us) : std::string("-")));
-  };
-  const TuneResult r = rt.tune(g, topt);
-  progress.advance(1, fmt::format("{}x{}x{} done", g.m, g.n, g.k));
-  TunedRow row{s, "", "", 0, 0, 0, r.candidates.size()};
+TunedRow summary_of(std::string shape, const TuneResult& r) {
+  TunedRow row{std::move(shape), "", "", 0, 0, 0, r.candidates.size()};
   for (const CandidateResult& c : r.candidates) row.passed += c.status == CandidateStatus::passed;
   if (r.best) {
     row.best = spec_name(r.candidates[*r.best].spec);
@@ -88,9 +80,82 @@ TunedRow tune_shape(Runtime& rt, const GemmShape& s, const GemmProblem& problem,
   return row;
 }
 
+// Tunes through `sweep`, reporting its progress under `label`.
+TunedRow tune_with_progress(const std::string& label, std::string cells, TuneOptions topt,
+                            Progress& progress,
+                            const std::function<TuneResult(const TuneOptions&)>& sweep) {
+  topt.progress = [&](const TuneProgress& p) {
+    progress.advance(0, fmt::format("{}: compiled {}/{}, timed {}/{}, best {}", label, p.compiled,
+                                    p.total, p.timed, p.total,
+                                    p.best ? fmt::format("{:.1f} us", p.best->timing.median_us)
+                                           : std::string("-")));
+  };
+  const TuneResult r = sweep(topt);
+  progress.advance(1, label + " done");
+  return summary_of(std::move(cells), r);
+}
+
+TunedRow tune_shape(Runtime& rt, const GemmShape& s, const GemmProblem& problem,
+                    const TuneOptions& topt, Progress& progress) {
+  GemmArgs g;
+  g.m = s.m, g.n = s.n, g.k = s.k;
+  g.scale_mode = problem.scale;
+  g.d_dtype = problem.out;
+  g.fast_accum = problem.fast_accum;
+  GemmOperands keep = make_gemm_operands(rt, g);
+  return tune_with_progress(fmt::format("{}x{}x{}", g.m, g.n, g.k),
+                            fmt::format("{} | {} | {}", g.m, g.n, g.k), topt, progress,
+                            [&](const TuneOptions& t) { return rt.tune(g, t); });
+}
+
+// A grouped row is tuned on a seeded random routing of its shape (tools/grouped_operands.hpp);
+// the database keys it by layout, groups, expected rows per group, N and K.
+TunedRow tune_grouped_shape(Runtime& rt, const GroupedShape& s, GemmProblem problem,
+                            const TuneOptions& topt, Progress& progress, unsigned seed) {
+  problem.layout = s.layout;
+  GroupedGemmArgs g = grouped_gemm_args(problem, s);
+  GroupedOperands keep = make_grouped_operands(rt, g, seed);
+  const std::string label = fmt::format("{} {} groups x{} rows (expected {}) x{}x{}",
+                                        to_string(s.layout), s.groups, s.m, g.expected_m, s.n, s.k);
+  const std::string cells = fmt::format("{} | {} | {} | {} | {} | {}", to_string(s.layout),
+                                        s.groups, s.m, g.expected_m, s.n, s.k);
+  return tune_with_progress(label, cells, topt, progress,
+                            [&](const TuneOptions& t) { return rt.tune(g, t); });
+}
+
+// The results as a Markdown table; 1 when a shape had no passing candidate.
+int print_results(const std::string& shape_header, const std::vector<TunedRow>& rows,
+                  const std::string& db) {
+  const auto columns =
+      static_cast<std::size_t>(std::count(shape_header.begin(), shape_header.end(), '|')) + 6;
+  std::string rule = "|";
+  for (std::size_t i = 0; i < columns; ++i) rule += " --- |";
+  fmt::print("| {} | passed | best kernel | best µs | heuristic µs | gain |\n{}\n", shape_header,
+             rule);
+  double log_gain = 0;
+  int counted = 0;
+  for (const TunedRow& r : rows) {
+    const double gain = r.best_us > 0 && r.heuristic_us > 0 ? r.heuristic_us / r.best_us : 0;
+    if (gain > 0) log_gain += std::log(gain), ++counted;
+    fmt::print("| {} | {}/{} | {} | {:.1f} | {:.1f} | {:.3f}x |\n", r.shape, r.passed, r.total,
+               r.best.empty() ? "none passed" : r.best, r.best_us, r.heuristic_us, gain);
+  }
+  if (counted)
+    fmt::print("\ngeometric-mean gain over the heuristic: {:.3f}x ({} shapes); database {}\n",
+               std::exp(log_gain / counted), counted, printable(db));
+  return rows.size() == static_cast<std::size_t>(counted) ? 0 : 1;
+}
+
 int tune(const SweepOptions& o) {
-  const std::vector<GemmShape> shapes = shapes_of(o);
+  const std::string path = shapes_path(o);
+  const bool grouped = is_grouped_shapes(path);
+  const std::vector<GemmShape> shapes = grouped ? std::vector<GemmShape>{} : read_gemm_shapes(path);
+  const std::vector<GroupedShape> grouped_shapes =
+      grouped ? read_grouped_shapes(path) : std::vector<GroupedShape>{};
   const GemmProblem problem = problem_of(o);
+  if (grouped && problem.scale == ScaleMode::group)
+    throw_invalid("--scale", "group",
+                  "grouped (mixture-of-experts) shapes take tensor, rowwise or block scaling");
   const RuntimeOptions ropt = runtime_options(o);
   if (ropt.db_path.empty()) throw_invalid("--db", "<empty>", "tuning needs a database path (FP8JIT_DB or --db)");
   // An existing database is checked (someone else's file is refused) before any sweep; a new
@@ -102,28 +167,27 @@ int tune(const SweepOptions& o) {
   topt.top_k = static_cast<std::size_t>(o.top_k);
   Runtime rt(ropt);
   std::vector<TunedRow> rows;
+  const std::size_t count = grouped ? grouped_shapes.size() : shapes.size();
   {
-    Progress progress(fmt::format("tuning {} shapes", shapes.size()), shapes.size());
+    Progress progress(fmt::format("tuning {} shapes", count), count);
     for (const GemmShape& s : shapes) rows.push_back(tune_shape(rt, s, problem, topt, progress));
+    for (std::size_t i = 0; i < grouped_shapes.size(); ++i)
+      rows.push_back(tune_grouped_shape(rt, grouped_shapes[i], problem, topt, progress,
+                                        static_cast<unsigned>(i + 1)));
   }
-  fmt::print("| M | N | K | passed | best kernel | best µs | heuristic µs | gain |\n"
-             "| --- | --- | --- | --- | --- | --- | --- | --- |\n");
-  double log_gain = 0;
-  int counted = 0;
-  for (const TunedRow& r : rows) {
-    const double gain = r.best_us > 0 && r.heuristic_us > 0 ? r.heuristic_us / r.best_us : 0;
-    if (gain > 0) log_gain += std::log(gain), ++counted;
-    fmt::print("| {} | {} | {} | {}/{} | {} | {:.1f} | {:.1f} | {:.3f}x |\n", r.shape.m, r.shape.n, r.shape.k, r.passed,
-               r.total, r.best.empty() ? "none passed" : r.best, r.best_us, r.heuristic_us, gain);
-  }
-  if (counted)
-    fmt::print("\ngeometric-mean gain over the heuristic: {:.3f}x ({} shapes); database {}\n",
-               std::exp(log_gain / counted), counted, printable(ropt.db_path));
-  return rows.size() == static_cast<std::size_t>(counted) ? 0 : 1;
+  return print_results(grouped ? "layout | groups | M | expected M | N | K" : "M | N | K", rows,
+                       ropt.db_path);
 }
 
 int precompile(const SweepOptions& o) {
-  const std::vector<GemmShape> shapes = shapes_of(o);
+  const std::string path = shapes_path(o);
+  if (is_grouped_shapes(path))
+    throw_invalid(o.shapes.empty() ? "--suite" : "--shapes", o.shapes.empty() ? o.suite : o.shapes,
+                  "holds grouped (mixture-of-experts) shapes, which precompile does not take "
+                  "(m,n,k rows); `fp8jit "
+                  "tune` compiles their candidates, and the runtime compiles a grouped kernel on "
+                  "its first call");
+  const std::vector<GemmShape> shapes = read_gemm_shapes(path);
   const GemmProblem problem = problem_of(o);
   Runtime rt(runtime_options(o));
   const auto t0 = std::chrono::steady_clock::now();
@@ -142,8 +206,12 @@ int precompile(const SweepOptions& o) {
 
 // The options `tune` and `precompile` share.
 void add_sweep_options(CLI::App* sub, SweepOptions& o) {
-  auto* suite = sub->add_option("--suite", o.suite, "a shape suite of bench/shapes (deepseek-v3, square, ...)");
-  auto* shapes = sub->add_option("--shapes", o.shapes, "a CSV of m,n,k rows");
+  auto* suite =
+      sub->add_option("--suite", o.suite,
+                      "a shape suite of bench/shapes (deepseek-v3, square, deepseek-v3-moe, ...)");
+  auto* shapes = sub->add_option(
+      "--shapes", o.shapes,
+      "a CSV of m,n,k rows, or of grouped rows (header layout,groups,m,n,k,expected_m)");
   suite->excludes(shapes);
   add_choice(sub, "--op", o.op, {"gemm"}, "the operation (quantize/dequantize are tuned through the library API)");
   add_choice(sub, "--scale", o.scale, {"block", "rowwise", "tensor", "group"}, "scale mode");

@@ -6,11 +6,9 @@
 #include "runtime/jit/driver.hpp"
 
 namespace fp8jit::cli {
-namespace {
 
-// Normal values with a few outliers, quantized into `q` and `scales`.
-void quantize_random(Runtime& rt, std::int64_t rows, std::int64_t k, Fp8Format f, Granularity g, ScaleLayout layout,
-                     DeviceBuffer& q, DeviceBuffer& scales, unsigned seed) {
+void quantize_random(Runtime& rt, std::int64_t rows, std::int64_t k, Fp8Format f, Granularity g,
+                     ScaleLayout layout, void* q, float* scales, unsigned seed) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> dist(0.0f, 1.0f);
   std::vector<unsigned char> h(static_cast<std::size_t>(rows * k) * 2);
@@ -22,21 +20,26 @@ void quantize_random(Runtime& rt, std::int64_t rows, std::int64_t k, Fp8Format f
   a.x = x.get();
   a.m = rows;
   a.k = k;
-  a.q = q.get();
+  a.q = q;
   a.format = f;
-  a.scales = scales.f32();
+  a.scales = scales;
   a.granularity = g;
   a.scale_layout = layout;
   rt.quantize(a, nullptr);
   driver::check(driver::api().cuCtxSynchronize(), "quantize operand");
 }
 
-}  // namespace
+Granularity granularity_a(ScaleMode mode) {
+  return mode == ScaleMode::tensor    ? Granularity::tensor
+         : mode == ScaleMode::rowwise ? Granularity::row
+                                      : Granularity::group128;
+}
+Granularity granularity_b(ScaleMode mode) {
+  return mode == ScaleMode::block ? Granularity::block128 : granularity_a(mode);
+}
 
 GemmOperands make_gemm_operands(Runtime& rt, GemmArgs& g) {
-  const Granularity ga = g.scale_mode == ScaleMode::tensor ? Granularity::tensor
-                         : g.scale_mode == ScaleMode::rowwise ? Granularity::row : Granularity::group128;
-  const Granularity gb = g.scale_mode == ScaleMode::block ? Granularity::block128 : ga;
+  const Granularity ga = granularity_a(g.scale_mode), gb = granularity_b(g.scale_mode);
   g.scale_a_layout = ScaleLayout::col_major_tma;
   g.scale_b_layout = g.scale_mode == ScaleMode::group ? ScaleLayout::col_major_tma : ScaleLayout::row_major;
   g.scale_a_size = scale_count(ga, g.scale_a_layout, g.m, g.k);
@@ -47,8 +50,8 @@ GemmOperands make_gemm_operands(Runtime& rt, GemmArgs& g) {
   o.scale_a = std::make_unique<DeviceBuffer>(4 * g.scale_a_size);
   o.scale_b = std::make_unique<DeviceBuffer>(4 * g.scale_b_size);
   o.d = std::make_unique<DeviceBuffer>(g.m * g.n * dtype_size(g.d_dtype));
-  quantize_random(rt, g.m, g.k, g.a_format, ga, g.scale_a_layout, *o.a, *o.scale_a, 1);
-  quantize_random(rt, g.n, g.k, g.b_format, gb, g.scale_b_layout, *o.b, *o.scale_b, 2);
+  quantize_random(rt, g.m, g.k, g.a_format, ga, g.scale_a_layout, o.a->get(), o.scale_a->f32(), 1);
+  quantize_random(rt, g.n, g.k, g.b_format, gb, g.scale_b_layout, o.b->get(), o.scale_b->f32(), 2);
   g.a = o.a->get();
   g.b = o.b->get();
   g.scale_a = o.scale_a->f32();

@@ -13,6 +13,14 @@ struct GemmOperands {
   std::unique_ptr<DeviceBuffer> a, b, scale_a, scale_b, d;
 };
 
+// rows x k normal values with a few outliers, quantized on the GPU into q (rows x k bytes) and
+// scales (scale_count(g, layout, rows, k) floats); device pointers, synchronous.
+void quantize_random(Runtime& rt, std::int64_t rows, std::int64_t k, Fp8Format f, Granularity g,
+                     ScaleLayout layout, void* q, float* scales, unsigned seed);
+// The granularity of A's and of B's scales in a scale mode.
+Granularity granularity_a(ScaleMode mode);
+Granularity granularity_b(ScaleMode mode);
+
 // Fills g's operand pointers, scale layouts and sizes and D (g.m, n, k, formats, d_dtype and
 // scale_mode must be set). The buffers live as long as the returned object.
 GemmOperands make_gemm_operands(Runtime& rt, GemmArgs& g);

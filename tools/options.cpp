@@ -54,6 +54,14 @@ CLI::Validator integer_in(std::int64_t lo, std::int64_t hi) {
       fmt::format("INT in [{}, {}]", lo, hi));
 }
 
+CLI::Validator non_empty() {
+  return CLI::Validator(
+      [](std::string& text) {
+        return text.empty() ? std::string("must not be empty") : std::string();
+      },
+      "TEXT (not empty)");
+}
+
 CLI::Validator gemm_dim(char which) {
   return checked_integer(which == 'k' ? "INT in [1, 2^31-1], a multiple of 16" : "INT in [1, 2^31-1]",
                          [which](std::int64_t v) {

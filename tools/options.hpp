@@ -11,6 +11,8 @@ namespace fp8jit::cli {
 
 // A decimal integer in [lo, hi]: "expected an integer" / "out of range" with the value echoed.
 CLI::Validator integer_in(std::int64_t lo, std::int64_t hi);
+// Any text but the empty string ("must not be empty").
+CLI::Validator non_empty();
 // A GEMM dimension ('m', 'n' or 'k'), checked by check_gemm_dims (k: a multiple of 16).
 CLI::Validator gemm_dim(char which);
 // A quantize/dequantize dimension ('m' or 'k'), checked by check_quant_dims (the product m*k is

@@ -89,10 +89,17 @@ fs::path find_suite(const std::string& suite) {
                             join(std::vector<std::string>(available.begin(), available.end()), ", "), join(searched, ", ")));
 }
 
-// NOTE: strict, because a silently dropped row means a shape never tuned or benchmarked.
-std::vector<GemmShape> read_gemm_shapes(const std::string& path) {
-  const std::string text = read_regular_file(path, "--shapes");
-  std::vector<GemmShape> out;
+namespace {
+
+struct Line {
+  int number;
+  std::string text;
+};
+
+// The lines of a CSV that hold something: trailing spaces and '\r' cut, blank lines and '#'
+// comments left out.
+std::vector<Line> data_lines(const std::string& text) {
+  std::vector<Line> out;
   std::istringstream lines(text);
   int number = 0;
   for (std::string line; std::getline(lines, line);) {
@@ -100,27 +107,129 @@ std::vector<GemmShape> read_gemm_shapes(const std::string& path) {
     while (!line.empty() && std::isspace(static_cast<unsigned char>(line.back()))) line.pop_back();
     const auto first = line.find_first_not_of(" \t");
     if (first == std::string::npos || line[first] == '#') continue;
-    if (out.empty() && line.substr(first) == "m,n,k") continue;
-    const std::string where = fmt::format("{}:{}", path, number);
+    out.push_back({number, line.substr(first)});
+  }
+  return out;
+}
+
+std::vector<std::string> split_fields(const std::string& line) {
+  std::vector<std::string> out;
+  std::istringstream fields(line);
+  for (std::string field; std::getline(fields, field, ',');) {
+    const auto b = field.find_first_not_of(" \t"), e = field.find_last_not_of(" \t");
+    out.push_back(b == std::string::npos ? std::string() : field.substr(b, e - b + 1));
+  }
+  if (!line.empty() && line.back() == ',')
+    out.emplace_back();  // getline drops a trailing empty field
+  return out;
+}
+
+bool parse_field(const std::string& field, std::int64_t& x) {
+  const char* end = field.data() + field.size();
+  const auto [ptr, ec] = std::from_chars(field.data(), end, x);
+  return ec == std::errc() && ptr == end && !field.empty();
+}
+
+std::string where(const std::string& path, const Line& line) {
+  return fmt::format("{}:{}", path, line.number);
+}
+
+void check_dims(const std::string& at, std::int64_t m, std::int64_t n, std::int64_t k) {
+  try {
+    check_gemm_dims(m, n, k);
+  } catch (const Error& e) {
+    throw_invalid("--shapes", at, e.what());
+  }
+}
+
+}  // namespace
+
+std::int64_t expected_rows(const GroupedShape& s) {
+  if (s.expected_m > 0) return s.expected_m;
+  return s.layout == GemmLayout::masked
+             ? s.m
+             : std::max<std::int64_t>(1, s.m / std::max<std::int64_t>(1, s.groups));
+}
+
+ShapeProblem grouped_shape_problem(const GroupedShape& s) {
+  if (s.layout == GemmLayout::dense) return {"layout", "dense has no groups: contiguous or masked"};
+  if (s.groups < 1 || s.groups > kMaxGroups)
+    return {"groups", fmt::format("{} is out of range [1, {}]", s.groups, kMaxGroups)};
+  if (s.expected_m < 0 || s.expected_m > s.m)
+    return {"expected_m",
+            fmt::format("{} is out of range [0, {}] (0: the default; at most m, {})", s.expected_m,
+                        s.m, s.layout == GemmLayout::masked ? "M_max" : "all groups' rows")};
+  // The kernels address B's rows, and masked A's and D's, as int (GroupedGemmArgs).
+  if (s.groups * s.n > kMaxDim)
+    return {"groups*n",
+            fmt::format("{}x{}: B [groups * n, k] must have fewer than 2^31 rows", s.groups, s.n)};
+  if (s.layout == GemmLayout::masked && s.groups * s.m > kMaxDim)
+    return {"groups*m",
+            fmt::format("{}x{}: masked A [groups * m, k] must have fewer than 2^31 rows", s.groups,
+                        s.m)};
+  return {};
+}
+
+bool is_grouped_shapes(const std::string& path) {
+  const std::vector<Line> lines = data_lines(read_regular_file(path, "--shapes"));
+  return !lines.empty() && lines.front().text == kGroupedHeader;
+}
+
+std::vector<GroupedShape> read_grouped_shapes(const std::string& path) {
+  const std::vector<Line> lines = data_lines(read_regular_file(path, "--shapes"));
+  if (lines.empty() || lines.front().text != kGroupedHeader)
+    throw_invalid("--shapes", path,
+                  fmt::format("a grouped shapes file starts with the header {}", kGroupedHeader));
+  std::vector<GroupedShape> out;
+  for (std::size_t i = 1; i < lines.size(); ++i) {
+    const std::string at = where(path, lines[i]), shown = printable(lines[i].text, 80);
+    const std::vector<std::string> f = split_fields(lines[i].text);
+    if (f.size() != 6)
+      throw_invalid(
+          "--shapes", at,
+          fmt::format("\"{}\" has {} fields, expected {}", shown, f.size(), kGroupedHeader));
+    GroupedShape s;
+    const std::optional<GemmLayout> layout = parse_gemm_layout(f[0]);
+    if (!layout || *layout == GemmLayout::dense)
+      throw_invalid("--shapes", at,
+                    fmt::format("\"{}\": the layout is contiguous or masked", shown));
+    s.layout = *layout;
+    std::int64_t* v[] = {&s.groups, &s.m, &s.n, &s.k, &s.expected_m};
+    for (std::size_t j = 0; j < 5; ++j)
+      if (!parse_field(f[j + 1], *v[j]))
+        throw_invalid("--shapes", at,
+                      fmt::format("\"{}\": {} \"{}\" is not an integer", shown,
+                                  split_fields(kGroupedHeader)[j + 1], printable(f[j + 1], 40)));
+    check_dims(at, s.m, s.n, s.k);
+    if (const ShapeProblem p = grouped_shape_problem(s); !p.field.empty())
+      throw_invalid("--shapes", at, fmt::format("\"{}\": {} {}", shown, p.field, p.why));
+    out.push_back(s);
+  }
+  if (out.empty())
+    throw_invalid(
+        "--shapes", path,
+        "no grouped rows (after the header, lines such as contiguous,8,4096,4096,7168,512)");
+  return out;
+}
+
+// NOTE: strict, because a silently dropped row means a shape never tuned or benchmarked.
+std::vector<GemmShape> read_gemm_shapes(const std::string& path) {
+  std::vector<GemmShape> out;
+  for (const Line& line : data_lines(read_regular_file(path, "--shapes"))) {
+    if (out.empty() && line.text == "m,n,k") continue;
+    const std::string at = where(path, line), shown = printable(line.text, 80);
+    if (out.empty() && line.text == kGroupedHeader)
+      throw_invalid("--shapes", at,
+                    "holds grouped (mixture-of-experts) shapes; this command takes m,n,k rows");
     std::vector<std::int64_t> v;
-    std::istringstream fields(line);
-    for (std::string field; std::getline(fields, field, ',');) {
-      const auto b = field.find_first_not_of(" \t"), e = field.find_last_not_of(" \t");
-      std::int64_t x = 0;
-      const char* begin = field.data() + (b == std::string::npos ? field.size() : b);
-      const char* end = field.data() + (e == std::string::npos ? field.size() : e + 1);
-      const auto [ptr, ec] = std::from_chars(begin, end, x);
-      if (ec != std::errc() || ptr != end || begin == end)
-        throw_invalid("--shapes", where, fmt::format("\"{}\" is not an m,n,k row of integers", printable(line, 80)));
-      v.push_back(x);
+    for (const std::string& field : split_fields(line.text)) {
+      if (!parse_field(field, v.emplace_back()))
+        throw_invalid("--shapes", at, fmt::format("\"{}\" is not an m,n,k row of integers", shown));
     }
     if (v.size() != 3)
-      throw_invalid("--shapes", where, fmt::format("\"{}\" has {} fields, expected m,n,k", printable(line, 80), v.size()));
-    try {
-      check_gemm_dims(v[0], v[1], v[2]);
-    } catch (const Error& e) {
-      throw_invalid("--shapes", where, e.what());
-    }
+      throw_invalid("--shapes", at,
+                    fmt::format("\"{}\" has {} fields, expected m,n,k", shown, v.size()));
+    check_dims(at, v[0], v[1], v[2]);
     out.push_back(GemmShape{v[0], v[1], v[2]});
   }
   if (out.empty()) throw_invalid("--shapes", path, "no m,n,k rows (a CSV with lines such as 4096,7168,2048)");

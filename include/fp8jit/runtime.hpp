@@ -66,8 +66,10 @@ class FP8JIT_API Runtime {
   KernelSpec select(const GemmArgs& args) const;
 
   // Grouped (mixture-of-experts) GEMMs: every group's rows of A times its own B, in one launch
-  // that reads the group table on the device (GroupedGemmArgs). The kernel is the heuristic's for
-  // the layout, group count and expected rows per group (default_grouped_gemm_spec).
+  // that reads the group table on the device (GroupedGemmArgs). The kernel: the tuning
+  // database's row for this GPU, layout, group count, expected rows per group, N and K, else the
+  // nearest tuned expected M for the same (layout, groups, N, K, problem), else the heuristic
+  // (default_grouped_gemm_spec); RuntimeOptions::tune as for gemm().
   void grouped_gemm(const GroupedGemmArgs& args, CUstream stream);
   void grouped_gemm(const GroupedGemmArgs& args, const KernelSpec& spec, CUstream stream);
   KernelSpec select(const GroupedGemmArgs& args) const;
@@ -75,6 +77,10 @@ class FP8JIT_API Runtime {
   // Sweeps the candidates for this shape on the GPU (D is overwritten), stores the winner in the
   // tuning database, and uses it from now on. Needs a GPU.
   TuneResult tune(const GemmArgs& args, const TuneOptions& options = {});
+  // The same for a grouped GEMM, keyed by its layout, group count and expected rows per group
+  // (args.expected_m, or its default). Every candidate is checked group by group, so the group
+  // table must be valid (not one the kernel would clamp).
+  TuneResult tune(const GroupedGemmArgs& args, const TuneOptions& options = {});
 
   // Compiles (in parallel: `jobs` threads, 0 for RuntimeOptions::jobs) the variants select()
   // picks for these shapes, ahead of serving. Returns how many compiled; failures throw after
