@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "runtime/jit/driver.hpp"
-#include "tests/common/cli_run.hpp"
+#include "tests/common/cli_safety.hpp"
 
 namespace fp8jit {
 namespace {
@@ -25,44 +25,7 @@ const std::string kQuantJson =
     R"({"family":"quantize","problem":{"input":"bf16","format":"e4m3","granularity":"1x128","transpose":0},)"
     R"("config":{"vec":8,"threads":256,"unroll":2}})";
 
-class CliSafety : public ::testing::Test {
- protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/fp8jit_cli_safety_XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    root_ = tmpl;
-    work_ = root_ + "/work";  // the commands' working folder, kept apart from captured output
-    fs::create_directories(work_);
-    how_.cwd = work_;
-    how_.timeout_s = 60;
-    how_.env = fmt::format("FP8JIT_DB={}/work/db.sqlite FP8JIT_CACHE_DIR={}/cache", root_, root_);
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(root_, ec);
-  }
-  CliResult run(const std::vector<std::string>& args) { return test::run_cli(args, root_, how_); }
-  std::string write(const std::string& name, const std::string& text) {
-    std::ofstream(work_ + "/" + name, std::ios::binary) << text;
-    return work_ + "/" + name;
-  }
-  // Fails with `status`, one "fp8jit <command>: " prefix, each needle in stderr, nothing written.
-  void expect_refused(const std::vector<std::string>& args, int status, const std::vector<std::string>& needles) {
-    const auto before = test::snapshot(work_);
-    const CliResult r = run(args);
-    const std::string what = fmt::format("fp8jit {}", fmt::join(args, " "));
-    EXPECT_FALSE(r.timed_out) << what << ": hung";
-    EXPECT_TRUE(r.exited) << what << ": killed by a signal";
-    EXPECT_EQ(r.status, status) << what << "\nstderr: " << r.err;
-    EXPECT_EQ(r.err.rfind("fp8jit", 0), 0u) << what << "\nstderr: " << r.err;
-    EXPECT_EQ(r.err.find(": fp8jit "), std::string::npos) << what << ": prefix twice in " << r.err;
-    for (const auto& n : needles) EXPECT_NE(r.err.find(n), std::string::npos) << what << ": '" << n << "' not in " << r.err;
-    EXPECT_EQ(test::snapshot(work_), before) << what << ": the working folder changed";
-  }
-
-  std::string root_, work_;
-  test::CliRun how_;
-};
+using test::CliSafety;
 
 const std::vector<std::string> kCommands = {"info",   "list",       "emit",     "compile",    "compile-all",
                                             "quantize", "dequantize", "gemm",     "select-gemm", "tune",
