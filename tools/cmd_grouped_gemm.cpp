@@ -74,7 +74,8 @@ int run_grouped_gemm(const GemmOptions& o, const GroupedShape& s) {
   const double tflops =
       2.0 * static_cast<double>(ref.valid_rows()) * g.n * g.k / (ms * 1e-3) * 1e-12;
   fmt::print(
-      "{} [{} x{} groups, {} of {} rows, x{}x{}, expected M {}] on {}: {:.4f} ms, {:.1f} TFLOP/s, "
+      "{} [{}, {} groups, {} of {} rows x {} x {}, expected M {}] on {}: {:.4f} ms, {:.1f} "
+      "TFLOP/s, "
       "worst group relative error {:.2e} ({} {:.0e})\n",
       spec_name(spec), to_string(g.layout), g.groups, ref.valid_rows(), ref.total_rows(), g.n, g.k,
       g.expected_m, driver::device_info().name, ms, tflops, check.worst_error,
