@@ -44,8 +44,9 @@ std::vector<float> slice_col_major(const std::vector<float>& all, std::int64_t r
   return out;
 }
 
-// The dense GEMM of one group: its rows of A (and their scales) times its B. `sliced_a_scales`
-// holds A's scales of these rows where they are no pointer offset (col_major_tma block scales).
+// The dense GEMM of (some of) one group's rows: those rows of A (and their scales) times its B.
+// `sliced_a_scales` holds A's scales of these rows where they are no pointer offset (col_major_tma
+// block scales).
 GemmArgs group_gemm(const GroupedGemmArgs& a, const GroupRows& g, const float* sliced_a_scales) {
   const std::int64_t m = g.last - g.first, k_blocks = (a.k + 127) / 128;
   GemmArgs r;
@@ -116,10 +117,13 @@ std::string GroupedCheck::failure(double tolerance) const {
 
 GroupedReference::GroupedReference(const GroupedGemmArgs& a)
     : a_(a), groups_(group_rows_of(a, download_table(a))) {
+  // The reference kernel runs a block per row in the grid's y dimension (at most 65535), so a
+  // group's rows go through it in parts.
+  constexpr std::int64_t kPartRows = 32768;
   std::int64_t most = 0;
   for (const GroupRows& g : groups_) {
     valid_rows_ += g.last - g.first;
-    most = std::max(most, g.last - g.first);
+    most = std::max(most, std::min(kPartRows, g.last - g.first));
   }
   ref_.resize(static_cast<std::size_t>(valid_rows_ * a.n));
   if (groups_.empty()) return;
@@ -136,18 +140,20 @@ GroupedReference::GroupedReference(const GroupedGemmArgs& a)
   DeviceBuffer sliced(
       slice ? static_cast<std::size_t>((most + 3) / 4 * 4 * k_blocks) * sizeof(float) : 16);
   double* at = ref_.data();
-  for (const GroupRows& g : groups_) {
-    if (slice) {
-      const std::vector<float> s =
-          slice_col_major(a_scales, total_rows(), k_blocks, g.first, g.last);
-      sliced.upload(s.data(), s.size() * sizeof(float));
+  for (const GroupRows& g : groups_)
+    for (std::int64_t first = g.first; first < g.last; first += kPartRows) {
+      const GroupRows part{g.group, first, std::min(first + kPartRows, g.last)};
+      if (slice) {
+        const std::vector<float> s =
+            slice_col_major(a_scales, total_rows(), k_blocks, part.first, part.last);
+        sliced.upload(s.data(), s.size() * sizeof(float));
+      }
+      reference::gemm_on_device(group_gemm(a, part, slice ? sliced.f32() : nullptr),
+                                static_cast<double*>(out.get()), nullptr);
+      const auto count = static_cast<std::size_t>((part.last - part.first) * a.n);
+      out.download(at, count * sizeof(double));
+      at += count;
     }
-    reference::gemm_on_device(group_gemm(a, g, slice ? sliced.f32() : nullptr),
-                              static_cast<double*>(out.get()), nullptr);
-    const std::size_t count = static_cast<std::size_t>((g.last - g.first) * a.n);
-    out.download(at, count * sizeof(double));
-    at += count;
-  }
 }
 
 std::int64_t GroupedReference::total_rows() const {
