@@ -21,7 +21,9 @@ struct TileOut {
   bool tma;
 };
 
-template <int BLOCK_N, int kMmaM, int kRowsPerWG, int SCALE, int OUT, bool kBias> struct Sm90GemmEpilogue {
+// kGrouped: slabs may run past their group's rows (grouped layouts' schedulers).
+template <int BLOCK_N, int kMmaM, int kRowsPerWG, int SCALE, int OUT, bool kBias, bool kGrouped>
+struct Sm90GemmEpilogue {
   static constexpr int kAccum = BLOCK_N / 2;
   static constexpr int S = ElemSize<OUT>::value;
 
@@ -32,8 +34,9 @@ template <int BLOCK_N, int kMmaM, int kRowsPerWG, int SCALE, int OUT, bool kBias
   // loop (hoisting them for all columns spilled 256-wide tiles with bias).
   // J0, J1: the range of column octets (j) to visit, for tiles written out a column half at a time.
   template <int J0 = 0, int J1 = BLOCK_N / 8, class F>
-  static FP8JIT_DEVICE void for_each_pair(const GemmParams& p, const TileOut& o, const float (&v)[kMmaM][kAccum],
-                                          int row0, int col0, F&& f) {
+  static FP8JIT_DEVICE void for_each_pair(const GemmParams& p, const TileOut& o,
+                                          const float (&v)[kMmaM][kAccum], int row0, int col0,
+                                          F&& f) {
     float s_tensor = 1.0f;
     if constexpr (SCALE == kPerTensor) s_tensor = __ldg(p.scale_a) * __ldg(o.scale_b);
 #pragma unroll
@@ -77,32 +80,44 @@ template <int BLOCK_N, int kMmaM, int kRowsPerWG, int SCALE, int OUT, bool kBias
     named_barrier_sync(1 + wg, 128);
   }
   // Publishes the written slab to the async proxy and stores it to D (slab_y, slab_x: D
-  // coordinates of its first row and column).
-  static FP8JIT_DEVICE void slab_store(const GemmParams& p, u8* slab, int wg, int slab_y, int slab_x) {
+  // coordinates of its first row and column) by TMA, which clips at row M and column N. A slab
+  // that runs past rows_end (its group's last row, before M: grouped layouts) goes out a row at a
+  // time up to there, through D's one-row map: deciding per tile between TMA and direct stores
+  // from registers instead made ptxas recompute shared-memory addresses in every K block
+  // (grouped 128x256: 19 % more instructions than the dense kernel).
+  static FP8JIT_DEVICE void slab_store(const GemmParams& p, u8* slab, int wg, int slab_y,
+                                       int slab_x, int rows_end) {
     tma::fence_smem_for_async();
     named_barrier_sync(1 + wg, 128);
     if (threadIdx.x % 128 == 0) {
       // A cluster partner's tile may lie wholly past the edge of D: nothing to store.
-      if (slab_y < p.M && slab_x < p.N) tma::store_2d(&p.tma_d, slab, slab_x, slab_y);
+      if (!kGrouped || slab_y + kRowsPerWG <= rows_end || rows_end >= p.M) {
+        if (slab_y < p.M && slab_x < p.N) tma::store_2d(&p.tma_d, slab, slab_x, slab_y);
+      } else {
+#pragma unroll 1
+        for (int r = 0; r < rows_end - slab_y; ++r)
+          tma::store_2d(&p.tma_d_row, slab + static_cast<i64>(r) * BLOCK_N * S, slab_x, slab_y + r);
+      }
       tma::store_commit();
     }
   }
 
-  static FP8JIT_DEVICE void run(const GemmParams& p, const TileOut& o, u8* slab, const float (&v)[kMmaM][kAccum],
-                                int wg, int row0, int col0, int slab_y, int slab_x, int split) {
+  static FP8JIT_DEVICE void run(const GemmParams& p, const TileOut& o, u8* slab,
+                                const float (&v)[kMmaM][kAccum], int wg, int row0, int col0,
+                                int slab_y, int slab_x, int split) {
     if (p.splits > 1 && !p.split_cluster) {
       partials(p, v, row0, col0, split);
       return;
     }
     if (o.tma) slab_acquire(wg);
-    for_each_pair(p, o, v, row0, col0, [&](int, int, int, int row, int col, const float (&x)[2]) {
+    for_each_pair(p, o, v, row0, col0, [&](int, int, int, int row, int col, const float(&x)[2]) {
       if (o.tma) {
         stage_pair(slab, row - slab_y, col - slab_x, x);  // slab coordinates
       } else if (row < o.rows_end && col < p.N) {
         store_pair(p, row, col, x);
       }
     });
-    if (o.tma) slab_store(p, slab, wg, slab_y, slab_x);
+    if (o.tma) slab_store(p, slab, wg, slab_y, slab_x, o.rows_end);
   }
 
   // Column half `half` of a tile split in kHalves (TMA-store path): scaled, converted and written
@@ -110,11 +125,13 @@ template <int BLOCK_N, int kMmaM, int kRowsPerWG, int SCALE, int OUT, bool kBias
   // the first half and stores it after the second).
   template <int kHalves, int half>
   static FP8JIT_DEVICE void stage_half(const GemmParams& p, const TileOut& o, u8* slab,
-                                       const float (&v)[kMmaM][kAccum], int row0, int col0, int slab_y, int slab_x) {
+                                       const float (&v)[kMmaM][kAccum], int row0, int col0,
+                                       int slab_y, int slab_x) {
     constexpr int kOctets = BLOCK_N / 8 / kHalves;
     for_each_pair<half * kOctets, (half + 1) * kOctets>(
-        p, o, v, row0, col0,
-        [&](int, int, int, int row, int col, const float (&x)[2]) { stage_pair(slab, row - slab_y, col - slab_x, x); });
+        p, o, v, row0, col0, [&](int, int, int, int row, int col, const float(&x)[2]) {
+          stage_pair(slab, row - slab_y, col - slab_x, x);
+        });
   }
 
   // Deferred epilogue (16-bit D through TMA stores): at a tile's end its scaled, biased values
@@ -122,16 +139,18 @@ template <int BLOCK_N, int kMmaM, int kRowsPerWG, int SCALE, int OUT, bool kBias
   // slab write and the TMA store run later, under the next tile's first wgmmas.
   static constexpr bool kCanPack = S == 2;
   static constexpr int kPacked = kAccum / 2;
-  static FP8JIT_DEVICE void pack(const GemmParams& p, const TileOut& o, const float (&v)[kMmaM][kAccum], int row0,
-                                 int col0, u32 (&w)[kMmaM][kPacked]) {
-    for_each_pair(p, o, v, row0, col0, [&](int mm, int j, int h, int, int, const float (&x)[2]) {
+  static FP8JIT_DEVICE void pack(const GemmParams& p, const TileOut& o,
+                                 const float (&v)[kMmaM][kAccum], int row0, int col0,
+                                 u32 (&w)[kMmaM][kPacked]) {
+    for_each_pair(p, o, v, row0, col0, [&](int mm, int j, int h, int, int, const float(&x)[2]) {
       w[mm][2 * j + h] = f32_to_elem<OUT>(x[0]) | (f32_to_elem<OUT>(x[1]) << 16);
     });
   }
   // Writes packed values to the slab and stores it: (r, c) is the thread's first row and
   // column within the slab.
-  static FP8JIT_DEVICE void store_packed(const GemmParams& p, u8* slab, const u32 (&w)[kMmaM][kPacked], int wg, int r,
-                                         int c, int slab_y, int slab_x) {
+  static FP8JIT_DEVICE void store_packed(const GemmParams& p, u8* slab,
+                                         const u32 (&w)[kMmaM][kPacked], int wg, int r, int c,
+                                         int slab_y, int slab_x, int rows_end) {
     slab_acquire(wg);
 #pragma unroll
     for (int mm = 0; mm < kMmaM; ++mm)
@@ -139,9 +158,10 @@ template <int BLOCK_N, int kMmaM, int kRowsPerWG, int SCALE, int OUT, bool kBias
       for (int j = 0; j < BLOCK_N / 8; ++j)
 #pragma unroll
         for (int h = 0; h < 2; ++h)
-          *reinterpret_cast<u32*>(slab + (static_cast<i64>(r + mm * 64 + 8 * h) * BLOCK_N + c + 8 * j) * S) =
+          *reinterpret_cast<u32*>(
+              slab + (static_cast<i64>(r + mm * 64 + 8 * h) * BLOCK_N + c + 8 * j) * S) =
               w[mm][2 * j + h];
-    slab_store(p, slab, wg, slab_y, slab_x);
+    slab_store(p, slab, wg, slab_y, slab_x, rows_end);
   }
 
   static FP8JIT_DEVICE void stage_pair(u8* slab, int r, int c, const float (&x)[2]) {
@@ -171,8 +191,8 @@ template <int BLOCK_N, int kMmaM, int kRowsPerWG, int SCALE, int OUT, bool kBias
   }
 
   // Split-K: the scaled FP32 partial tile of this K range (bias comes in the reduction).
-  static FP8JIT_DEVICE void partials(const GemmParams& p, const float (&v)[kMmaM][kAccum], int row0, int col0,
-                                     int split) {
+  static FP8JIT_DEVICE void partials(const GemmParams& p, const float (&v)[kMmaM][kAccum], int row0,
+                                     int col0, int split) {
     float* w = p.workspace + static_cast<i64>(split) * p.M * p.N;
     float s_tensor = 1.0f;
     if constexpr (SCALE == kPerTensor) s_tensor = __ldg(p.scale_a) * __ldg(p.scale_b);

@@ -20,7 +20,8 @@
 namespace fp8jit {
 namespace dev {
 
-template <int BLOCK_M, int BLOCK_N, int GROUP_M, int CLUSTER_N, int LAYOUT> struct GroupedTileScheduler {
+template <int BLOCK_M, int BLOCK_N, int GROUP_M, int CLUSTER_N, int LAYOUT>
+struct GroupedTileScheduler {
   static_assert(LAYOUT == kContiguousLayout || LAYOUT == kMaskedLayout, "a grouped layout");
   // CTA pairs along N only: both tiles of a pair then lie in the same group's rows.
   static constexpr int kCluster = CLUSTER_N;
@@ -39,7 +40,9 @@ template <int BLOCK_M, int BLOCK_N, int GROUP_M, int CLUSTER_N, int LAYOUT> stru
       : p(params), rank(cta_rank), u(static_cast<int>(blockIdx.x) / kCluster) {}
 
   // Column units per tile-row: the pairs of tile-columns in a cluster.
-  static FP8JIT_DEVICE int tiles_n(const GemmParams& p) { return (p.tiles_n + CLUSTER_N - 1) / CLUSTER_N; }
+  static FP8JIT_DEVICE int tiles_n(const GemmParams& p) {
+    return (p.tiles_n + CLUSTER_N - 1) / CLUSTER_N;
+  }
   static FP8JIT_DEVICE int stride() { return static_cast<int>(gridDim.x) / kCluster; }
   // Grouped launches never split K, let alone inside clusters.
   static FP8JIT_DEVICE bool holds_every_unit(const GemmParams&) { return false; }
@@ -79,9 +82,16 @@ template <int BLOCK_M, int BLOCK_N, int GROUP_M, int CLUSTER_N, int LAYOUT> stru
     for (int lanes = 16; lanes > 0; lanes /= 2) total += __shfl_xor_sync(0xffffffffu, total, lanes);
     return total;
   }
-  FP8JIT_DEVICE bool runs_at_least(int n) const { return unit_total() >= n * stride(); }
-  FP8JIT_DEVICE int group() const { return g; }
+  FP8JIT_DEVICE bool runs_at_least(int n) const {
+    return unit_total() >= n * stride();
+  }
+  FP8JIT_DEVICE int group() const {
+    return g;
+  }
   FP8JIT_DEVICE int rows_end() const {
+    return group_end(p, g);
+  }
+  static FP8JIT_DEVICE int group_end(const GemmParams& p, int g) {
     int start, rows;
     group_rows(p, g, start, rows);
     return start + rows;

@@ -9,9 +9,9 @@ namespace dev {
 // Scale modes; values match fp8jit::ScaleMode on the host.
 enum GemmScale {
   kPerTensor = 0,   // one scale per operand
-  kPerRow = 1,  // a scale per row of A and per row of B
-  kBlockScale = 2,    // A 1x128 groups along K x B 128x128 blocks (DeepSeek-V3)
-  kGroupScale = 3,    // A 1x128 x B 1x128 (weight gradients)
+  kPerRow = 1,      // a scale per row of A and per row of B
+  kBlockScale = 2,  // A 1x128 groups along K x B 128x128 blocks (DeepSeek-V3)
+  kGroupScale = 3,  // A 1x128 x B 1x128 (weight gradients)
 };
 
 // How the rows of A and D are cut into groups (mixture-of-experts layouts), each group with its
@@ -41,7 +41,7 @@ struct GemmParams {
   // loads and stores with the stage (in 2-CTA clusters: cp.async from two lanes), and every scale
   // otherwise the producer warp copies with cp.async.
   TensorMap tma_sa, tma_sb;
-  void* d;          // D [M, N], row stride ldd elements
+  void* d;  // D [M, N], row stride ldd elements
   long long ldd;
   const float* scale_a;
   long long sa_rs, sa_cs;
@@ -59,9 +59,9 @@ struct GemmParams {
   int splits, kb_per_split;
   int split_cluster;
   float* workspace;
-  int scale_tma;    // 1: scales by TMA (tma_sa, tma_sb); 0: by cp.async
-  int scale_tx;     // bytes the scale boxes (A's, and group scaling's B) deliver per stage (scale_tma)
-  int sb_hi;        // block scaling: index of the tile's second 128-block scale among B's staged scales
+  int scale_tma;  // 1: scales by TMA (tma_sa, tma_sb); 0: by cp.async
+  int scale_tx;  // bytes the scale boxes (A's, and group scaling's B) deliver per stage (scale_tma)
+  int sb_hi;  // block scaling: index of the tile's second 128-block scale among B's staged scales
   // Grouped layouts: `groups` groups whose rows `group_rows` gives on the device (contiguous: G+1
   // row offsets into A and D; masked: G row counts, group g's rows starting at g * group_m_max);
   // B's scales of group g start sb_gs floats after group g - 1's; `status` (optional, device)
@@ -71,6 +71,8 @@ struct GemmParams {
   const int* group_rows;
   long long sb_gs;
   int* status;
+  // Grouped layouts: D with a one-row box, for a slab's rows before its group's end (tma_store).
+  TensorMap tma_d_row;
 };
 
 }  // namespace dev

@@ -6,10 +6,11 @@
 // interface:
 //   Scheduler(p, rank)               this CTA's walk (rank: its place in a 2-CTA cluster)
 //   bool next(GemmUnit& w)           the next unit, false when the CTA is done
-//   bool runs_at_least(int n)        every CTA runs about n units or more (the deferred epilogue's test)
-//   static bool holds_every_unit(p)  the grid has a CTA per unit (split-K summed in clusters)
+//   bool runs_at_least(int n)        every CTA runs about n units or more (the deferred epilogue's
+//   test) static bool holds_every_unit(p)  the grid has a CTA per unit (split-K summed in clusters)
 //   int group(), int rows_end()      the last unit's group and the end of its rows, again: the
 //                                    epilogue asks after the K loop instead of keeping them live
+//   static int group_end(p, g)       the end of group g's rows (a column half written later)
 #pragma once
 
 #include "fp8jit/common/defs.cuh"
@@ -33,7 +34,8 @@ struct GemmUnit {
 
 // Grouped raster over a tiles_m x tiles_n grid: GROUP_M tile-rows are walked column by column,
 // so concurrently running CTAs share A rows and B columns in L2.
-template <int GROUP_M> FP8JIT_DEVICE void tile_coords(int tiles_m, int tiles_n, int t, int& tm, int& tn) {
+template <int GROUP_M>
+FP8JIT_DEVICE void tile_coords(int tiles_m, int tiles_n, int t, int& tm, int& tn) {
   const int per_group = GROUP_M * tiles_n;
   const int group = t / per_group;
   const int first_m = group * GROUP_M;
@@ -49,7 +51,8 @@ template <int GROUP_M> FP8JIT_DEVICE void tile_coords(int tiles_m, int tiles_n, 
 // b / cluster + gridDim.x / cluster, ...; every CTA of a cluster walks the same units.
 // A partner's tile past the edge of D still runs (zero-filled loads, nothing stored): its CTA
 // delivers half of the shared operand to the other.
-template <int BLOCK_M, int BLOCK_N, int GROUP_M, int CLUSTER_M, int CLUSTER_N> struct DenseTileScheduler {
+template <int BLOCK_M, int BLOCK_N, int GROUP_M, int CLUSTER_M, int CLUSTER_N>
+struct DenseTileScheduler {
   static constexpr int kCluster = CLUSTER_M * CLUSTER_N;
   static constexpr bool kShareA = CLUSTER_N == 2, kShareB = CLUSTER_M == 2;
   // Whether the geometry keeps registers for a grouped layout's scheduler (GemmTile::grouped).
@@ -61,10 +64,17 @@ template <int BLOCK_M, int BLOCK_N, int GROUP_M, int CLUSTER_M, int CLUSTER_N> s
   int u;            // this CTA's next
 
   FP8JIT_DEVICE DenseTileScheduler(const GemmParams& params, int cta_rank)
-      : p(params), rank(cta_rank), units(unit_count(params)), u(static_cast<int>(blockIdx.x) / kCluster) {}
+      : p(params),
+        rank(cta_rank),
+        units(unit_count(params)),
+        u(static_cast<int>(blockIdx.x) / kCluster) {}
 
-  static FP8JIT_DEVICE int cluster_tiles_m(const GemmParams& p) { return (p.tiles_m + CLUSTER_M - 1) / CLUSTER_M; }
-  static FP8JIT_DEVICE int cluster_tiles_n(const GemmParams& p) { return (p.tiles_n + CLUSTER_N - 1) / CLUSTER_N; }
+  static FP8JIT_DEVICE int cluster_tiles_m(const GemmParams& p) {
+    return (p.tiles_m + CLUSTER_M - 1) / CLUSTER_M;
+  }
+  static FP8JIT_DEVICE int cluster_tiles_n(const GemmParams& p) {
+    return (p.tiles_n + CLUSTER_N - 1) / CLUSTER_N;
+  }
   // Work units of the launch; the host sizes the grid from the same count (runtime/ops/gemm.cpp).
   static FP8JIT_DEVICE int unit_count(const GemmParams& p) {
     return cluster_tiles_m(p) * cluster_tiles_n(p) * p.splits;
@@ -74,6 +84,7 @@ template <int BLOCK_M, int BLOCK_N, int GROUP_M, int CLUSTER_M, int CLUSTER_N> s
   FP8JIT_DEVICE bool runs_at_least(int n) const { return units >= n * stride(); }
   FP8JIT_DEVICE int group() const { return 0; }
   FP8JIT_DEVICE int rows_end() const { return p.M; }
+  static FP8JIT_DEVICE int group_end(const GemmParams& p, int) { return p.M; }
   // Split-K summed inside clusters needs one unit per CTA (the stages hold the partial once
   // drained): false where the grid is too small for that.
   static FP8JIT_DEVICE bool holds_every_unit(const GemmParams& p) {

@@ -34,23 +34,24 @@ namespace dev {
 
 // The FP8 wgmma of shape m64nNk32: specialised in the generated source for the variant's N and
 // formats (the instruction spells out N/2 accumulator registers).
-template <int N, int FA, int FB> struct Wgmma;
+template <int N, int FA, int FB>
+struct Wgmma;
 
-template <int BLOCK_M, int BLOCK_N, int kStages, int SCALE, int OUT, int FA, int FB, bool kBias, int GROUP_M,
-          bool kFastAccum, int CLUSTER_M = 1, int CLUSTER_N = 1,
+template <int BLOCK_M, int BLOCK_N, int kStages, int SCALE, int OUT, int FA, int FB, bool kBias,
+          int GROUP_M, bool kFastAccum, int CLUSTER_M = 1, int CLUSTER_N = 1,
           class Scheduler = DenseTileScheduler<BLOCK_M, BLOCK_N, GROUP_M, CLUSTER_M, CLUSTER_N>>
 struct Sm90Fp8Gemm {
   // Warpgroups, column chunks, the shared-memory layout and split-K summing, as the host computes
   // them from the same config (geometry.cuh).
-  using Geometry = GemmGeometryOf<BLOCK_M, BLOCK_N, kStages, SCALE, ElemSize<OUT>::value, kFastAccum, kBias, CLUSTER_M,
-                                  CLUSTER_N, Scheduler::kGrouped>;
+  using Geometry = GemmGeometryOf<BLOCK_M, BLOCK_N, kStages, SCALE, ElemSize<OUT>::value,
+                                  kFastAccum, kBias, CLUSTER_M, CLUSTER_N, Scheduler::kGrouped>;
   static constexpr int BLOCK_K = kGemmBlockK;  // bytes of K per stage: one 128-byte swizzle atom
   static constexpr int kMathWGs = Geometry::get().math_wgs;
   static constexpr int kRowsPerWG = Geometry::get().rows_per_wg;
   static constexpr int kMmaM = Geometry::get().mma_m;  // m64 wgmmas per warpgroup and k-step
   static constexpr int kThreads = Geometry::get().threads;
   static_assert(kThreads == warpgroup::kThreads * (kMathWGs + 1), "one producer warpgroup");
-  static constexpr int kAccum = BLOCK_N / 2;     // fp32 accumulators per thread per m64
+  static constexpr int kAccum = BLOCK_N / 2;  // fp32 accumulators per thread per m64
   // Fast accumulation (tensor and rowwise scaling only) keeps the whole K sum in the tensor
   // cores' accumulators, as cuBLASLt's FAST_ACCUM does: fewer registers, larger tiles, ~2e-3
   // relative error at K = 7168. Otherwise every 128 of K is promoted into FP32 registers.
@@ -68,7 +69,8 @@ struct Sm90Fp8Gemm {
   static constexpr bool kSlabPasses = Geometry::get().slab_passes;
   static constexpr int kPasses = Geometry::get().passes;
   static constexpr int kAccSlabs = kSlabPasses ? 1 : kMmaM;
-  static_assert(kChunks == 1 || SCALE != kBlockScale || BLOCK_N == 256, "block scaling: each half one block of B");
+  static_assert(kChunks == 1 || SCALE != kBlockScale || BLOCK_N == 256,
+                "block scaling: each half one block of B");
   static_assert(!kFastAccum || SCALE == kPerTensor || SCALE == kPerRow,
                 "block and group scaling apply their scales when promoting: no fast accumulation");
   static constexpr int kStageA = Geometry::get().stage_a, kStageB = Geometry::get().stage_b;
@@ -81,8 +83,10 @@ struct Sm90Fp8Gemm {
   // NOTE: producer 40 / consumers 232 registers fills the 64K register file at 384 threads.
   static constexpr int kProducerRegs = 40;
   static constexpr int kConsumerRegs = kMathWGs == 2 ? 232 : 240;
-  static_assert(BLOCK_M == 64 || BLOCK_M == 128 || BLOCK_M == 256, "BLOCK_M must be 64, 128 or 256");
-  static_assert(BLOCK_N % 8 == 0 && BLOCK_N >= 8 && BLOCK_N <= 256, "BLOCK_N: a multiple of 8 in [8, 256]");
+  static_assert(BLOCK_M == 64 || BLOCK_M == 128 || BLOCK_M == 256,
+                "BLOCK_M must be 64, 128 or 256");
+  static_assert(BLOCK_N % 8 == 0 && BLOCK_N >= 8 && BLOCK_N <= 256,
+                "BLOCK_N: a multiple of 8 in [8, 256]");
   static_assert(kStageB % 1024 == 0, "stages must stay 1024-byte aligned for the 128-byte swizzle");
   // 2-CTA clusters: the pair computes neighbouring tiles along N (CLUSTER_N = 2: same rows of
   // A) or along M (CLUSTER_M = 2: same columns of B). Each CTA loads half of the shared
@@ -121,7 +125,9 @@ struct Sm90Fp8Gemm {
     return s;
   }
 
-  static FP8JIT_DEVICE int cta_rank() { return kCluster == 1 ? 0 : static_cast<int>(cluster::rank()); }
+  static FP8JIT_DEVICE int cta_rank() {
+    return kCluster == 1 ? 0 : static_cast<int>(cluster::rank());
+  }
 
   // Block scaling with A's scales by TMA: lane 0 loads B's two block scales of a K block before
   // it waits for the stage to be free (the load's latency hides behind that wait) and stores them
@@ -130,7 +136,8 @@ struct Sm90Fp8Gemm {
   // the producer's 40 registers then spill. Not for tiles of 128x64 and smaller either: their
   // consumers finish a K block in less than the load's round trip, which then paces the
   // producer (one stage per ~600 cycles, G30); lanes 0-1's cp.async keep several in flight.
-  static constexpr bool kScalesBByLane0 = SCALE == kBlockScale && kCluster == 1 && BLOCK_M * BLOCK_N > 128 * 64;
+  static constexpr bool kScalesBByLane0 =
+      SCALE == kBlockScale && kCluster == 1 && BLOCK_M * BLOCK_N > 128 * 64;
 
   // Lanes of the producer warp that run it: lane 0 issues the TMA loads (and the full barrier's
   // expect_tx arrival). Scales TMA cannot read go by cp.async, each lane arriving once its copies
@@ -172,8 +179,10 @@ struct Sm90Fp8Gemm {
             if (p.scale_tma) ScaleLoads::load_scales_tma(p, scales, &s.full[stage], w, kb);
         }
         if constexpr (kStagedScales) {
-          if (!p.scale_tma) ScaleLoads::stage_scales(p, scales, w, kb, lane);
-          else if (b_scales_by_cp_async(p)) ScaleLoads::stage_block_scales_b(p, scales, w, kb, lane);
+          if (!p.scale_tma)
+            ScaleLoads::stage_scales(p, scales, w, kb, lane);
+          else if (b_scales_by_cp_async(p))
+            ScaleLoads::stage_block_scales_b(p, scales, w, kb, lane);
           if (!p.scale_tma || b_scales_by_cp_async(p)) async_copy::arrive_on(&s.full[stage]);
         }
         if (++stage == kStages) {
@@ -186,8 +195,8 @@ struct Sm90Fp8Gemm {
 
   // K block kb's tiles of A and B into `stage`; in a cluster, this CTA's half of the shared
   // operand goes to both CTAs (the stage's bytes are the same either way).
-  static FP8JIT_DEVICE void load_operands(const GemmParams& p, const Smem& s, int stage, const GemmUnit& w, int kb,
-                                          int rank) {
+  static FP8JIT_DEVICE void load_operands(const GemmParams& p, const Smem& s, int stage,
+                                          const GemmUnit& w, int kb, int rank) {
     u8* a = s.a + stage * kStageA;
     u8* b = s.b + stage * kStageB;
     if constexpr (kShareA)
@@ -247,9 +256,10 @@ struct Sm90Fp8Gemm {
                        tiles.runs_at_least(3);
     u32 packed[kMmaM][kDeferEpilogue ? Epilogue::kPacked : 1];
     bool pending = false;
-    int pending_y = 0, pending_x = 0;
+    int pending_y = 0, pending_x = 0, pending_rows = 0;
     u8* const slab = s.epi + wg * kEpiSlab;
-    const int slab_r = warp * 16 + lane / 4, slab_c = 2 * (lane % 4);  // thread's first slab row, column
+    const int slab_r = warp * 16 + lane / 4,
+              slab_c = 2 * (lane % 4);  // thread's first slab row, column
     // Tiles in two column halves write each half out under the other half's wgmmas: half 0 during
     // the last K block's half-1 wgmmas, half 1 during the next tile's first half-0 wgmmas (its
     // sums stay live in out's upper half meanwhile, which half 0's K blocks do not touch).
@@ -261,13 +271,16 @@ struct Sm90Fp8Gemm {
       const int tn = w.tn, first = w.first, last = w.last;
       const int r0 = wg * kRowsPerWG + warp * 16 + lane / 4;  // row within the tile; + mm*64, + 8
       const int row0 = w.row0 + r0;
-      const int col0 = tn * BLOCK_N + 2 * (lane % 4);                        // + 8*j, + 1
-      const int slab_y = w.row0 + wg * kRowsPerWG, slab_x = tn * BLOCK_N;  // D coordinates of the slab
+      const int col0 = tn * BLOCK_N + 2 * (lane % 4);  // + 8*j, + 1
+      const int slab_y = w.row0 + wg * kRowsPerWG,
+                slab_x = tn * BLOCK_N;  // D coordinates of the slab
       const int split_j = Promotion::block_split(tn);
-      clear_sums(acc, out, half_pending);  // an empty K range (more splits than K blocks) yields zeros
+      clear_sums(acc, out,
+                 half_pending);  // an empty K range (more splits than K blocks) yields zeros
       if constexpr (kDeferEpilogue)
         if (first == last && pending) {  // no wgmmas to hide it under: store now
-          Epilogue::store_packed(p, slab, packed, wg, slab_r, slab_c, pending_y, pending_x);
+          Epilogue::store_packed(p, slab, packed, wg, slab_r, slab_c, pending_y, pending_x,
+                                 pending_end(p, pending_rows));
           pending = false;
         }
       for (int kb = first; kb < last; ++kb) {
@@ -276,29 +289,35 @@ struct Sm90Fp8Gemm {
         // which stalled their issue (G8: 8192^3 block 1045 -> 990 µs with ld.shared before it).
         const float* st = s.scales + stage * kStageScales;
         BlockScales bs;
-        // Grouped tiles' A scales by TMA start at the row rounded down to 4 (GemmGeometry::scales_a).
+        // Grouped tiles' A scales by TMA start at the row rounded down to 4
+        // (GemmGeometry::scales_a).
         const int a_shift = kAlignA && p.scale_tma ? slab_y & 3 : 0;
         Promotion::read_scales(st + a_shift, st + kScalesB, r0, p.sb_hi, bs);
         const u8* a_tile = s.a + stage * kStageA + wg * kRowsPerWG * BLOCK_K;
 #pragma unroll
         for (int c = 0; c < kPasses; ++c) {
           const int chunk = kSlabPasses ? 0 : c;
-          const u64 desc_b = warpgroup::smem_desc_k128_swizzle(s.b + stage * kStageB + chunk * kChunkN * BLOCK_K);
+          const u64 desc_b =
+              warpgroup::smem_desc_k128_swizzle(s.b + stage * kStageB + chunk * kChunkN * BLOCK_K);
           if constexpr (kTakeTurns) named_barrier_sync(kTurnBarrier + wg, kTurnThreads);
           issue_wgmmas(a_tile, desc_b, acc, !kPromote && kb > first, c);
           if constexpr (kTakeTurns) named_barrier_arrive(kTurnBarrier + (wg ^ 1), kTurnThreads);
           if constexpr (kDeferEpilogue)
-            if (c == 0 && kb == first && pending) {  // the previous tile's store, under these wgmmas
-              Epilogue::store_packed(p, slab, packed, wg, slab_r, slab_c, pending_y, pending_x);
+            if (c == 0 && kb == first &&
+                pending) {  // the previous tile's store, under these wgmmas
+              Epilogue::store_packed(p, slab, packed, wg, slab_r, slab_c, pending_y, pending_x,
+                                     pending_end(p, pending_rows));
               pending = false;
             }
           if constexpr (kOverlapHalves) {
-            if (c == 0 && kb == first && half_pending) {  // the previous tile's half 1, then its store
-              write_half1(p, pending_half_out(p, half_group), slab, out, wg, half_row0, half_col0, half_y, half_x);
+            if (c == 0 && kb == first &&
+                half_pending) {  // the previous tile's half 1, then its store
+              write_half1(p, pending_half_out(p, half_group), slab, out, wg, half_row0, half_col0,
+                          half_y, half_x);
               half_pending = false;
             }
             if (c == 1 && kb == last - 1 && overlap_halves) {  // this tile's half 0 is final
-              const TileOut o = tile_out(p, tiles, slab_y);
+              const TileOut o = tile_out(p, tiles);
               if (o.tma) {
                 Epilogue::slab_acquire(wg);
                 Epilogue::template stage_half<2, 0>(p, o, slab, out, row0, col0, slab_y, slab_x);
@@ -312,9 +331,12 @@ struct Sm90Fp8Gemm {
             if (c == kPasses - 1 && lane == 0) release(s, stage);
           if constexpr (kPromote) {
             const float* sb = st + kScalesB + (col0 - tn * BLOCK_N);
-            if constexpr (kSlabPasses) promote_slab(acc, out, bs, sb, split_j, c);
-            else if constexpr (kChunks == 1) Promotion::promote(acc, out, bs, sb, split_j);
-            else Promotion::promote_chunk(acc, out, bs, c);
+            if constexpr (kSlabPasses)
+              promote_slab(acc, out, bs, sb, split_j, c);
+            else if constexpr (kChunks == 1)
+              Promotion::promote(acc, out, bs, sb, split_j);
+            else
+              Promotion::promote_chunk(acc, out, bs, c);
           }
         }
         if constexpr (SCALE == kGroupScale)
@@ -326,7 +348,7 @@ struct Sm90Fp8Gemm {
       }
       const int split = w.split;
       // Computed here rather than before the K loop: its fields would stay live across it.
-      const TileOut o = tile_out(p, tiles, slab_y);
+      const TileOut o = tile_out(p, tiles);
       if constexpr (kOverlapHalves)
         if (overlap_halves && o.tma && last > first) {
           half_pending = true;
@@ -338,23 +360,31 @@ struct Sm90Fp8Gemm {
           continue;
         }
       if constexpr (kCanSumSplitsInCluster)
-        if (p.split_cluster && !sum_splits(p, s, acc, out, wg * warpgroup::kThreads + t_in_wg, split)) continue;
+        if (p.split_cluster &&
+            !sum_splits(p, s, acc, out, wg * warpgroup::kThreads + t_in_wg, split))
+          continue;
       if constexpr (kDeferEpilogue)
         if (defer && o.tma) {
           Epilogue::pack(p, o, out, row0, col0, packed);
           pending = true;
           pending_y = slab_y;
           pending_x = slab_x;
+          if constexpr (Scheduler::kGrouped) pending_rows = o.rows_end;
           continue;
         }
-      if constexpr (kPromote) Epilogue::run(p, o, slab, out, wg, row0, col0, slab_y, slab_x, split);
-      else Epilogue::run(p, o, slab, acc, wg, row0, col0, slab_y, slab_x, split);
+      if constexpr (kPromote)
+        Epilogue::run(p, o, slab, out, wg, row0, col0, slab_y, slab_x, split);
+      else
+        Epilogue::run(p, o, slab, acc, wg, row0, col0, slab_y, slab_x, split);
     }
     if constexpr (kDeferEpilogue)
-      if (pending) Epilogue::store_packed(p, slab, packed, wg, slab_r, slab_c, pending_y, pending_x);
+      if (pending)
+        Epilogue::store_packed(p, slab, packed, wg, slab_r, slab_c, pending_y, pending_x,
+                               pending_end(p, pending_rows));
     if constexpr (kOverlapHalves)
       if (half_pending)
-        write_half1(p, pending_half_out(p, half_group), slab, out, wg, half_row0, half_col0, half_y, half_x);
+        write_half1(p, pending_half_out(p, half_group), slab, out, wg, half_row0, half_col0, half_y,
+                    half_x);
     if constexpr (kTakeTurns)
       if (wg == 0) named_barrier_sync(kTurnBarrier, kTurnThreads);
     if (t_in_wg == 0) tma::store_wait_all();  // shared memory must outlive the last store
@@ -362,7 +392,8 @@ struct Sm90Fp8Gemm {
 
   // Zeroes the wgmma temporaries and the FP32 sums for a new tile; with `keep_half1`, out's upper
   // half still holds the previous tile's pending half 1 (zeroed once written).
-  static FP8JIT_DEVICE void clear_sums(float (&acc)[kAccSlabs][kChunkAccum], float (&out)[kMmaM][kPromote ? kAccum : 1],
+  static FP8JIT_DEVICE void clear_sums(float (&acc)[kAccSlabs][kChunkAccum],
+                                       float (&out)[kMmaM][kPromote ? kAccum : 1],
                                        bool keep_half1) {
 #pragma unroll
     for (int mm = 0; mm < kMmaM; ++mm) {
@@ -376,12 +407,11 @@ struct Sm90Fp8Gemm {
     }
   }
 
-
-
   // One pass's wgmmas for a K block (a column chunk's kMmaM m64 slabs, or with slab passes slab
   // `pass` alone, x BLOCK_K / 32 k-steps), fenced and committed; `keep`: add to acc (fast
   // accumulation past a K range's first block), else start from its first k-step's products.
-  static FP8JIT_DEVICE void issue_wgmmas(const u8* a_tile, u64 desc_b, float (&acc)[kAccSlabs][kChunkAccum], bool keep,
+  static FP8JIT_DEVICE void issue_wgmmas(const u8* a_tile, u64 desc_b,
+                                         float (&acc)[kAccSlabs][kChunkAccum], bool keep,
                                          int pass) {
     warpgroup::arrive();
 #pragma unroll
@@ -391,7 +421,8 @@ struct Sm90Fp8Gemm {
         const int slab = kSlabPasses ? pass : mm;
         const u64 desc_a = warpgroup::smem_desc_k128_swizzle(a_tile + slab * 64 * BLOCK_K);
         // +2 per k-step: 32 bytes further along K, in the descriptor's 16-byte units.
-        Wgmma<kChunkN, FA, FB>::mma(desc_a + 2 * k, desc_b + 2 * k, acc[mm], (keep || k > 0) ? 1 : 0);
+        Wgmma<kChunkN, FA, FB>::mma(desc_a + 2 * k, desc_b + 2 * k, acc[mm],
+                                    (keep || k > 0) ? 1 : 0);
       }
     }
     warpgroup::commit();
@@ -401,8 +432,9 @@ struct Sm90Fp8Gemm {
   // slab's row factors.
   using SlabPromotion = Sm90GemmPromotion<BLOCK_M, BLOCK_N, 1, 1, SCALE>;
   static FP8JIT_DEVICE void promote_slab(const float (&acc)[kAccSlabs][kChunkAccum],
-                                         float (&out)[kMmaM][kPromote ? kAccum : 1], const BlockScales& bs,
-                                         const float* sb, int split_j, int slab) {
+                                         float (&out)[kMmaM][kPromote ? kAccum : 1],
+                                         const BlockScales& bs, const float* sb, int split_j,
+                                         int slab) {
     typename SlabPromotion::BlockScales one;
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
@@ -415,11 +447,11 @@ struct Sm90Fp8Gemm {
   // A pending tile's half 1 into the slab (its half 0 is there), the slab to D, and out's upper
   // half cleared for the tile under way.
   static FP8JIT_DEVICE void write_half1(const GemmParams& p, const TileOut& o, u8* slab,
-                                        float (&out)[kMmaM][kPromote ? kAccum : 1], int wg, int row0, int col0,
-                                        int slab_y, int slab_x) {
+                                        float (&out)[kMmaM][kPromote ? kAccum : 1], int wg,
+                                        int row0, int col0, int slab_y, int slab_x) {
     if constexpr (kOverlapHalves) {
       Epilogue::template stage_half<2, 1>(p, o, slab, out, row0, col0, slab_y, slab_x);
-      Epilogue::slab_store(p, slab, wg, slab_y, slab_x);
+      Epilogue::slab_store(p, slab, wg, slab_y, slab_x, o.rows_end);
 #pragma unroll
       for (int mm = 0; mm < kMmaM; ++mm)
 #pragma unroll
@@ -434,28 +466,32 @@ struct Sm90Fp8Gemm {
 
   // This thread's part of a tile's split-K sum (the sums, or fast accumulation's wgmma
   // registers); true where this CTA holds the total and writes the tile.
-  static FP8JIT_DEVICE bool sum_splits(const GemmParams& p, const Smem& s, float (&acc)[kAccSlabs][kChunkAccum],
-                                       float (&out)[kMmaM][kPromote ? kAccum : 1], int tid, int split) {
+  static FP8JIT_DEVICE bool sum_splits(const GemmParams& p, const Smem& s,
+                                       float (&acc)[kAccSlabs][kChunkAccum],
+                                       float (&out)[kMmaM][kPromote ? kAccum : 1], int tid,
+                                       int split) {
     float* scratch = reinterpret_cast<float*>(s.a);
-    if constexpr (kPromote) return SplitSum::run(out, scratch, tid, split, p.splits);
-    else return SplitSum::run(acc, scratch, tid, split, p.splits);
+    if constexpr (kPromote)
+      return SplitSum::run(out, scratch, tid, split, p.splits);
+    else
+      return SplitSum::run(acc, scratch, tid, split, p.splits);
   }
 
-  using Epilogue = Sm90GemmEpilogue<BLOCK_N, kMmaM, kRowsPerWG, SCALE, OUT, kBias>;
+  using Epilogue =
+      Sm90GemmEpilogue<BLOCK_N, kMmaM, kRowsPerWG, SCALE, OUT, kBias, Scheduler::kGrouped>;
   // Where a warpgroup's slab of a unit's tile goes: rows of its group only, with its group's
-  // scales of B. The slab goes out by a TMA store (D's map clips at row M) only where all its
-  // rows are its group's, or the rows past the group's end are past M; otherwise by direct
-  // stores, which stop at the group's end.
-  static FP8JIT_DEVICE TileOut tile_out(const GemmParams& p, const Scheduler& tiles, int slab_y) {
-    TileOut o;
-    o.rows_end = tiles.rows_end();
-    o.scale_b = p.scale_b + tiles.group() * p.sb_gs;
-    o.tma = p.tma_store && (slab_y + kRowsPerWG <= o.rows_end || o.rows_end >= p.M);
-    return o;
+  // scales of B; through shared memory wherever D's rows allow TMA stores (Epilogue::slab_store
+  // stops at the group's end), else by direct stores that stop there.
+  static FP8JIT_DEVICE TileOut tile_out(const GemmParams& p, const Scheduler& tiles) {
+    return TileOut{tiles.rows_end(), p.scale_b + tiles.group() * p.sb_gs, p.tma_store != 0};
   }
-  // The same for a column half written after its tile (which went out by TMA).
+  // The end of a deferred tile's rows: dense tiles stop at M, read again rather than kept.
+  static FP8JIT_DEVICE int pending_end(const GemmParams& p, int rows_end) {
+    return Scheduler::kGrouped ? rows_end : p.M;
+  }
+  // The same for a column half written after its tile (which went through shared memory).
   static FP8JIT_DEVICE TileOut pending_half_out(const GemmParams& p, int group) {
-    return TileOut{p.M, p.scale_b + group * p.sb_gs, true};
+    return TileOut{Scheduler::group_end(p, group), p.scale_b + group * p.sb_gs, true};
   }
   // A tile's 16-bit D waits in registers, packed, until the next tile's first wgmmas are issued
   // and is written and stored while they run (precise accumulation: the wgmma temporaries are
@@ -467,14 +503,16 @@ struct Sm90Fp8Gemm {
   // tensor in grouped layouts, whose pending half's group (for its scale of B) spilt 8 bytes.
   static constexpr bool kOverlapHalves =
       kChunks == 2 && kPromote && SCALE != kPerRow && !(Scheduler::kGrouped && SCALE == kPerTensor);
-  static constexpr bool kDeferEpilogue = kPromote && Epilogue::kCanPack &&
-                                         kMmaM * (kAccum + Epilogue::kPacked) + kAccSlabs * kChunkAccum <=
-                                             210 - (Scheduler::kGrouped ? kGemmGroupedRegisters : 0);
+  static constexpr bool kDeferEpilogue =
+      kPromote && Epilogue::kCanPack &&
+      kMmaM * (kAccum + Epilogue::kPacked) + kAccSlabs * kChunkAccum <=
+          210 - (Scheduler::kGrouped ? kGemmGroupedRegisters : 0);
 
   static FP8JIT_DEVICE void run(const GemmParams& p, u8* raw_smem) {
     u32 dynamic_smem;
     asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(dynamic_smem));
-    if (dynamic_smem < smem_bytes()) __trap();  // host and device disagree on the layout: fail loudly
+    if (dynamic_smem < smem_bytes())
+      __trap();  // host and device disagree on the layout: fail loudly
     // Splits summed in a cluster need one work unit per CTA (the stages hold the partial once
     // drained) and a kernel that can hold it: the host guarantees both.
     if (p.split_cluster && (!kCanSumSplitsInCluster || !Scheduler::holds_every_unit(p))) __trap();
@@ -487,14 +525,17 @@ struct Sm90Fp8Gemm {
       if (SCALE == kGroupScale && p.scale_tma) tma::prefetch(&p.tma_sb);
       for (int i = 0; i < kStages; ++i) {
         barrier::init(&s.full[i], full_arrivals(p));
-        barrier::init(&s.empty[i], kCluster * kMathWGs * 4);  // one arrival per consumer warp of the cluster
+        barrier::init(&s.empty[i],
+                      kCluster * kMathWGs * 4);  // one arrival per consumer warp of the cluster
       }
       barrier::fence_init();
     }
     // In a cluster, no peer may multicast into this CTA or arrive on its barriers before they
     // are initialised, nor after it has exited: cluster-wide barriers at both ends.
-    if constexpr (kCluster > 1) cluster::sync();
-    else __syncthreads();
+    if constexpr (kCluster > 1)
+      cluster::sync();
+    else
+      __syncthreads();
     const int rank = cta_rank();
     if (wg == kMathWGs) {  // the last warpgroup produces
       warpgroup::decrease_registers<kProducerRegs>();
