@@ -31,9 +31,9 @@ if [ -n "${PROBE_NCU:-}" ]; then
   # Launch 0: the grouped kernel; launch 19: the first dense one (after 18 timed grouped calls).
   for skip in 0 19; do
     ncu --clock-control none --kernel-name fp8jit_gemm --launch-skip $skip --launch-count 1 --metrics "$metrics" \
-      --section WarpStateStats --section SourceCounters --print-units base \
+      --section WarpStateStats --section SourceCounters --print-units base -o "$OUT/probe_$skip" \
       /tmp/grouped_probe "$g" "$per" "$n" "$k" "$(spec "$cfg" ',"layout":"contiguous"')" "$(spec "${dcfg:-$cfg}" '')" \
-      -o "$OUT/probe_$skip" > "$OUT/probe_ncu_$skip.log" 2>&1
+      > "$OUT/probe_ncu_$skip.log" 2>&1
     echo "ncu (launch $skip) exit $?"
     ncu -i "$OUT/probe_$skip.ncu-rep" --print-units base > "$OUT/probe_ncu_$skip.txt" 2>&1
     # Per-instruction executed counts and sectors, to find what one kernel runs that the other does not.

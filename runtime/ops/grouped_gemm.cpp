@@ -27,19 +27,16 @@ std::int64_t scales_b_per_group(const GroupedGemmArgs& a) {
 
 void check_groups(const GroupedGemmArgs& a) {
   if (a.layout == GemmLayout::dense)
-    throw_invalid("layout", "dense",
-                  "grouped GEMMs take contiguous or masked; a dense GEMM is gemm()");
+    throw_invalid("layout", "dense", "grouped GEMMs take contiguous or masked; a dense GEMM is gemm()");
   if (a.groups < 1 || a.groups > kMaxDim)
     throw_invalid("groups", std::to_string(a.groups), "must be in [1, 2^31-1]");
   // The kernels address B's rows, and masked A's and D's, as int.
   if (a.groups * a.n > kMaxDim)
-    throw_invalid("groups*n", fmt::format("{}x{}", a.groups, a.n),
-                  "B [groups * n, k] must have fewer than 2^31 rows");
+    throw_invalid("groups*n", fmt::format("{}x{}", a.groups, a.n), "B [groups * n, k] must have fewer than 2^31 rows");
   if (a.layout == GemmLayout::masked && a.groups * a.m > kMaxDim)
     throw_invalid("groups*m", fmt::format("{}x{}", a.groups, a.m),
                   "masked A [groups * m, k] must have fewer than 2^31 rows");
-  require_ptr(a.group_rows, a.layout == GemmLayout::contiguous ? "group_rows (offsets)"
-                                                               : "group_rows (masked_m)");
+  require_ptr(a.group_rows, a.layout == GemmLayout::contiguous ? "group_rows (offsets)" : "group_rows (masked_m)");
   require_aligned(a.group_rows, 4, "group_rows", "int32");
   if (a.status) require_aligned(a.status, 4, "status", "int32");
   const std::int64_t max_expected = a.m;
@@ -50,9 +47,7 @@ void check_groups(const GroupedGemmArgs& a) {
 
 }  // namespace
 
-std::int64_t total_rows(const GroupedGemmArgs& a) {
-  return a.layout == GemmLayout::masked ? a.groups * a.m : a.m;
-}
+std::int64_t total_rows(const GroupedGemmArgs& a) { return a.layout == GemmLayout::masked ? a.groups * a.m : a.m; }
 
 GroupedGemmArgs normalize(const GroupedGemmArgs& in) {
   GroupedGemmArgs a = in;
@@ -60,20 +55,19 @@ GroupedGemmArgs normalize(const GroupedGemmArgs& in) {
   check_groups(a);
   if (a.scale_mode == ScaleMode::group)
     throw_invalid("scale_mode", "group", "grouped GEMMs take tensor, rowwise or block scaling");
-  check_operands({a.a, a.b, a.d, a.scale_a, a.scale_b, a.a_format, a.b_format, a.d_dtype,
-                  a.scale_mode, a.fast_accum},
+  check_operands({a.a, a.b, a.d, a.scale_a, a.scale_b, a.a_format, a.b_format, a.d_dtype, a.scale_mode, a.fast_accum},
                  a.lda, a.ldb, a.k);
   a.ldd = leading(a.ldd, a.n, "ldd");
   const std::int64_t need_a = scale_floats_a(a.scale_mode, a.scale_a_layout, total_rows(a), a.k);
   const std::int64_t need_b = scales_b_per_group(a) * a.groups;
   if (a.scale_a_size < need_a)
     throw_invalid("scale_a_size", std::to_string(a.scale_a_size),
-                  fmt::format("{} scaling of A [{}x{}] needs {} floats", to_string(a.scale_mode),
-                              total_rows(a), a.k, need_a));
+                  fmt::format("{} scaling of A [{}x{}] needs {} floats", to_string(a.scale_mode), total_rows(a), a.k,
+                              need_a));
   if (a.scale_b_size < need_b)
     throw_invalid("scale_b_size", std::to_string(a.scale_b_size),
-                  fmt::format("{} scaling of {} B [{}x{}] needs {} floats", to_string(a.scale_mode),
-                              a.groups, a.n, a.k, need_b));
+                  fmt::format("{} scaling of {} B [{}x{}] needs {} floats", to_string(a.scale_mode), a.groups, a.n,
+                              a.k, need_b));
   if (a.expected_m == 0)
     a.expected_m = a.layout == GemmLayout::masked ? a.m : std::max<std::int64_t>(1, a.m / a.groups);
   return a;
@@ -85,9 +79,8 @@ GemmProblem problem_of(const GroupedGemmArgs& a) {
 
 void check_matches(const KernelSpec& spec, const GroupedGemmArgs& a) {
   if (gemm_problem_of(spec) != problem_of(a))
-    throw_invalid(
-        "spec", spec_name(spec),
-        "does not match the arguments' formats, output, scale mode, accumulation or layout");
+    throw_invalid("spec", spec_name(spec),
+                  "does not match the arguments' formats, output, scale mode, accumulation or layout");
 }
 
 namespace {
@@ -113,7 +106,7 @@ GemmLaunch prepare(const LoadedKernel& k, const GroupedGemmArgs& a, int sm_count
   fill_params(p, c, a);
   const std::int64_t rows = total_rows(a);
   encode_operand_maps(p, g, a.a, rows, a.lda, a.b, a.groups * a.n, a.ldb, a.k);
-  encode_store_map(p, g, c, a.d, a.d_dtype, rows, a.n, a.ldd, true, /*row_map=*/true);
+  encode_store_map(p, g, c, a.d, a.d_dtype, rows, a.n, a.ldd, true);
   // A's block scales by TMA where their layout allows (B's two per tile the producer loads). A
   // group's tiles start on any row, and a TMA box's first element must sit on 16 bytes: the box
   // starts 0-3 rows early and is 4 rows taller (GemmGeometry::scales_a), which 256-row tiles
@@ -122,16 +115,13 @@ GemmLaunch prepare(const LoadedKernel& k, const GroupedGemmArgs& a, int sm_count
     encode_scale_map_a(p, g, a.scale_a_layout, a.scale_a, rows, g.scales_a);
   // The units depend on the group table on the device: the grid is the resident maximum, capped
   // by the most units any table can give (every group's rows start a new tile-row).
-  const std::int64_t tile_rows = a.layout == GemmLayout::masked
-                                     ? a.groups * ceil_div(a.m, c.block_m)
-                                     : ceil_div(a.m, c.block_m) + a.groups;
+  const std::int64_t tile_rows = a.layout == GemmLayout::masked ? a.groups * ceil_div(a.m, c.block_m)
+                                                                 : ceil_div(a.m, c.block_m) + a.groups;
   const std::int64_t units = tile_rows * ceil_div(p.tiles_n, c.cluster_n);
   if (units > INT_MAX)
-    throw_invalid("groups/m/n", fmt::format("{}/{}/{}", a.groups, a.m, a.n),
-                  "too many output tiles for one launch");
+    throw_invalid("groups/m/n", fmt::format("{}/{}/{}", a.groups, a.m, a.n), "too many output tiles for one launch");
   const std::int64_t resident = g.cluster > 1 ? k.max_active_clusters : sm_count;
-  l.main.grid[0] =
-      static_cast<unsigned>(std::max<std::int64_t>(1, std::min(units, resident)) * g.cluster);
+  l.main.grid[0] = static_cast<unsigned>(std::max<std::int64_t>(1, std::min(units, resident)) * g.cluster);
   l.main.cluster[0] = static_cast<unsigned>(g.cluster);
   l.main.block[0] = static_cast<unsigned>(k.threads);
   l.main.smem_bytes = static_cast<unsigned>(k.smem_bytes);

@@ -82,9 +82,9 @@ struct Sm90GemmEpilogue {
   // Publishes the written slab to the async proxy and stores it to D (slab_y, slab_x: D
   // coordinates of its first row and column) by TMA, which clips at row M and column N. A slab
   // that runs past rows_end (its group's last row, before M: grouped layouts) goes out a row at a
-  // time up to there, through D's one-row map: deciding per tile between TMA and direct stores
-  // from registers instead made ptxas recompute shared-memory addresses in every K block
-  // (grouped 128x256: 19 % more instructions than the dense kernel).
+  // time up to there (store_rows): deciding per tile between TMA and direct stores from registers
+  // instead made ptxas recompute shared-memory addresses in every K block (grouped 128x256: 19 %
+  // more instructions than the dense kernel).
   static FP8JIT_DEVICE void slab_store(const GemmParams& p, u8* slab, int wg, int slab_y,
                                        int slab_x, int rows_end) {
     tma::fence_smem_for_async();
@@ -94,11 +94,24 @@ struct Sm90GemmEpilogue {
       if (!kGrouped || slab_y + kRowsPerWG <= rows_end || rows_end >= p.M) {
         if (slab_y < p.M && slab_x < p.N) tma::store_2d(&p.tma_d, slab, slab_x, slab_y);
       } else {
-#pragma unroll 1
-        for (int r = 0; r < rows_end - slab_y; ++r)
-          tma::store_2d(&p.tma_d_row, slab + static_cast<i64>(r) * BLOCK_N * S, slab_x, slab_y + r);
+        store_rows(p, slab, slab_y, slab_x, rows_end - slab_y);
       }
       tma::store_commit();
+    }
+  }
+  // The slab's first `rows` rows to D by one thread: each row's columns before N by a bulk copy
+  // of whole 16-byte pieces (D's rows and the slab's are 16-byte aligned wherever slabs are
+  // used: GemmParams::tma_store), the last few elements by plain stores.
+  static FP8JIT_DEVICE void store_rows(const GemmParams& p, const u8* slab, int slab_y, int slab_x,
+                                       int rows) {
+    const int bytes = min(BLOCK_N, p.N - slab_x) * S, whole = bytes / 16 * 16;
+#pragma unroll 1
+    for (int r = 0; r < rows; ++r) {
+      const u8* from = slab + static_cast<i64>(r) * BLOCK_N * S;
+      u8* to = static_cast<u8*>(p.d) + ((slab_y + r) * p.ldd + slab_x) * S;
+      if (whole > 0) tma::store_bytes(to, from, whole);
+#pragma unroll 1
+      for (int b = whole; b < bytes; ++b) to[b] = from[b];
     }
   }
 

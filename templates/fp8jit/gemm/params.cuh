@@ -71,8 +71,6 @@ struct GemmParams {
   const int* group_rows;
   long long sb_gs;
   int* status;
-  // Grouped layouts: D with a one-row box, for a slab's rows before its group's end (tma_store).
-  TensorMap tma_d_row;
 };
 
 }  // namespace dev
