@@ -37,8 +37,9 @@ if [ -n "${PROBE_NCU:-}" ]; then
     echo "ncu (launch $skip) exit $?"
     ncu -i "$OUT/probe_$skip.ncu-rep" --print-units base > "$OUT/probe_ncu_$skip.txt" 2>&1
     # Per-instruction executed counts and sectors, to find what one kernel runs that the other does not.
-    ncu -i "$OUT/probe_$skip.ncu-rep" --page source --csv --print-source sass > "$OUT/probe_src_$skip.csv" 2>&1
+    ncu -i "$OUT/probe_$skip.ncu-rep" --page source --csv --print-source sass > "/tmp/probe_src_$skip.csv" 2>&1
     echo "source page exit $?"
+    python3 lab/probes/top_stalls.py "/tmp/probe_src_$skip.csv" 60 > "$OUT/probe_stalls_$skip.txt" 2>&1
     rm -f "$OUT/probe_$skip.ncu-rep"
   done
 fi
