@@ -40,6 +40,7 @@ if [ -n "${PROBE_NCU:-}" ]; then
     ncu -i "$OUT/probe_$skip.ncu-rep" --page source --csv --print-source sass > "/tmp/probe_src_$skip.csv" 2>&1
     echo "source page exit $?"
     python3 lab/probes/top_stalls.py "/tmp/probe_src_$skip.csv" 60 > "$OUT/probe_stalls_$skip.txt" 2>&1
+    gzip -c "/tmp/probe_src_$skip.csv" > "$OUT/probe_src_$skip.csv.gz"
     rm -f "$OUT/probe_$skip.ncu-rep"
   done
 fi

@@ -19,7 +19,7 @@ def main():
     rows = list(csv.DictReader(lines))
     if not rows:
         sys.exit(f"{path}: no rows")
-    cols = list(rows[0].keys())
+    cols = [c for c in rows[0].keys() if c is not None]
     stall = next((c for c in cols if "Stall Sampling (All" in c), None)
     execd = next((c for c in cols if c.startswith("Instructions Executed")), None)
     src = next((c for c in cols if c == "Source"), cols[1])
