@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# lab/probes/grouped_probe.cpp against the tree and against each patch (lab/patches/*.patch), one
+# after another in one process per library: which change moves the grouped kernel's time.
+# PROBE_CASES as for grouped_probe.sh. Usage (repo root, device, build-peers built):
+#   OUT=... PROBE_CASES="..." bash lab/probes/grouped_probe_patches.sh PATCH...
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 1
+OUT=${OUT:-/tmp/fp8jit-probe}
+mkdir -p "$OUT"
+CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
+source lab/scripts/ab_common.sh  # sqlite_args
+root=$PWD
+pids=()
+for patch in "$@"; do
+  name=$(basename "$patch" .patch)
+  src=/tmp/fp8jit-pp/$name
+  rm -rf "$src" && mkdir -p "$src" && git archive HEAD 2>/dev/null | tar -x -C "$src" 2>/dev/null || cp -r "$root/." "$src/"
+  (cd "$src" && patch -p1 < "$root/$patch" > /dev/null) || { echo "$name: does not apply"; continue; }
+  (cmake -S "$src" -B "$src/build" -DCMAKE_BUILD_TYPE=Release -DFP8JIT_BUILD_TESTS=OFF "${sqlite_args[@]}" &&
+    cmake --build "$src/build" -j5 --target fp8jit_shared) > "$OUT/pp_$name.build.log" 2>&1 &
+  pids+=($!)
+done
+for p in "${pids[@]}"; do wait "$p"; done
+spec() {
+  echo "{\"family\":\"gemm\",\"config\":{$1},\"problem\":{\"a_format\":\"e4m3\",\"accum\":\"precise\",\"b_format\":\"e4m3\",\"bias\":0,\"out\":\"bf16\",\"scale\":\"block\"$2}}"
+}
+for lib in "$root/build-peers" $(for patch in "$@"; do echo "/tmp/fp8jit-pp/$(basename "$patch" .patch)/build"; done); do
+  [ -f "$lib/libfp8jit.so" ] || { echo "== $lib: no library"; continue; }
+  g++ -std=c++20 -O2 -Iinclude -I"$lib/generated/include" -I"$CUDA_HOME/include" lab/probes/grouped_probe.cpp \
+    -L"$lib" -lfp8jit -Wl,-rpath,"$lib" -L"$CUDA_HOME/lib64/stubs" -lcuda -o /tmp/grouped_probe_pp || continue
+  echo "== $lib"
+  while read -r g per n k cfg dcfg; do
+    [ -z "$g" ] && continue
+    /tmp/grouped_probe_pp "$g" "$per" "$n" "$k" "$(spec "$cfg" ',"layout":"contiguous"')" "$(spec "${dcfg:-$cfg}" '')" 2>&1
+  done <<< "${PROBE_CASES:-}"
+done
