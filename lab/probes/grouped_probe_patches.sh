@@ -14,7 +14,9 @@ pids=()
 for patch in "$@"; do
   name=$(basename "$patch" .patch)
   src=/tmp/fp8jit-pp/$name
-  rm -rf "$src" && mkdir -p "$src" && git archive HEAD 2>/dev/null | tar -x -C "$src" 2>/dev/null || cp -r "$root/." "$src/"
+  rm -rf "$src" && mkdir -p "$src" &&
+    tar -C "$root" --exclude=./build-gpu --exclude=./build-peers --exclude=./.carry -cf - . | tar -x -C "$src"
+  ln -s "$root/.carry" "$src/.carry"
   (cd "$src" && patch -p1 < "$root/$patch" > /dev/null) || { echo "$name: does not apply"; continue; }
   (cmake -S "$src" -B "$src/build" -DCMAKE_BUILD_TYPE=Release -DFP8JIT_BUILD_TESTS=OFF "${sqlite_args[@]}" &&
     cmake --build "$src/build" -j5 --target fp8jit_shared) > "$OUT/pp_$name.build.log" 2>&1 &
