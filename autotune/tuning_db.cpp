@@ -133,7 +133,7 @@ std::string expected_problem_key(const TuningRecord& r) {
     invalid(fmt::format(
         "problem_key {} of a grouped gemm ({}) lacks its group count (\"groups\": an integer)",
         brief(r.problem_key),
-        gemm_problem_of(r.best).layout == GemmLayout::masked ? "masked" : "contiguous"));
+        to_string(gemm_problem_of(r.best).layout)));
   return grouped_problem_key(r.best, groups->get<std::int64_t>());
 }
 

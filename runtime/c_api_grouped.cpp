@@ -11,9 +11,11 @@ using namespace fp8jit::c_abi;
 
 static_assert(FP8JIT_LAYOUT_DENSE == int(fp8jit::GemmLayout::dense) &&
               FP8JIT_LAYOUT_CONTIGUOUS == int(fp8jit::GemmLayout::contiguous) &&
-              FP8JIT_LAYOUT_MASKED == int(fp8jit::GemmLayout::masked));
+              FP8JIT_LAYOUT_MASKED == int(fp8jit::GemmLayout::masked) &&
+              FP8JIT_LAYOUT_INDEXED == int(fp8jit::GemmLayout::indexed));
 static_assert(FP8JIT_GEMM_GROUP_OFFSETS_CLAMPED == fp8jit::kGemmGroupOffsetsClamped &&
-              FP8JIT_GEMM_MASKED_ROWS_CLAMPED == fp8jit::kGemmMaskedRowsClamped);
+              FP8JIT_GEMM_MASKED_ROWS_CLAMPED == fp8jit::kGemmMaskedRowsClamped &&
+              FP8JIT_GEMM_ROW_INDICES_INVALID == fp8jit::kGemmRowIndicesInvalid);
 
 fp8jit::GroupedGemmArgs to_cpp(const fp8jit_grouped_gemm_args& c) {
   fp8jit::GroupedGemmArgs a;

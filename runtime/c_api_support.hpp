@@ -125,8 +125,8 @@ inline ScaleLayout layout(int v, const char* field) {
                               "FP8JIT_SCALE_LAYOUT_ROW_MAJOR (0), COL_MAJOR_TMA (1)");
 }
 inline GemmLayout gemm_layout(int v, const char* field) {
-  return to_enum<GemmLayout>(v, FP8JIT_LAYOUT_MASKED + 1, field,
-                             "FP8JIT_LAYOUT_DENSE (0), CONTIGUOUS (1), MASKED (2)");
+  return to_enum<GemmLayout>(v, FP8JIT_LAYOUT_INDEXED + 1, field,
+                             "FP8JIT_LAYOUT_DENSE (0), CONTIGUOUS (1), MASKED (2), INDEXED (3)");
 }
 inline ScaleMode scale_mode(int v, const char* field) {
   return to_enum<ScaleMode>(v, FP8JIT_SCALE_MODE_GROUP + 1, field,

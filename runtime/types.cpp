@@ -46,10 +46,11 @@ constexpr NameTable<ScaleMode, 4> k_scale_mode_names{{
     {ScaleMode::group, "group"},
 }};
 
-constexpr NameTable<GemmLayout, 3> k_gemm_layout_names{{
+constexpr NameTable<GemmLayout, 4> k_gemm_layout_names{{
     {GemmLayout::dense, "dense"},
     {GemmLayout::contiguous, "contiguous"},
     {GemmLayout::masked, "masked"},
+    {GemmLayout::indexed, "indexed"},
 }};
 
 // An enumerator outside the table can only come from a bad cast inside fp8jit or a caller

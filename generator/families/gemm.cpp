@@ -37,6 +37,9 @@ std::string check(const KernelSpec& spec) {
     if (p.bias) return fmt::format("layout = {}: grouped GEMMs take no bias", to_string(p.layout));
     if (c.cluster_m != 1)
       return fmt::format("layout = {}: cluster_m = 2 would pair tiles of different groups; use cluster_n", to_string(p.layout));
+    if (p.layout == GemmLayout::indexed && dev::kGemmIndexedAlignment % c.block_m != 0)
+      return fmt::format("layout = indexed: block_m = {} tiles would span groups, whose rows start every {} rows",
+                         c.block_m, dev::kGemmIndexedAlignment);
   }
   if (g.smem_bytes > kGemmSmemLimit)
     return fmt::format("stages = {} with {}x{} tiles ({} out) needs {} bytes of shared memory; the limit is {}",
@@ -103,6 +106,9 @@ std::string render_wgmma(int n, Fp8Format a, Fp8Format b) {
 // scheduler of the layout otherwise.
 std::string render_scheduler(const GemmProblem& p, const GemmConfig& c) {
   if (p.layout == GemmLayout::dense) return "";
+  if (p.layout == GemmLayout::indexed)
+    return fmt::format(",\n    IndexedTileScheduler<{}, {}, {}, /*CLUSTER_N=*/{}>", c.block_m, c.block_n, c.group_m,
+                       c.cluster_n);
   return fmt::format(",\n    GroupedTileScheduler<{}, {}, {}, /*CLUSTER_N=*/{}, {}>", c.block_m, c.block_n, c.group_m,
                      c.cluster_n, p.layout == GemmLayout::contiguous ? "kContiguousLayout" : "kMaskedLayout");
 }
@@ -157,8 +163,8 @@ FamilyDef make_family() {
       {"scale", false, {"tensor", "rowwise", "block", "group"}, "scale mode"},
       {"bias", false, {0, 1}, "add bias[N]"},
       {"accum", false, {"precise", "fast"}, "precise: promote every 128 of K into FP32; fast: tensor-core accumulation"},
-      {"layout", false, {"dense", "contiguous", "masked"},
-       "dense: one GEMM; contiguous / masked: grouped (mixture-of-experts) GEMMs, a B per group",
+      {"layout", false, {"dense", "contiguous", "masked", "indexed"},
+       "dense: one GEMM; contiguous / masked / indexed: grouped (mixture-of-experts) GEMMs, a B per group",
        std::string("dense")},
       {"block_m", true, {64, 128, 256}, "rows of D per tile"},
       {"block_n", true, range(16, 256, 8), "columns of D per tile"},
@@ -210,7 +216,7 @@ GemmProblem gemm_problem_of(const KernelSpec& spec) {
   auto scale = parse_scale_mode(spec.s("scale"));
   if (!scale) throw_invalid("scale", spec.s("scale"), "tensor, rowwise, block or group");
   auto layout = parse_gemm_layout(spec.s("layout"));
-  if (!layout) throw_invalid("layout", spec.s("layout"), "dense, contiguous or masked");
+  if (!layout) throw_invalid("layout", spec.s("layout"), "dense, contiguous, masked or indexed");
   return {elementwise::format_param(spec, "a_format"), elementwise::format_param(spec, "b_format"),
           elementwise::dtype_param(spec, "out"), *scale, spec.i("bias") != 0, spec.s("accum") == "fast", *layout};
 }

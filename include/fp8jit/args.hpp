@@ -83,14 +83,21 @@ struct GemmArgs {
 //               size, 0 included; rows outside every group are neither computed nor written).
 //   masked:     A [groups * m, k] and D [groups * m, n], m = M_max rows per group; group g owns
 //               its first group_rows[g] rows (masked_m, groups int32); the rest are not written.
+//   indexed:    A [m, k] and D [m, n]; row r belongs to group group_rows[r] (m_indices, m int32;
+//               -1: a padding row, neither computed nor written). Each group's rows start at a
+//               multiple of kGemmIndexedAlignment (128) rows and run on without gaps, padding
+//               (-1) filling the rest of their last 128-row chunk (DeepGEMM's m_indices layout).
+//               Tiles of at most 128 rows (block_m 64 or 128) take this layout.
 // B is [groups * n, k]: group g's B_g [n, k] is rows [g * n, (g + 1) * n) (row stride ldb).
 // A table out of range (an offset below 0, past m or below the previous one; masked_m below 0 or
-// above m) is clamped on the device, so nothing outside the tensors is read or written, and
-// reported in `status` (GemmStatusBits) when given.
+// above m; an index out of [-1, groups) or a group's rows that do not start a 128-row chunk) is
+// clamped on the device (out-of-range indices and misplaced rows count as padding), so nothing
+// outside the tensors is read or written, and reported in `status` (GemmStatusBits) when given.
 struct GroupedGemmArgs {
   GemmLayout layout = GemmLayout::contiguous;
   std::int64_t groups = 0;
-  const int* group_rows = nullptr;  // device int32: contiguous groups + 1 offsets, masked groups counts
+  // device int32: contiguous groups + 1 offsets, masked groups counts, indexed m group indices
+  const int* group_rows = nullptr;
   const void* a = nullptr;
   Fp8Format a_format = Fp8Format::e4m3;
   std::int64_t lda = 0;  // 0 = k
@@ -123,7 +130,11 @@ struct GroupedGemmArgs {
 enum GemmStatusBits : int {
   kGemmGroupOffsetsClamped = 1,  // contiguous: an offset out of [0, m] or below the one before
   kGemmMaskedRowsClamped = 2,    // masked: a masked_m out of [0, m]
+  kGemmRowIndicesInvalid = 4,    // indexed: an index out of [-1, groups), or rows of a group that
+                                 // do not start a 128-row chunk (left unwritten)
 };
+// Indexed layouts: each group's rows start at a multiple of this many rows.
+inline constexpr std::int64_t kGemmIndexedAlignment = 128;
 
 // Floats a scale tensor holds for an [m, k] tensor (col_major_tma pads its row count to 4).
 FP8JIT_API std::int64_t scale_count(Granularity g, ScaleLayout layout, std::int64_t m,

@@ -97,12 +97,16 @@ typedef enum fp8jit_scale_mode {
 typedef enum fp8jit_gemm_layout {
   FP8JIT_LAYOUT_DENSE = 0,      /* one GEMM (fp8jit_gemm) */
   FP8JIT_LAYOUT_CONTIGUOUS = 1, /* A [m, k]: the groups' rows one after another, by offsets */
-  FP8JIT_LAYOUT_MASKED = 2      /* A [groups * m, k]: group g's first masked_m[g] of m rows */
+  FP8JIT_LAYOUT_MASKED = 2,     /* A [groups * m, k]: group g's first masked_m[g] of m rows */
+  FP8JIT_LAYOUT_INDEXED = 3     /* A [m, k]: row r is group m_indices[r]'s (-1: padding), each
+                                   group's rows starting at a multiple of 128 rows */
 } fp8jit_gemm_layout;
 
 /* Bits a grouped GEMM ORs into its optional status word when it clamped the group table. */
 #define FP8JIT_GEMM_GROUP_OFFSETS_CLAMPED 1 /* contiguous: an offset out of [0, m] or descending */
 #define FP8JIT_GEMM_MASKED_ROWS_CLAMPED 2   /* masked: a masked_m out of [0, m] */
+#define FP8JIT_GEMM_ROW_INDICES_INVALID 4   /* indexed: an index out of [-1, groups), or a group's
+                                               rows not starting a 128-row chunk (unwritten) */
 
 /* ---- argument structs: fill with fp8jit_*_args_init, then set the fields you need ---------- */
 
@@ -172,9 +176,11 @@ typedef struct fp8jit_gemm_args {
  * on the device (so a captured CUDA graph serves any routing). B is [groups * n, k] (B_g: rows
  * g * n ..); D has A's rows. contiguous: group_rows holds groups + 1 ascending int32 offsets into
  * A [m, k]; masked: group_rows holds groups int32 counts (masked_m), each group owning m rows of
- * A [groups * m, k]. Rows outside every group are not written. A's scales cover all of A's rows;
+ * A [groups * m, k]; indexed: group_rows holds m int32 group indices of A [m, k]'s rows (-1:
+ * padding), each group's rows starting at a multiple of 128 rows (DeepGEMM's m_indices). Rows
+ * outside every group are not written. A's scales cover all of A's rows;
  * B's are one set per group, one after another. A table out of range is clamped on the device
- * and reported in *status (FP8JIT_GEMM_*_CLAMPED bits) when status is not NULL. */
+ * and reported in *status (FP8JIT_GEMM_*_CLAMPED, _INVALID bits) when status is not NULL. */
 typedef struct fp8jit_grouped_gemm_args {
   fp8jit_gemm_layout layout;          /* default CONTIGUOUS */
   int64_t groups;

@@ -44,6 +44,8 @@ enum class GemmLayout {
   dense,       // one GEMM
   contiguous,  // A [M, K]: the groups' rows one after another, given by G+1 row offsets
   masked,      // A [G, M_max, K]: group g's first masked_m[g] rows (CUDA-graph friendly decode)
+  indexed,     // A [M, K]: row r belongs to group m_indices[r] (-1: padding), each group's rows
+               // starting at a multiple of 128 rows (DeepGEMM's m_indices)
 };
 
 // Where kernels come from (FP8JIT_TUNE): heuristics only; the tuning database, else heuristics;

@@ -15,8 +15,10 @@
 namespace fp8jit::ops {
 
 static_assert(int{kGemmGroupOffsetsClamped} == int{dev::kGroupOffsetsClamped} &&
-                  int{kGemmMaskedRowsClamped} == int{dev::kMaskedRowsClamped},
+                  int{kGemmMaskedRowsClamped} == int{dev::kMaskedRowsClamped} &&
+                  int{kGemmRowIndicesInvalid} == int{dev::kRowIndicesInvalid},
               "host and device status bits agree");
+static_assert(kGemmIndexedAlignment == dev::kGemmIndexedAlignment, "host and device agree on the alignment");
 
 namespace {
 
@@ -27,7 +29,9 @@ std::int64_t scales_b_per_group(const GroupedGemmArgs& a) {
 
 void check_groups(const GroupedGemmArgs& a) {
   if (a.layout == GemmLayout::dense)
-    throw_invalid("layout", "dense", "grouped GEMMs take contiguous or masked; a dense GEMM is gemm()");
+    throw_invalid("layout", "dense", "grouped GEMMs take contiguous, masked or indexed; a dense GEMM is gemm()");
+  if (a.layout != GemmLayout::contiguous && a.layout != GemmLayout::masked && a.layout != GemmLayout::indexed)
+    throw_invalid("layout", std::to_string(static_cast<int>(a.layout)), "not a GemmLayout: contiguous, masked or indexed");
   if (a.groups < 1 || a.groups > kMaxDim)
     throw_invalid("groups", std::to_string(a.groups), "must be in [1, 2^31-1]");
   // The kernels address B's rows, and masked A's and D's, as int.
@@ -36,7 +40,9 @@ void check_groups(const GroupedGemmArgs& a) {
   if (a.layout == GemmLayout::masked && a.groups * a.m > kMaxDim)
     throw_invalid("groups*m", fmt::format("{}x{}", a.groups, a.m),
                   "masked A [groups * m, k] must have fewer than 2^31 rows");
-  require_ptr(a.group_rows, a.layout == GemmLayout::contiguous ? "group_rows (offsets)" : "group_rows (masked_m)");
+  require_ptr(a.group_rows, a.layout == GemmLayout::contiguous ? "group_rows (offsets)"
+                            : a.layout == GemmLayout::masked   ? "group_rows (masked_m)"
+                                                               : "group_rows (m_indices)");
   require_aligned(a.group_rows, 4, "group_rows", "int32");
   if (a.status) require_aligned(a.status, 4, "status", "int32");
   const std::int64_t max_expected = a.m;
@@ -115,8 +121,10 @@ GemmLaunch prepare(const LoadedKernel& k, const GroupedGemmArgs& a, int sm_count
     encode_scale_map_a(p, g, a.scale_a_layout, a.scale_a, rows, g.scales_a);
   // The units depend on the group table on the device: the grid is the resident maximum, capped
   // by the most units any table can give (every group's rows start a new tile-row).
-  const std::int64_t tile_rows = a.layout == GemmLayout::masked ? a.groups * ceil_div(a.m, c.block_m)
-                                                                 : ceil_div(a.m, c.block_m) + a.groups;
+  // (Indexed layouts: the tile grid over all rows, padding tiles skipped.)
+  const std::int64_t tile_rows = a.layout == GemmLayout::masked    ? a.groups * ceil_div(a.m, c.block_m)
+                                 : a.layout == GemmLayout::indexed ? ceil_div(a.m, c.block_m)
+                                                                   : ceil_div(a.m, c.block_m) + a.groups;
   const std::int64_t units = tile_rows * ceil_div(p.tiles_n, c.cluster_n);
   if (units > INT_MAX)
     throw_invalid("groups/m/n", fmt::format("{}/{}/{}", a.groups, a.m, a.n), "too many output tiles for one launch");

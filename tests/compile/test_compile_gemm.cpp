@@ -203,13 +203,14 @@ void compile_all(const std::vector<KernelSpec>& specs, const char* what) {
 
 
 TEST(CompileGemm, SpreadSampleOfTheConfigSpace) {
-  const std::vector<KernelSpec> specs = spread_sample(gemm_family(), 60);
-  // 60 evenly spaced picks plus the smallest and largest value of each config parameter and each
-  // value of each problem parameter.
+  // 59 evenly spaced picks plus the smallest and largest value of each config parameter and each
+  // value of each problem parameter (the picks shrink as problem parameters gain values).
+  constexpr std::size_t kPicks = 57;
+  const std::vector<KernelSpec> specs = spread_sample(gemm_family(), kPicks);
   std::size_t extras = 0;
   for (const ParamDef& def : gemm_family().params) extras += def.is_config ? 2 : def.allowed.size();
-  ASSERT_GE(specs.size(), 60u);
-  ASSERT_LE(specs.size(), 60u + extras);
+  ASSERT_GE(specs.size(), kPicks);
+  ASSERT_LE(specs.size(), kPicks + extras);
   // The CI budget: each variant takes NVRTC and ptxas up to about a second on 2 cores.
   ASSERT_LE(specs.size(), 80u) << "the spread sample outgrew the compile test's time budget";
   std::set<std::int64_t> block_n, block_m, cluster_m, cluster_n;

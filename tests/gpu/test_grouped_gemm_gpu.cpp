@@ -21,25 +21,49 @@ namespace fp8jit::test {
 namespace {
 
 // A grouped problem: G groups of N x K weights; contiguous A rows given by offsets, masked by
-// counts within m_max rows per group.
+// counts within m_max rows per group, indexed by a group index per row.
 struct Case {
   GemmLayout layout;
   ScaleMode scale;
   DType out;
-  std::vector<int> table;  // contiguous: G + 1 offsets; masked: G counts
-  std::int64_t m;          // contiguous: rows of A; masked: m_max
+  std::vector<int> table;  // contiguous: G + 1 offsets; masked: G counts; indexed: m indices
+  std::int64_t m;          // contiguous, indexed: rows of A; masked: m_max
   std::int64_t n, k;
+  std::int64_t indexed_groups = 0;  // indexed: G
 };
 
 std::int64_t groups_of(const Case& c) {
+  if (c.layout == GemmLayout::indexed) return c.indexed_groups;
   return static_cast<std::int64_t>(c.table.size()) - (c.layout == GemmLayout::contiguous ? 1 : 0);
 }
-std::int64_t rows_of(const Case& c) { return c.layout == GemmLayout::masked ? groups_of(c) * c.m : c.m; }
+std::int64_t rows_of(const Case& c) {
+  return c.layout == GemmLayout::masked ? groups_of(c) * c.m : c.m;
+}
 
-// Rows [first, last) of D that group g owns (the table as given: tests pass valid tables here).
+// Rows [first, last) of D that group g owns (the table as given: tests pass valid tables here;
+// an indexed group's rows are one run).
 std::pair<std::int64_t, std::int64_t> group_range(const Case& c, std::int64_t g) {
   if (c.layout == GemmLayout::contiguous) return {c.table[g], c.table[g + 1]};
+  if (c.layout == GemmLayout::indexed) {
+    const auto first = std::find(c.table.begin(), c.table.end(), static_cast<int>(g));
+    const auto last = std::find_if(first, c.table.end(), [&](int v) { return v != g; });
+    return {first - c.table.begin(), last - c.table.begin()};
+  }
   return {g * c.m, g * c.m + c.table[g]};
+}
+
+// An indexed layout (DeepGEMM's m_indices) of groups with these row counts: each group's rows
+// from a multiple of 128 on, padding (-1) up to the next, then `tail` padding rows.
+Case indexed_case(ScaleMode scale, DType out, const std::vector<int>& sizes, std::int64_t n,
+                  std::int64_t k, int tail) {
+  Case c{GemmLayout::indexed, scale, out, {}, 0, n, k, static_cast<std::int64_t>(sizes.size())};
+  for (std::size_t g = 0; g < sizes.size(); ++g) {
+    c.table.insert(c.table.end(), sizes[g], static_cast<int>(g));
+    while (c.table.size() % kGemmIndexedAlignment) c.table.push_back(-1);
+  }
+  c.table.insert(c.table.end(), tail, -1);
+  c.m = static_cast<std::int64_t>(c.table.size());
+  return c;
 }
 
 struct Grouped {
@@ -68,7 +92,8 @@ Grouped make_grouped(const Case& c, unsigned seed) {
   o.b = std::make_unique<DeviceMem>(g.groups * c.n * c.k);
   o.sa = std::make_unique<DeviceMem>(4 * g.scale_a_size);
   o.sb = std::make_unique<DeviceMem>(4 * g.scale_b_size);
-  quantize_into(rows, c.k, g.a_format, granularity_a(c.scale), g.scale_a_layout, o.a->get(), o.sa->f32(), seed);
+  quantize_into(rows, c.k, g.a_format, granularity_a(c.scale), g.scale_a_layout, o.a->get(),
+                o.sa->f32(), seed);
   for (std::int64_t e = 0; e < g.groups; ++e)  // each expert's weights with their own scales
     quantize_into(c.n, c.k, g.b_format, granularity_b(c.scale), g.scale_b_layout,
                   o.b->as<unsigned char>() + e * c.n * c.k, o.sb->f32() + e * o.sb_per_group,
@@ -112,15 +137,19 @@ std::vector<unsigned char> reference_of_group(const Grouped& o, const Case& c, s
   return ref.download();
 }
 
-double tolerance(DType out) { return out == DType::fp32 ? 1e-3 : 4e-3; }
+double tolerance(DType out) {
+  return out == DType::fp32 ? 1e-3 : 4e-3;
+}
 
 // Runs the grouped GEMM on poisoned D (with `spec`, or the runtime's choice) and checks every
 // group against its reference and every row outside the groups for the poison. Returns the worst
 // group's relative error.
 double run_and_check(const Case& c, Grouped& o, const KernelSpec* spec) {
   o.d->poison(0xFF);
-  if (spec) default_runtime().grouped_gemm(o.args, *spec, nullptr);
-  else default_runtime().grouped_gemm(o.args, nullptr);
+  if (spec)
+    default_runtime().grouped_gemm(o.args, *spec, nullptr);
+  else
+    default_runtime().grouped_gemm(o.args, nullptr);
   EXPECT_EQ(cudaSuccess, cudaDeviceSynchronize());
   const auto dh = o.d->download();
   const std::size_t esize = dtype_size(c.out);
@@ -132,9 +161,9 @@ double run_and_check(const Case& c, Grouped& o, const KernelSpec* spec) {
     if (first == last) continue;
     std::fill(owned.begin() + first, owned.begin() + last, true);
     const auto ref = reference_of_group(o, c, g);
-    const double err = reference::relative_error(dh.data() + first * row_bytes, c.n, c.out,
-                                                 reinterpret_cast<const double*>(ref.data()) + first * c.n,
-                                                 last - first, c.n);
+    const double err = reference::relative_error(
+        dh.data() + first * row_bytes, c.n, c.out,
+        reinterpret_cast<const double*>(ref.data()) + first * c.n, last - first, c.n);
     EXPECT_LE(err, tolerance(c.out)) << "group " << g << " rows [" << first << ", " << last << ")";
     worst = std::max(worst, err);
   }
@@ -148,7 +177,8 @@ double run_and_check(const Case& c, Grouped& o, const KernelSpec* spec) {
     }
   }
   const auto status = o.status->download();
-  EXPECT_EQ(status[0] | status[1] | status[2] | status[3], 0) << "a valid group table was reported as clamped";
+  EXPECT_EQ(status[0] | status[1] | status[2] | status[3], 0)
+      << "a valid group table was reported as clamped";
   return worst;
 }
 
@@ -161,16 +191,21 @@ void compile_all(const std::vector<KernelSpec>& specs) {
   });
 }
 
-GemmProblem problem_of(const Case& c) { return {Fp8Format::e4m3, Fp8Format::e4m3, c.out, c.scale, false, false, c.layout}; }
+GemmProblem problem_of(const Case& c) {
+  return {Fp8Format::e4m3, Fp8Format::e4m3, c.out, c.scale, false, false, c.layout};
+}
 
 // Ragged tables: empty groups, a group of one row, sizes off the tile, rows before the first and
-// after the last group (contiguous), groups at 0 and at m_max (masked).
+// after the last group (contiguous), groups at 0 and at m_max (masked), padding rows after each
+// group and a whole tile of them (indexed).
 std::vector<Case> ragged_cases() {
   std::vector<Case> cases;
   for (ScaleMode scale : {ScaleMode::block, ScaleMode::tensor, ScaleMode::rowwise})
     for (DType out : {DType::bf16, DType::fp32}) {
-      cases.push_back({GemmLayout::contiguous, scale, out, {5, 5, 6, 136, 200, 457, 457, 520}, 530, 320, 384});
+      cases.push_back(
+          {GemmLayout::contiguous, scale, out, {5, 5, 6, 136, 200, 457, 457, 520}, 530, 320, 384});
       cases.push_back({GemmLayout::masked, scale, out, {0, 192, 1, 77}, 192, 256, 512});
+      cases.push_back(indexed_case(scale, out, {5, 0, 1, 130, 64, 200}, 256, 384, 100));
     }
   return cases;
 }
@@ -186,7 +221,8 @@ TEST(GroupedGemmGpu, EveryLayoutAndScaleModeOnRaggedGroups) {
   compile_all(specs);
   unsigned seed = 1;
   for (const Case& c : cases) {
-    SCOPED_TRACE(testing::Message() << to_string(c.layout) << " " << to_string(c.scale) << " " << to_string(c.out));
+    SCOPED_TRACE(testing::Message()
+                 << to_string(c.layout) << " " << to_string(c.scale) << " " << to_string(c.out));
     Grouped o = make_grouped(c, seed++);
     run_and_check(c, o, nullptr);
   }
@@ -197,14 +233,21 @@ TEST(GroupedGemmGpu, EveryLayoutAndScaleModeOnRaggedGroups) {
 // tiles past a group's end take direct stores.
 TEST(GroupedGemmGpu, ConfigsOnRaggedGroups) {
   FP8JIT_REQUIRE_GPU();
-  const std::vector<GemmConfig> configs = {{64, 128, 5, 8, 1, 1},  {128, 256, 3, 8, 1, 1}, {256, 128, 3, 8, 1, 1},
-                                           {128, 128, 4, 8, 1, 2}, {128, 96, 6, 16, 1, 1}, {64, 64, 6, 1, 1, 2}};
+  const std::vector<GemmConfig> configs = {{64, 128, 5, 8, 1, 1},  {128, 256, 3, 8, 1, 1},
+                                           {256, 128, 3, 8, 1, 1}, {128, 128, 4, 8, 1, 2},
+                                           {128, 96, 6, 16, 1, 1}, {64, 64, 6, 1, 1, 2}};
   std::vector<std::pair<Case, KernelSpec>> runs;
-  for (GemmLayout layout : {GemmLayout::contiguous, GemmLayout::masked})
+  for (GemmLayout layout : {GemmLayout::contiguous, GemmLayout::masked, GemmLayout::indexed})
     for (const GemmConfig& cfg : configs) {
-      Case c = layout == GemmLayout::contiguous
-                   ? Case{layout, ScaleMode::block, DType::bf16, {0, 300, 300, 301, 700, 1100}, 1100, 512, 640}
-                   : Case{layout, ScaleMode::block, DType::bf16, {256, 0, 130, 3}, 256, 384, 640};
+      if (layout == GemmLayout::indexed && cfg.block_m > kGemmIndexedAlignment)
+        continue;  // not an indexed tile
+      Case c = layout == GemmLayout::contiguous ? Case{layout,      ScaleMode::block,
+                                                       DType::bf16, {0, 300, 300, 301, 700, 1100},
+                                                       1100,        512,
+                                                       640}
+               : layout == GemmLayout::masked
+                   ? Case{layout, ScaleMode::block, DType::bf16, {256, 0, 130, 3}, 256, 384, 640}
+                   : indexed_case(ScaleMode::block, DType::bf16, {300, 1, 0, 129, 64}, 384, 640, 0);
       runs.push_back({c, make_gemm_spec(problem_of(c), cfg)});
     }
   std::vector<KernelSpec> specs;
@@ -234,9 +277,10 @@ TEST(GroupedGemmGpu, CapturedGraphFollowsMaskedRowsChangedOnTheDevice) {
   default_runtime().grouped_gemm(o.args, reinterpret_cast<CUstream>(stream));
   CUDA_OK(cudaStreamEndCapture(stream, &graph));
   CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
-  for (const std::vector<int>& routing : {std::vector<int>{3, 64, 0, 17}, std::vector<int>{128, 0, 1, 100}}) {
-    SCOPED_TRACE(testing::Message() << "masked_m " << routing[0] << " " << routing[1] << " " << routing[2] << " "
-                                    << routing[3]);
+  for (const std::vector<int>& routing :
+       {std::vector<int>{3, 64, 0, 17}, std::vector<int>{128, 0, 1, 100}}) {
+    SCOPED_TRACE(testing::Message() << "masked_m " << routing[0] << " " << routing[1] << " "
+                                    << routing[2] << " " << routing[3]);
     c.table = routing;
     CUDA_OK(cudaMemcpy(o.table->get(), routing.data(), 4 * routing.size(), cudaMemcpyHostToDevice));
     o.d->poison(0xFF);
@@ -250,6 +294,35 @@ TEST(GroupedGemmGpu, CapturedGraphFollowsMaskedRowsChangedOnTheDevice) {
   CUDA_OK(cudaGraphExecDestroy(exec));
   CUDA_OK(cudaGraphDestroy(graph));
   CUDA_OK(cudaStreamDestroy(stream));
+}
+
+// Indices out of [-1, G), and a group's rows after another group's in a tile, count as padding
+// (not written) and are reported; the rows before them are right.
+TEST(GroupedGemmGpu, BadRowIndicesArePaddingAndReported) {
+  FP8JIT_REQUIRE_GPU();
+  Case c = indexed_case(ScaleMode::block, DType::bf16, {100, 100}, 256, 384, 0);
+  c.table[110] = 7;  // no such group, among group 0's padding
+  c.table[190] = 0;  // group 0 inside group 1's rows: rows 190.. are left unwritten
+  Grouped o = make_grouped(c, 11);
+  o.d->poison(0xFF);
+  default_runtime().grouped_gemm(o.args, nullptr);
+  CUDA_OK(cudaDeviceSynchronize());
+  EXPECT_EQ(o.status->download()[0] & kGemmRowIndicesInvalid, kGemmRowIndicesInvalid)
+      << "not reported";
+  const auto dh = o.d->download();
+  const std::size_t row_bytes = c.n * dtype_size(c.out);
+  for (const auto& [g, first, last] : std::vector<std::array<int, 3>>{{0, 0, 100}, {1, 128, 190}}) {
+    const auto ref = reference_of_group(o, c, g);
+    EXPECT_LE(reference::relative_error(dh.data() + first * row_bytes, c.n, c.out,
+                                        reinterpret_cast<const double*>(ref.data()) + first * c.n,
+                                        last - first, c.n),
+              tolerance(c.out))
+        << "group " << g;
+  }
+  for (int r : {100, 110, 127, 190, 199, 255})
+    EXPECT_TRUE(std::all_of(dh.begin() + r * row_bytes, dh.begin() + (r + 1) * row_bytes,
+                            [](unsigned char x) { return x == 0xFF; }))
+        << "row " << r << " is padding or another group's, but was written";
 }
 
 // Tables out of range are clamped on the device (nothing outside A, D or a group's M_max is read
@@ -270,7 +343,13 @@ TEST(GroupedGemmGpu, TablesOutOfRangeAreClampedAndReported) {
        kGemmMaskedRowsClamped,
        {5, 64, 0, 64},
        {{0, 0, 5}, {1, 64, 128}, {3, 192, 256}}},
-      {{GemmLayout::contiguous, ScaleMode::block, DType::bf16, {-7, 40, 30, 90, 5000}, 200, 128, 256},
+      {{GemmLayout::contiguous,
+        ScaleMode::block,
+        DType::bf16,
+        {-7, 40, 30, 90, 5000},
+        200,
+        128,
+        256},
        kGemmGroupOffsetsClamped,
        {0, 40, 40, 90, 200},
        {{0, 0, 30}, {2, 40, 90}, {3, 90, 200}}},
@@ -288,10 +367,11 @@ TEST(GroupedGemmGpu, TablesOutOfRangeAreClampedAndReported) {
     const std::size_t row_bytes = b.c.n * dtype_size(b.c.out);
     for (const auto& [g, first, last] : b.checked) {
       const auto ref = reference_of_group(o, b.c, g);
-      EXPECT_LE(reference::relative_error(dh.data() + first * row_bytes, b.c.n, b.c.out,
-                                          reinterpret_cast<const double*>(ref.data()) + first * b.c.n, last - first,
-                                          b.c.n),
-                tolerance(b.c.out))
+      EXPECT_LE(
+          reference::relative_error(dh.data() + first * row_bytes, b.c.n, b.c.out,
+                                    reinterpret_cast<const double*>(ref.data()) + first * b.c.n,
+                                    last - first, b.c.n),
+          tolerance(b.c.out))
           << "group " << g;
     }
     // Masked: rows past a clamped group's m_max belong to the next group and hold its values;

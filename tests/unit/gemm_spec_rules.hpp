@@ -180,6 +180,8 @@ inline bool valid_by_rules(const std::string& a, const std::string& b, const std
   if (a == "e5m2" && b == "e5m2") return false;
   // Grouped layouts: tensor, rowwise or block scaling, no bias, no pairs along M.
   if (layout != "dense" && (scale == "group" || bias != 0 || cluster_m != 1)) return false;
+  // Indexed layouts: a tile lies in one group's 128-row chunk.
+  if (layout == "indexed" && 128 % block_m != 0) return false;
   if (!cluster_ok(scale, block_m, block_n, cluster_m, cluster_n)) return false;
   if (accum == "fast" && (scale == "block" || scale == "group")) return false;
   if (smem_model(block_m, block_n, stages, out_bytes(out), staged_scales(scale, block_m, block_n)) > kSmemLimit)

@@ -136,9 +136,12 @@ TEST(CodegenShape, EverySourceIsShortWithOneHeaderAndItsSpec) {
       const std::string layout = s.s("layout");
       const std::string scheduler =
           layout == "dense" ? ">;"
-                            : fmt::format(",\n    GroupedTileScheduler<{}, {}, {}, /*CLUSTER_N=*/{}, {}>>;", s.i("block_m"),
-                                          s.i("block_n"), s.i("group_m"), s.i("cluster_n"),
-                                          layout == "contiguous" ? "kContiguousLayout" : "kMaskedLayout");
+          : layout == "indexed"
+              ? fmt::format(",\n    IndexedTileScheduler<{}, {}, {}, /*CLUSTER_N=*/{}>>;", s.i("block_m"), s.i("block_n"),
+                            s.i("group_m"), s.i("cluster_n"))
+              : fmt::format(",\n    GroupedTileScheduler<{}, {}, {}, /*CLUSTER_N=*/{}, {}>>;", s.i("block_m"),
+                            s.i("block_n"), s.i("group_m"), s.i("cluster_n"),
+                            layout == "contiguous" ? "kContiguousLayout" : "kMaskedLayout");
       ASSERT_NE(src.find(fmt::format("/*kBias=*/{}, /*GROUP_M=*/{}, /*kFastAccum=*/{}, /*CLUSTER_M=*/{}, "
                                      "/*CLUSTER_N=*/{}{}",
                                      s.i("bias") ? "true" : "false", s.i("group_m"),

@@ -62,6 +62,11 @@ TEST(GroupedGemmArgs, ValidLayoutsAcceptedWithDefaults) {
   const GroupedGemmArgs m = ops::normalize(valid_masked());
   EXPECT_EQ(m.expected_m, 256);  // M_max
   EXPECT_EQ(ops::total_rows(m), 2048);
+  GroupedGemmArgs indexed = valid_contiguous();
+  indexed.layout = GemmLayout::indexed;  // m_indices: one int32 per row of A
+  const GroupedGemmArgs i = ops::normalize(indexed);
+  EXPECT_EQ(i.expected_m, 125);
+  EXPECT_EQ(ops::total_rows(i), 1000);
 }
 
 TEST(GroupedGemmArgs, BadGroupsAndTablesRejectedByName) {
@@ -83,6 +88,15 @@ TEST(GroupedGemmArgs, BadGroupsAndTablesRejectedByName) {
   GroupedGemmArgs masked = valid_masked();
   masked.group_rows = nullptr;
   expect_rejected(masked, {"group_rows (masked_m) = nullptr"});
+  GroupedGemmArgs indexed = valid_contiguous();
+  indexed.layout = GemmLayout::indexed;
+  indexed.group_rows = nullptr;
+  expect_rejected(indexed, {"group_rows (m_indices) = nullptr"});
+  indexed.group_rows = fake<const int>(0x700006);
+  expect_rejected(indexed, {"group_rows", "4-byte aligned"});
+  indexed.group_rows = fake<const int>(0x700000);
+  indexed.layout = static_cast<GemmLayout>(4);
+  EXPECT_THROW((void)ops::normalize(indexed), Error);
   masked = valid_masked();
   masked.groups = 100'000;  // B [1.6M, k] fits; A [3G, k] does not
   masked.n = 16;
@@ -203,6 +217,18 @@ TEST(GroupedGemmSpec, LayoutInNameJsonAndDefaults) {
   EXPECT_EQ(spec_to_json(d).find("layout"), std::string::npos) << spec_to_json(d);
   EXPECT_NE(spec_to_json(s).find("\"layout\":\"contiguous\""), std::string::npos);
   EXPECT_THROW(default_grouped_gemm_spec({}, 8, 512, 4096, 7168), Error);  // dense problem
+  // Indexed layouts: tiles of at most 128 rows, whatever the expected rows per group; wider ones
+  // are refused by name.
+  GemmProblem ip;
+  ip.layout = GemmLayout::indexed;
+  for (std::int64_t expected : {1, 64, 128, 512, 4096, 65536}) {
+    const KernelSpec is = default_grouped_gemm_spec(ip, 8, expected, 4096, 7168);
+    EXPECT_LE(gemm_config_of(is).block_m, kGemmIndexedAlignment) << spec_name(is);
+    EXPECT_NE(spec_name(is).find("_indexed_"), std::string::npos) << spec_name(is);
+    EXPECT_NO_THROW(validate_spec(is));
+  }
+  const std::string why = test::invalid_message([&] { validate_spec(make_gemm_spec(ip, GemmConfig{256, 128, 3, 8})); });
+  EXPECT_NE(why.find("layout = indexed: block_m = 256"), std::string::npos) << why;
 }
 
 }  // namespace

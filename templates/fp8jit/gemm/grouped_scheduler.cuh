@@ -88,10 +88,7 @@ struct GroupedTileScheduler {
   FP8JIT_DEVICE int group() const {
     return g;
   }
-  FP8JIT_DEVICE int rows_end() const {
-    return group_end(p, g);
-  }
-  static FP8JIT_DEVICE int group_end(const GemmParams& p, int g) {
+  static FP8JIT_DEVICE int slab_end(const GemmParams& p, int g, int, int) {
     int start, rows;
     group_rows(p, g, start, rows);
     return start + rows;
@@ -110,15 +107,8 @@ struct GroupedTileScheduler {
     }
     int tm, tn;
     tile_coords<GROUP_M>(tiles_m, columns, u, tm, tn);
-    w.tm = tm;
-    w.tn = tn * CLUSTER_N + (kShareA ? rank : 0);
-    w.first = 0;
-    w.last = p.k_blocks;
-    w.split = 0;
-    w.group = g;
-    w.row0 = start + tm * BLOCK_M;
-    w.rows_end = start + rows;
-    w.b_row0 = g * p.N + w.tn * BLOCK_N;
+    set_group_unit<BLOCK_N>(w, p, tm, tn * CLUSTER_N + (kShareA ? rank : 0), g,
+                            start + tm * BLOCK_M, start + rows);
     u += stride();
     return true;
   }

@@ -20,6 +20,7 @@ enum GemmLayout {
   kDenseLayout = 0,       // one GEMM
   kContiguousLayout = 1,  // group g: rows [offsets[g], offsets[g + 1]) of A [M, K] and D [M, N]
   kMaskedLayout = 2,      // group g: rows [g * M_max, g * M_max + masked_m[g]) of A [G * M_max, K]
+  kIndexedLayout = 3,     // row r of A [M, K] and D [M, N] is group m_indices[r]'s, -1: padding
 };
 
 // Bits the grouped kernels OR into GemmParams::status when the group table was out of range and
@@ -27,7 +28,14 @@ enum GemmLayout {
 enum GemmStatusBits {
   kGroupOffsetsClamped = 1,  // contiguous: an offset below 0, past M, or below the one before
   kMaskedRowsClamped = 2,    // masked: masked_m[g] below 0 or above M_max
+  kRowIndicesInvalid = 4,    // indexed: an index out of [-1, G), or a group's rows not starting a
+                           // kGemmIndexedAlignment-row chunk (rows after another group's in a tile)
 };
+
+// Indexed layouts: each group's run of rows starts at a multiple of this many rows (the
+// padding rows after it, index -1, fill the chunk), so a tile of up to this many rows holds one
+// group's rows and then padding (DeepGEMM's m_indices alignment).
+constexpr int kGemmIndexedAlignment = 128;
 
 // Scale (i, j) of an operand sits at i * rs + j * cs: i indexes rows (or 128-row blocks of B in
 // block mode), j indexes 128-wide K blocks. The host derives rs/cs from the scale layout.
@@ -63,7 +71,8 @@ struct GemmParams {
   int scale_tx;  // bytes the scale boxes (A's, and group scaling's B) deliver per stage (scale_tma)
   int sb_hi;  // block scaling: index of the tile's second 128-block scale among B's staged scales
   // Grouped layouts: `groups` groups whose rows `group_rows` gives on the device (contiguous: G+1
-  // row offsets into A and D; masked: G row counts, group g's rows starting at g * group_m_max);
+  // row offsets into A and D; masked: G row counts, group g's rows starting at g * group_m_max;
+  // indexed: M group indices, one per row);
   // B's scales of group g start sb_gs floats after group g - 1's; `status` (optional, device)
   // collects GemmStatusBits.
   int groups;

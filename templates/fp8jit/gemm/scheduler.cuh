@@ -8,9 +8,11 @@
 //   bool next(GemmUnit& w)           the next unit, false when the CTA is done
 //   bool runs_at_least(int n)        every CTA runs about n units or more (the deferred epilogue's
 //   test) static bool holds_every_unit(p)  the grid has a CTA per unit (split-K summed in clusters)
-//   int group(), int rows_end()      the last unit's group and the end of its rows, again: the
-//                                    epilogue asks after the K loop instead of keeping them live
-//   static int group_end(p, g)       the end of group g's rows (a column half written later)
+//   int group()                      the last unit's group, again: the epilogue asks after the K
+//                                    loop instead of keeping it live
+//   static int slab_end(p, g, y, n)  where group g's rows end among rows [y, y + n) of a tile of
+//                                    group g (the epilogue's slab; M for dense GEMMs), computed
+//                                    after the K loop by the slab's warps (all 32 lanes)
 #pragma once
 
 #include "fp8jit/common/defs.cuh"
@@ -31,6 +33,22 @@ struct GemmUnit {
   int row0, rows_end;
   int b_row0;
 };
+
+// A grouped layout's unit: all K blocks of column tile tn (already placed in its pair) and the
+// tile-row at row0 of group g, whose rows end at rows_end; B_g's rows start at g * N.
+template <int BLOCK_N>
+FP8JIT_DEVICE void set_group_unit(GemmUnit& w, const GemmParams& p, int tm, int tn, int g, int row0,
+                                  int rows_end) {
+  w.tm = tm;
+  w.tn = tn;
+  w.first = 0;
+  w.last = p.k_blocks;
+  w.split = 0;
+  w.group = g;
+  w.row0 = row0;
+  w.rows_end = rows_end;
+  w.b_row0 = g * p.N + tn * BLOCK_N;
+}
 
 // Grouped raster over a tiles_m x tiles_n grid: GROUP_M tile-rows are walked column by column,
 // so concurrently running CTAs share A rows and B columns in L2.
@@ -83,8 +101,7 @@ struct DenseTileScheduler {
 
   FP8JIT_DEVICE bool runs_at_least(int n) const { return units >= n * stride(); }
   FP8JIT_DEVICE int group() const { return 0; }
-  FP8JIT_DEVICE int rows_end() const { return p.M; }
-  static FP8JIT_DEVICE int group_end(const GemmParams& p, int) { return p.M; }
+  static FP8JIT_DEVICE int slab_end(const GemmParams& p, int, int, int) { return p.M; }
   // Split-K summed inside clusters needs one unit per CTA (the stages hold the partial once
   // drained): false where the grid is too small for that.
   static FP8JIT_DEVICE bool holds_every_unit(const GemmParams& p) {

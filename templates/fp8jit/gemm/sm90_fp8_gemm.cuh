@@ -23,6 +23,7 @@
 #include "fp8jit/gemm/epilogue.cuh"
 #include "fp8jit/gemm/geometry.cuh"
 #include "fp8jit/gemm/grouped_scheduler.cuh"
+#include "fp8jit/gemm/indexed_scheduler.cuh"
 #include "fp8jit/gemm/params.cuh"
 #include "fp8jit/gemm/promotion.cuh"
 #include "fp8jit/gemm/scale_loads.cuh"
@@ -266,7 +267,7 @@ struct Sm90Fp8Gemm {
     const bool overlap_halves = kOverlapHalves && p.tma_store && p.splits == 1;
     bool half_pending = false;
     int half_row0 = 0, half_col0 = 0, half_y = 0, half_x = 0;
-    int half_group = 0;  // a pending half went out by TMA: only its group's scales of B are needed
+    int half_rows = 0;  // grouped layouts: where the pending half's group rows end (tile_out)
     for (GemmUnit w; tiles.next(w);) {
       const int tn = w.tn, first = w.first, last = w.last;
       const int r0 = wg * kRowsPerWG + warp * 16 + lane / 4;  // row within the tile; + mm*64, + 8
@@ -312,12 +313,12 @@ struct Sm90Fp8Gemm {
           if constexpr (kOverlapHalves) {
             if (c == 0 && kb == first &&
                 half_pending) {  // the previous tile's half 1, then its store
-              write_half1(p, pending_half_out(p, half_group), slab, out, wg, half_row0, half_col0,
+              write_half1(p, pending_half_out(p, half_rows), slab, out, wg, half_row0, half_col0,
                           half_y, half_x);
               half_pending = false;
             }
             if (c == 1 && kb == last - 1 && overlap_halves) {  // this tile's half 0 is final
-              const TileOut o = tile_out(p, tiles);
+              const TileOut o = staged_out(p, tiles.group());
               if (o.tma) {
                 Epilogue::slab_acquire(wg);
                 Epilogue::template stage_half<2, 0>(p, o, slab, out, row0, col0, slab_y, slab_x);
@@ -348,11 +349,11 @@ struct Sm90Fp8Gemm {
       }
       const int split = w.split;
       // Computed here rather than before the K loop: its fields would stay live across it.
-      const TileOut o = tile_out(p, tiles);
+      const TileOut o = tile_out(p, tiles, slab_y);
       if constexpr (kOverlapHalves)
         if (overlap_halves && o.tma && last > first) {
           half_pending = true;
-          half_group = tiles.group();
+          if constexpr (Scheduler::kGrouped) half_rows = o.rows_end;
           half_row0 = row0;
           half_col0 = col0;
           half_y = slab_y;
@@ -383,7 +384,7 @@ struct Sm90Fp8Gemm {
                                pending_end(p, pending_rows));
     if constexpr (kOverlapHalves)
       if (half_pending)
-        write_half1(p, pending_half_out(p, half_group), slab, out, wg, half_row0, half_col0, half_y,
+        write_half1(p, pending_half_out(p, half_rows), slab, out, wg, half_row0, half_col0, half_y,
                     half_x);
     if constexpr (kTakeTurns)
       if (wg == 0) named_barrier_sync(kTurnBarrier, kTurnThreads);
@@ -482,16 +483,23 @@ struct Sm90Fp8Gemm {
   // Where a warpgroup's slab of a unit's tile goes: rows of its group only, with its group's
   // scales of B; through shared memory wherever D's rows allow TMA stores (Epilogue::slab_store
   // stops at the group's end), else by direct stores that stop there.
-  static FP8JIT_DEVICE TileOut tile_out(const GemmParams& p, const Scheduler& tiles) {
-    return TileOut{tiles.rows_end(), p.scale_b + tiles.group() * p.sb_gs, p.tma_store != 0};
+  static FP8JIT_DEVICE TileOut tile_out(const GemmParams& p, const Scheduler& tiles, int slab_y) {
+    return TileOut{Scheduler::slab_end(p, tiles.group(), slab_y, kRowsPerWG),
+                   p.scale_b + tiles.group() * p.sb_gs, p.tma_store != 0};
+  }
+  // The same for a column half staged under the last wgmmas: its rows' end is not needed yet.
+  static FP8JIT_DEVICE TileOut staged_out(const GemmParams& p, int group) {
+    return TileOut{p.M, p.scale_b + group * p.sb_gs, p.tma_store != 0};
   }
   // The end of a deferred tile's rows: dense tiles stop at M, read again rather than kept.
   static FP8JIT_DEVICE int pending_end(const GemmParams& p, int rows_end) {
     return Scheduler::kGrouped ? rows_end : p.M;
   }
-  // The same for a column half written after its tile (which went through shared memory).
-  static FP8JIT_DEVICE TileOut pending_half_out(const GemmParams& p, int group) {
-    return TileOut{Scheduler::group_end(p, group), p.scale_b + group * p.sb_gs, true};
+  // The same for a column half written after its tile (which went through shared memory): its
+  // rows' end, kept from its tile_out (grouped layouts) or M. Block scaling, or a dense GEMM's
+  // per-tensor scaling (kOverlapHalves): the epilogue reads no per-group scale of B.
+  static FP8JIT_DEVICE TileOut pending_half_out(const GemmParams& p, int rows_end) {
+    return TileOut{pending_end(p, rows_end), p.scale_b, true};
   }
   // A tile's 16-bit D waits in registers, packed, until the next tile's first wgmmas are issued
   // and is written and stored while they run (precise accumulation: the wgmma temporaries are
@@ -503,6 +511,8 @@ struct Sm90Fp8Gemm {
   // tensor in grouped layouts, whose pending half's group (for its scale of B) spilt 8 bytes.
   static constexpr bool kOverlapHalves =
       kChunks == 2 && kPromote && SCALE != kPerRow && !(Scheduler::kGrouped && SCALE == kPerTensor);
+  static_assert(!kOverlapHalves || !Scheduler::kGrouped || SCALE == kBlockScale,
+                "a pending half's TileOut carries no per-group scale of B");
   static constexpr bool kDeferEpilogue =
       kPromote && Epilogue::kCanPack &&
       kMmaM * (kAccum + Epilogue::kPacked) + kAccSlabs * kChunkAccum <=
