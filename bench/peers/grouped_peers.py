@@ -3,8 +3,8 @@ DeepGEMM v1's m_grouped kernels and a loop of fp8jit's dense GEMMs over the expe
 inputs in one process; kernel time from the CUDA profiler (kineto), L2 flushed before each call.
 
 Layouts: contiguous (prefill: groups' rows one after another; DeepGEMM's m_indices with groups
-aligned to 128 rows, fp8jit's G+1 offsets) and masked (decode: masked_m per group under M_max,
-the expected M per group as the hint). Block scaling, bf16 out: DeepSeek-V3's expert projections
+aligned to 128 rows, fp8jit's G+1 offsets and, on the same m_indices, its indexed layout) and
+masked (decode: masked_m per group under M_max, the expected M per group as the hint). Block scaling, bf16 out: DeepSeek-V3's expert projections
 (gate-up N=4096 K=7168, down N=7168 K=2048). Usage (GPU machine):
   python3 bench/peers/grouped_peers.py --lib BUILD/libfp8jit.so --deepgemm .carry/deepgemm [--quick]
 """
@@ -20,7 +20,7 @@ from fp8jit_ctypes import Fp8jit  # noqa: E402
 from gemm_peers import Timer, copy_bandwidth  # noqa: E402
 from peer_util import log  # noqa: E402
 
-LAYOUT_CONTIGUOUS, LAYOUT_MASKED = 1, 2
+LAYOUT_CONTIGUOUS, LAYOUT_MASKED, LAYOUT_INDEXED = 1, 2, 3
 
 
 class GroupedGemmArgs(ctypes.Structure):
@@ -150,14 +150,24 @@ def run_case(torch, timer, fj, dg, case, iters):
     fns, names = [f_call], ["fp8jit grouped"]
     f_call()
     torch.cuda.synchronize()
+    m_idx = None
+    if layout == "contiguous":  # the same rows by a group index per row (DeepGEMM's m_indices)
+        m_idx = torch.repeat_interleave(torch.arange(groups, dtype=torch.int32, device="cuda"),
+                                        torch.tensor(counts, device="cuda"))
+        if all(c % 128 == 0 for c in counts):  # the indexed layout's alignment
+            Di = torch.empty_like(D)
+            i_call, _ = fp8jit_call(fj, LAYOUT_INDEXED, groups, m_idx, A, B, Di, sa, sb, rows, n, k, expected)
+            i_call()
+            torch.cuda.synchronize()
+            check(torch, Di, D, "fp8jit indexed")
+            fns.append(i_call)
+            names.append("fp8jit indexed")
     loop_call, keep = dense_loop(fj, torch, A, B, sa_rows, sb, starts, counts, n, k)
     fns.append(loop_call)
     names.append("fp8jit dense loop")
     Ddg = torch.empty_like(D)
     if dg is not None:
         if layout == "contiguous":
-            m_idx = torch.repeat_interleave(torch.arange(groups, dtype=torch.int32, device="cuda"),
-                                            torch.tensor(counts, device="cuda"))
             sa_dg = sa[:, :rows].t()  # (rows, kb), strides (1, rows): DeepGEMM's TMA-aligned layout
             dg_call = lambda: dg.dg.m_grouped_gemm_fp8_fp8_bf16_nt_contiguous((A, sa_dg), (B, sb), Ddg, m_idx)  # noqa: E731
         else:
@@ -248,10 +258,10 @@ def main(argv=None):
     timer = Timer(torch, 512)
     bw, _ = copy_bandwidth(torch, timer)
     log(f"{torch.cuda.get_device_name()}: copy bandwidth {bw / 1e12:.2f} TB/s")
-    print("| layout | G | rows/group (masked: expected) | N x K | fp8jit kernel | fp8jit µs | dense loop µs | "
-          "DeepGEMM µs | vs DeepGEMM | vs loop | fp8jit of copy bw |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
-    ratios = {"contiguous": [], "masked": []}
+    print("| layout | G | rows/group (masked: expected) | N x K | fp8jit kernel | fp8jit µs | indexed µs | dense loop µs | "
+          "DeepGEMM µs | vs DeepGEMM | indexed vs DeepGEMM | vs loop | fp8jit of copy bw |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    ratios = {"contiguous": [], "masked": [], "indexed": []}
     loops = []
     for case in selected(suite(a.quick), a.only):
         layout, groups, per, m_max, expected, n, k = case
@@ -263,14 +273,18 @@ def main(argv=None):
         f = times["fp8jit grouped"]
         d = times.get("DeepGEMM v1")
         lp = times["fp8jit dense loop"]
+        ix = times.get("fp8jit indexed")
         if d:
             ratios[layout].append(d / f)
+            if ix:
+                ratios["indexed"].append(d / ix)
         if layout == "contiguous" and per <= 512:
             loops.append(lp / f)
         frac = moved / (f * 1e-6) / bw
         rows = per if layout == "contiguous" else f"{expected} (M_max {m_max})"
-        print(f"| {layout} | {groups} | {rows} | {n}x{k} | {name} | {f:.1f} | {lp:.1f} | "
-              f"{d and f'{d:.1f}' or '-'} | {d and f'{d / f:.3f}x' or '-'} | {lp / f:.2f}x | {frac:.2f} |", flush=True)
+        print(f"| {layout} | {groups} | {rows} | {n}x{k} | {name} | {f:.1f} | {ix and f'{ix:.1f}' or '-'} | {lp:.1f} | "
+              f"{d and f'{d:.1f}' or '-'} | {d and f'{d / f:.3f}x' or '-'} | {d and ix and f'{d / ix:.3f}x' or '-'} | "
+              f"{lp / f:.2f}x | {frac:.2f} |", flush=True)
     for layout, r in ratios.items():
         if r:
             print(f"{layout}: fp8jit vs DeepGEMM v1 geomean {pc.geomean(r):.3f}x over {len(r)} cases")
