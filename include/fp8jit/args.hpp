@@ -130,8 +130,9 @@ struct GroupedGemmArgs {
 enum GemmStatusBits : int {
   kGemmGroupOffsetsClamped = 1,  // contiguous: an offset out of [0, m] or below the one before
   kGemmMaskedRowsClamped = 2,    // masked: a masked_m out of [0, m]
-  kGemmRowIndicesInvalid = 4,    // indexed: an index out of [-1, groups), or rows of a group that
-                                 // do not start a 128-row chunk (left unwritten)
+  kGemmRowIndicesInvalid = 4,    // indexed: an index out of [-1, groups), or another group's rows
+                                 // inside a tile (neither written; the tile's rows after them up
+                                 // to the end of their 64-row slab are left unwritten too)
 };
 // Indexed layouts: each group's rows start at a multiple of this many rows.
 inline constexpr std::int64_t kGemmIndexedAlignment = 128;

@@ -296,13 +296,14 @@ TEST(GroupedGemmGpu, CapturedGraphFollowsMaskedRowsChangedOnTheDevice) {
   CUDA_OK(cudaStreamDestroy(stream));
 }
 
-// Indices out of [-1, G), and a group's rows after another group's in a tile, count as padding
-// (not written) and are reported; the rows before them are right.
+// Indices out of [-1, G) count as padding, and rows of another group inside a tile are not the
+// tile's: neither is written, and both are reported. (The tile's own rows after such a row, up
+// to the end of its warpgroup's 64-row slab, are left unwritten too.)
 TEST(GroupedGemmGpu, BadRowIndicesArePaddingAndReported) {
   FP8JIT_REQUIRE_GPU();
   Case c = indexed_case(ScaleMode::block, DType::bf16, {100, 100}, 256, 384, 0);
   c.table[110] = 7;  // no such group, among group 0's padding
-  c.table[190] = 0;  // group 0 inside group 1's rows: rows 190.. are left unwritten
+  c.table[190] = 0;  // group 0 inside group 1's rows: rows 190 and 191 (its slab) stay unwritten
   Grouped o = make_grouped(c, 11);
   o.d->poison(0xFF);
   default_runtime().grouped_gemm(o.args, nullptr);
@@ -319,7 +320,7 @@ TEST(GroupedGemmGpu, BadRowIndicesArePaddingAndReported) {
               tolerance(c.out))
         << "group " << g;
   }
-  for (int r : {100, 110, 127, 190, 199, 255})
+  for (int r : {100, 110, 127, 190, 191, 228, 255})
     EXPECT_TRUE(std::all_of(dh.begin() + r * row_bytes, dh.begin() + (r + 1) * row_bytes,
                             [](unsigned char x) { return x == 0xFF; }))
         << "row " << r << " is padding or another group's, but was written";
