@@ -568,8 +568,9 @@ COMMANDS = {  # each command and the options its --help must list
     "dequantize": ["--m", "--k", "--format", "--output", "--granularity", "--layout", "--iters"],
     "demo": ["--m", "--k", "--jobs"],
     "gemm": ["--m", "--n", "--k", "--scale", "--out", "--fast-accum", "--a-format", "--b-format", "--iters",
-             "--config"],
-    "select-gemm": ["--m", "--n", "--k", "--scale", "--out", "--fast-accum"],
+             "--config", "--layout", "--groups", "--expected-m"],
+    "select-gemm": ["--m", "--n", "--k", "--scale", "--out", "--fast-accum", "--layout", "--groups", "--expected-m",
+                    "--db"],
     "tune": ["--suite", "--shapes", "--op", "--scale", "--out", "--fast-accum", "--db", "--jobs", "--top-k"],
     "precompile": ["--suite", "--shapes", "--op", "--scale", "--out", "--fast-accum", "--db", "--jobs"],
     "bench": ["--suite", "--shapes", "--scale", "--providers", "--out", "--dry-run"],
@@ -668,6 +669,8 @@ INT_OPTIONS = [
     (["tune", "--shapes", "one.csv"], "--top-k", "topk", True),
     (["precompile", "--shapes", "one.csv"], "--jobs", "jobs", False),
     (["db", "show"], "--m", "u63", False), (["db", "show"], "--n", "u63", False), (["db", "show"], "--k", "u63", False),
+    (["select-gemm", "--layout", "contiguous", "--m", "1024", "--groups", "8"], "--groups", "groups", False),
+    (["select-gemm", "--layout", "masked", "--m", "256", "--groups", "8"], "--expected-m", "expected", False),
 ]
 BAD_INTEGERS = [("empty", ""), ("word", "abc"), ("trailing-junk", "12abc"), ("float", "1.5"), ("exponent", "1e3"),
                 ("hex", "0x10"), ("leading-space", " 7"), ("trailing-space", "7 "), ("20-digits", "99999999999999999999"),
@@ -683,6 +686,8 @@ RANGES = {  # kind: (refused values, accepted values)
     "sample": (["1000001", "4294967297"], ["0"]),
     "topk": (["100001", "4294967297"], ["0", "100000"]),
     "u63": ([], ["0", "9223372036854775807"]),
+    "groups": (["0", "65537", "2147483648", "4294967297"], ["1", "65536"]),
+    "expected": (["257", "2147483648"], ["0", "256"]),  # with --m 256
 }
 
 
@@ -750,6 +755,7 @@ CHOICES = [  # (command prefix, option, a valid value, runs on a GPU)
     (["gemm", "--m", "128", "--n", "128", "--k", "128", "--iters", "1"], "--a-format", "e5m2", True),
     (["gemm", "--m", "128", "--n", "128", "--k", "128", "--iters", "1"], "--b-format", "e5m2", True),
     (["select-gemm"], "--scale", "rowwise", False), (["select-gemm"], "--out", "fp16", False),
+    (["select-gemm", "--groups", "8"], "--layout", "masked", False),
     (["tune", "--shapes", "one.csv", "--top-k", "1"], "--op", "gemm", True),
     (["tune", "--shapes", "one.csv", "--top-k", "1"], "--scale", "tensor", True),
     (["tune", "--shapes", "one.csv", "--top-k", "1"], "--out", "fp32", True),
