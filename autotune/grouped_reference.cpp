@@ -24,8 +24,10 @@ std::int64_t scale_floats_b(const GroupedGemmArgs& a) {
 }
 
 std::vector<int> download_table(const GroupedGemmArgs& a) {
-  std::vector<int> table(
-      static_cast<std::size_t>(a.groups + (a.layout == GemmLayout::contiguous ? 1 : 0)));
+  const std::int64_t entries = a.layout == GemmLayout::indexed      ? a.m
+                               : a.layout == GemmLayout::contiguous ? a.groups + 1
+                                                                    : a.groups;
+  std::vector<int> table(static_cast<std::size_t>(entries));
   driver::check(
       driver::api().cuMemcpyDtoH(table.data(), reinterpret_cast<CUdeviceptr>(a.group_rows),
                                  table.size() * sizeof(int)),
@@ -81,7 +83,38 @@ GemmArgs group_gemm(const GroupedGemmArgs& a, const GroupRows& g, const float* s
 
 }  // namespace
 
+// An indexed table's groups: each one run of rows starting on a multiple of
+// kGemmIndexedAlignment, -1 elsewhere (GroupedGemmArgs).
+std::vector<GroupRows> indexed_rows_of(const GroupedGemmArgs& a, const std::vector<int>& table) {
+  auto bad = [&](std::size_t i, const std::string& rule) {
+    throw_invalid(fmt::format("group_rows[{}]", i), std::to_string(table[i]),
+                  rule + "; checking a grouped GEMM needs a table the kernel uses as it is");
+  };
+  std::vector<GroupRows> out;
+  std::vector<bool> seen(static_cast<std::size_t>(a.groups), false);
+  for (std::size_t r = 0; r < table.size();) {
+    const int g = table[r];
+    if (g < -1 || g >= a.groups) bad(r, fmt::format("must be in [-1, {})", a.groups));
+    if (g == -1) {
+      ++r;
+      continue;
+    }
+    if (r % kGemmIndexedAlignment != 0 || seen[static_cast<std::size_t>(g)])
+      bad(r, fmt::format("a group's rows are one run starting on a multiple of {} rows",
+                         kGemmIndexedAlignment));
+    seen[static_cast<std::size_t>(g)] = true;
+    std::size_t end = r;
+    while (end < table.size() && table[end] == g) ++end;
+    out.push_back({g, static_cast<std::int64_t>(r), static_cast<std::int64_t>(end)});
+    r = end;
+  }
+  std::sort(out.begin(), out.end(),
+            [](const GroupRows& x, const GroupRows& y) { return x.group < y.group; });
+  return out;
+}
+
 std::vector<GroupRows> group_rows_of(const GroupedGemmArgs& a, const std::vector<int>& table) {
+  if (a.layout == GemmLayout::indexed) return indexed_rows_of(a, table);
   std::vector<GroupRows> out;
   auto bad = [&](std::size_t i, const std::string& rule) {
     throw_invalid(fmt::format("group_rows[{}]", i), std::to_string(table[i]),

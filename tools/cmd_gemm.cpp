@@ -152,10 +152,10 @@ void add_problem_options(CLI::App* sub, GemmOptions& o) {
   add_choice(sub, "--scale", o.scale, {"block", "rowwise", "tensor", "group"}, "scale mode");
   add_choice(sub, "--out", o.out, {"bf16", "fp16", "fp32"}, "output dtype");
   sub->add_flag("--fast-accum", o.fast_accum, "accumulate in the tensor cores only (tensor and rowwise scaling)");
-  add_choice(sub, "--layout", o.layout, {"dense", "contiguous", "masked"},
-             "grouped (mixture-of-experts) GEMMs: contiguous (--m rows split among the groups) or "
-             "masked (--m rows "
-             "per group, M_max); needs --groups");
+  add_choice(sub, "--layout", o.layout, {"dense", "contiguous", "masked", "indexed"},
+             "grouped (mixture-of-experts) GEMMs: contiguous (--m rows split among the groups), "
+             "indexed (the same by a group index per row, each group from a multiple of 128 rows) or "
+             "masked (--m rows per group, M_max); needs --groups");
   sub->add_option("--groups", o.groups,
                   "groups (experts) of a grouped GEMM, each with its own N x K weights")
       ->check(integer_in(1, kMaxGroups));

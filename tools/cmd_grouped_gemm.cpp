@@ -1,4 +1,4 @@
-// fp8jit gemm --groups G --layout contiguous|masked: one grouped (mixture-of-experts) GEMM on the
+// fp8jit gemm --groups G --layout contiguous|masked|indexed: one grouped (mixture-of-experts) GEMM on the
 // GPU over a ragged, seeded routing, checked group by group against the float64 reference (rows
 // outside every group must stay poisoned), timed.
 #include <fmt/format.h>
@@ -33,13 +33,13 @@ std::optional<GroupedShape> grouped_shape_from(const GemmOptions& o) {
   if (layout == GemmLayout::dense) {
     if (o.groups > 0)
       throw CLI::ValidationError(
-          "--groups", fmt::format("{} needs a grouped layout: add --layout contiguous or "
-                                  "--layout masked (a dense GEMM has no groups)",
+          "--groups", fmt::format("{} needs a grouped layout: add --layout contiguous, masked or "
+                                  "indexed (a dense GEMM has no groups)",
                                   o.groups));
     if (o.expected_m >= 0)
       throw CLI::ValidationError(
           "--expected-m",
-          "only grouped GEMMs take it: add --layout contiguous|masked and --groups");
+          "only grouped GEMMs take it: add --layout contiguous|masked|indexed and --groups");
     return std::nullopt;
   }
   if (o.groups == 0)

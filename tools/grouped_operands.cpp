@@ -55,10 +55,30 @@ std::vector<int> masked_routing(const GroupedShape& s, std::mt19937& rng) {
   return table;
 }
 
+// DeepGEMM's m_indices: contiguous group sizes over the rows the padding leaves (each group's
+// rows start on a multiple of kGemmIndexedAlignment), -1 after each group and at the end.
+std::vector<int> indexed_routing(const GroupedShape& s, std::mt19937& rng) {
+  constexpr std::int64_t kAlign = kGemmIndexedAlignment;
+  GroupedShape room = s;
+  room.m = std::max<std::int64_t>(0, s.m - s.groups * (kAlign - 1));
+  const std::vector<int> offsets = contiguous_routing(room, rng);
+  std::vector<int> table;
+  table.reserve(static_cast<std::size_t>(s.m));
+  for (std::int64_t g = 0; g < s.groups; ++g) {
+    table.insert(table.end(), static_cast<std::size_t>(offsets[g + 1] - offsets[g]),
+                 static_cast<int>(g));
+    while (table.size() % kAlign != 0 && static_cast<std::int64_t>(table.size()) < s.m)
+      table.push_back(-1);
+  }
+  table.resize(static_cast<std::size_t>(s.m), -1);
+  return table;
+}
+
 }  // namespace
 
 std::vector<int> random_routing(const GroupedShape& s, unsigned seed) {
   std::mt19937 rng(seed);
+  if (s.layout == GemmLayout::indexed) return indexed_routing(s, rng);
   return s.layout == GemmLayout::masked ? masked_routing(s, rng) : contiguous_routing(s, rng);
 }
 

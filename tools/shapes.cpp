@@ -152,7 +152,7 @@ std::int64_t expected_rows(const GroupedShape& s) {
 }
 
 ShapeProblem grouped_shape_problem(const GroupedShape& s) {
-  if (s.layout == GemmLayout::dense) return {"layout", "dense has no groups: contiguous or masked"};
+  if (s.layout == GemmLayout::dense) return {"layout", "dense has no groups: contiguous, masked or indexed"};
   if (s.groups < 1 || s.groups > kMaxGroups)
     return {"groups", fmt::format("{} is out of range [1, {}]", s.groups, kMaxGroups)};
   if (s.expected_m < 0 || s.expected_m > s.m)
@@ -163,6 +163,11 @@ ShapeProblem grouped_shape_problem(const GroupedShape& s) {
   if (s.groups * s.n > kMaxDim)
     return {"groups*n",
             fmt::format("{}x{}: B [groups * n, k] must have fewer than 2^31 rows", s.groups, s.n)};
+  // Indexed: every group's rows start on a multiple of 128, so m must leave room for each.
+  if (s.layout == GemmLayout::indexed && s.m < s.groups * kGemmIndexedAlignment)
+    return {"groups*m", fmt::format("{} groups need m >= {} rows with the indexed layout (each group's rows "
+                                    "start on a multiple of {}); m is {}",
+                                    s.groups, s.groups * kGemmIndexedAlignment, kGemmIndexedAlignment, s.m)};
   if (s.layout == GemmLayout::masked && s.groups * s.m > kMaxDim)
     return {"groups*m",
             fmt::format("{}x{}: masked A [groups * m, k] must have fewer than 2^31 rows", s.groups,
@@ -192,7 +197,7 @@ std::vector<GroupedShape> read_grouped_shapes(const std::string& path) {
     const std::optional<GemmLayout> layout = parse_gemm_layout(f[0]);
     if (!layout || *layout == GemmLayout::dense)
       throw_invalid("--shapes", at,
-                    fmt::format("\"{}\": the layout is contiguous or masked", shown));
+                    fmt::format("\"{}\": the layout is contiguous, masked or indexed", shown));
     s.layout = *layout;
     std::int64_t* v[] = {&s.groups, &s.m, &s.n, &s.k, &s.expected_m};
     for (std::size_t j = 0; j < 5; ++j)

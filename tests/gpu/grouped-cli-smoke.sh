@@ -29,12 +29,14 @@ cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=Release "${sq[@]}" > "$OUT/cmake.log" 2>&1
 cmake --build "$B" -j"$(nproc)" --target fp8jit_cli > "$OUT/build.log" 2>&1 || { grep -E "error" "$OUT/build.log" | head -20; exit 1; }
 F="./$B/fp8jit"
 
-step "grouped gemm: both layouts, block and tensor scaling"
+step "grouped gemm: every layout, block and tensor scaling"
 CONTIGUOUS=(--layout contiguous --groups 8 --m 4096 --n 4096 --k 7168)
 MASKED=(--layout masked --groups 16 --m 256 --n 7168 --k 2048 --expected-m 64)
+INDEXED=(--layout indexed --groups 8 --m 4096 --n 4096 --k 7168)
 for scale in block tensor; do
   timeout 300 "$F" gemm "${CONTIGUOUS[@]}" --scale "$scale" --iters 10 || fail "gemm contiguous --scale $scale"
   timeout 300 "$F" gemm "${MASKED[@]}" --scale "$scale" --iters 10 || fail "gemm masked --scale $scale"
+  timeout 300 "$F" gemm "${INDEXED[@]}" --scale "$scale" --iters 10 || fail "gemm indexed --scale $scale"
 done
 # Ragged and off the tile: 5 groups over 1000 rows of N=320, K=384, rowwise scaling, fp32 out.
 timeout 300 "$F" gemm --layout contiguous --groups 5 --m 1000 --n 320 --k 384 --scale rowwise --out fp32 --iters 2 ||

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "fp8jit/args.hpp"
 #include "fp8jit/kernel_spec.hpp"
 #include "runtime/jit/driver.hpp"
 #include "tests/common/cli_safety.hpp"
@@ -114,13 +115,27 @@ TEST_F(GroupedCli, SelectGemmPrintsTheGroupedSpecAndItCompiles) {
   EXPECT_GT(fs::file_size(work_ + "/k.cubin"), 1000u);
 }
 
+// The indexed layout (m_indices): its spec has tiles of at most 128 rows; m must leave each
+// group's rows room to start on a multiple of 128.
+TEST_F(GroupedCli, IndexedLayoutSelectsAndRefusesTooFewRows) {
+  const CliResult r = run({"select-gemm", "--layout", "indexed", "--groups", "8", "--m", "4096", "--n", "4096",
+                           "--k", "7168"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const KernelSpec spec = spec_from_json(r.out);
+  EXPECT_EQ(gemm_problem_of(spec).layout, GemmLayout::indexed);
+  EXPECT_LE(gemm_config_of(spec).block_m, kGemmIndexedAlignment);
+  const CliResult few = run({"select-gemm", "--layout", "indexed", "--groups", "8", "--m", "1000"});
+  EXPECT_EQ(few.status, 2) << few.err;
+  EXPECT_NE(few.err.find("m >= 1024"), std::string::npos) << few.err;
+}
+
 const std::string kHeader = "layout,groups,m,n,k,expected_m\n";
 
 TEST_F(GroupedCli, GroupedShapeFilesAreStrictRowByRow) {
   const std::vector<std::pair<std::string, std::vector<std::string>>> bad = {
       {kHeader + "contiguous,8,4096,4096,7168\n", {":2", "has 5 fields"}},
-      {kHeader + "dense,8,4096,4096,7168,0\n", {":2", "contiguous or masked"}},
-      {kHeader + "diagonal,8,4096,4096,7168,0\n", {":2", "contiguous or masked"}},
+      {kHeader + "dense,8,4096,4096,7168,0\n", {":2", "contiguous, masked or indexed"}},
+      {kHeader + "diagonal,8,4096,4096,7168,0\n", {":2", "contiguous, masked or indexed"}},
       {kHeader + "contiguous,0,4096,4096,7168,0\n", {":2", "groups 0 is out of range [1, 65536]"}},
       {kHeader + "contiguous,65537,4096,4096,7168,0\n", {":2", "groups 65537 is out of range"}},
       {kHeader + "contiguous,x,4096,4096,7168,0\n", {":2", "groups \"x\" is not an integer"}},

@@ -11,6 +11,7 @@
 #include "fp8jit/fp8jit.h"
 #include "fp8jit/kernel_spec.hpp"
 #include "fp8jit/runtime.hpp"
+#include "autotune/grouped_reference.hpp"
 #include "runtime/ops/grouped_gemm.hpp"
 #include "tests/common/expect_error.hpp"
 
@@ -229,6 +230,42 @@ TEST(GroupedGemmSpec, LayoutInNameJsonAndDefaults) {
   }
   const std::string why = test::invalid_message([&] { validate_spec(make_gemm_spec(ip, GemmConfig{256, 128, 3, 8})); });
   EXPECT_NE(why.find("layout = indexed: block_m = 256"), std::string::npos) << why;
+}
+
+// The checker's reading of an indexed table (what `fp8jit gemm --layout indexed` and the tuner
+// compare against): each group one run from a multiple of 128 rows, -1 elsewhere; anything else
+// is refused by row.
+TEST(GroupedReferenceRows, IndexedTableRunsAndRefusals) {
+  GroupedGemmArgs a;
+  a.layout = GemmLayout::indexed;
+  a.groups = 3;
+  a.m = 384;
+  std::vector<int> t(384, -1);
+  std::fill(t.begin(), t.begin() + 100, 1);
+  std::fill(t.begin() + 256, t.begin() + 301, 0);
+  const std::vector<GroupRows> rows = group_rows_of(a, t);
+  ASSERT_EQ(rows.size(), 2u);  // group 2 is empty
+  EXPECT_EQ(rows[0].group, 0);
+  EXPECT_EQ(rows[0].first, 256);
+  EXPECT_EQ(rows[0].last, 301);
+  EXPECT_EQ(rows[1].group, 1);
+  EXPECT_EQ(rows[1].first, 0);
+  EXPECT_EQ(rows[1].last, 100);
+  auto refused = [&](std::vector<int> bad, const std::string& needle) {
+    const std::string msg = test::invalid_message([&] { (void)group_rows_of(a, bad); });
+    EXPECT_NE(msg.find(needle), std::string::npos) << msg;
+  };
+  std::vector<int> off = t;
+  off[130] = 2;  // a run that does not start on a multiple of 128
+  refused(off, "group_rows[130]");
+  std::vector<int> twice = t;
+  twice[128] = 1;  // group 1 again, in a second run
+  refused(twice, "group_rows[128]");
+  std::vector<int> range = t;
+  range[300] = 3;  // no such group
+  refused(range, "group_rows[300] = 3");
+  range[300] = -2;
+  refused(range, "[-1, 3)");
 }
 
 }  // namespace
