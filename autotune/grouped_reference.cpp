@@ -18,9 +18,7 @@ const unsigned char* bytes_at(const void* base, std::int64_t offset) {
 }
 
 std::int64_t scale_floats_b(const GroupedGemmArgs& a) {
-  if (a.scale_mode == ScaleMode::tensor) return 1;
-  if (a.scale_mode == ScaleMode::rowwise) return a.n;
-  return scale_count(Granularity::block128, a.scale_b_layout, a.n, a.k);
+  return scale_count(gemm_scale_granularity_b(a.scale_mode), a.scale_b_layout, a.n, a.k);
 }
 
 std::vector<int> download_table(const GroupedGemmArgs& a) {

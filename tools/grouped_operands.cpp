@@ -100,7 +100,7 @@ GroupedGemmArgs grouped_gemm_args(const GemmProblem& p, const GroupedShape& s) {
 
 GroupedOperands make_grouped_operands(Runtime& rt, GroupedGemmArgs& g, unsigned seed) {
   const GroupedShape shape{g.layout, g.groups, g.m, g.n, g.k, g.expected_m};
-  const Granularity ga = granularity_a(g.scale_mode), gb = granularity_b(g.scale_mode);
+  const Granularity ga = gemm_scale_granularity_a(g.scale_mode), gb = gemm_scale_granularity_b(g.scale_mode);
   const std::int64_t rows = g.layout == GemmLayout::masked ? g.groups * g.m : g.m;
   const std::int64_t b_floats = scale_count(gb, g.scale_b_layout, g.n, g.k);
   g.scale_a_size = scale_count(ga, g.scale_a_layout, rows, g.k);

@@ -17,9 +17,6 @@ struct GemmOperands {
 // scales (scale_count(g, layout, rows, k) floats); device pointers, synchronous.
 void quantize_random(Runtime& rt, std::int64_t rows, std::int64_t k, Fp8Format f, Granularity g,
                      ScaleLayout layout, void* q, float* scales, unsigned seed);
-// The granularity of A's and of B's scales in a scale mode.
-Granularity granularity_a(ScaleMode mode);
-Granularity granularity_b(ScaleMode mode);
 
 // Fills g's operand pointers, scale layouts and sizes and D (g.m, n, k, formats, d_dtype and
 // scale_mode must be set). The buffers live as long as the returned object.

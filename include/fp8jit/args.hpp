@@ -140,5 +140,9 @@ inline constexpr std::int64_t kGemmIndexedAlignment = 128;
 // Floats a scale tensor holds for an [m, k] tensor (col_major_tma pads its row count to 4).
 FP8JIT_API std::int64_t scale_count(Granularity g, ScaleLayout layout, std::int64_t m,
                                     std::int64_t k);
+// The granularity of a GEMM's scales of A and of B in each scale mode: tensor one, rowwise a row,
+// block A 1x128 and B 128x128, group 1x128 both (what GemmArgs' scale sizes are counted in).
+FP8JIT_API Granularity gemm_scale_granularity_a(ScaleMode mode);
+FP8JIT_API Granularity gemm_scale_granularity_b(ScaleMode mode);
 
 }  // namespace fp8jit

@@ -57,22 +57,24 @@ void scale_strides(ScaleLayout layout, std::int64_t rows, std::int64_t k_blocks,
   }
 }
 
-std::int64_t scale_floats_a(ScaleMode mode, ScaleLayout layout, std::int64_t rows, std::int64_t k) {
-  switch (mode) {
-    case ScaleMode::tensor: return 1;
-    case ScaleMode::rowwise: return rows;
-    default: return scale_count(Granularity::group128, layout, rows, k);
+namespace {
+
+std::int64_t scale_floats(Granularity g, ScaleLayout layout, std::int64_t rows, std::int64_t k) {
+  switch (g) {
+    case Granularity::tensor: return 1;
+    case Granularity::row: return rows;
+    default: return scale_count(g, layout, rows, k);
   }
 }
 
+}  // namespace
+
+std::int64_t scale_floats_a(ScaleMode mode, ScaleLayout layout, std::int64_t rows, std::int64_t k) {
+  return scale_floats(gemm_scale_granularity_a(mode), layout, rows, k);
+}
+
 std::int64_t scale_floats_b(ScaleMode mode, ScaleLayout layout, std::int64_t n, std::int64_t k) {
-  switch (mode) {
-    case ScaleMode::tensor: return 1;
-    case ScaleMode::rowwise: return n;
-    case ScaleMode::block: return scale_count(Granularity::block128, layout, n, k);
-    case ScaleMode::group: return scale_count(Granularity::group128, layout, n, k);
-  }
-  return 0;
+  return scale_floats(gemm_scale_granularity_b(mode), layout, n, k);
 }
 
 namespace {
@@ -141,3 +143,17 @@ void encode_store_map(dev::GemmParams& p, const GemmGeometry& g, const GemmConfi
 }
 
 }  // namespace fp8jit::ops
+
+namespace fp8jit {
+
+Granularity gemm_scale_granularity_a(ScaleMode mode) {
+  return mode == ScaleMode::tensor    ? Granularity::tensor
+         : mode == ScaleMode::rowwise ? Granularity::row
+                                      : Granularity::group128;
+}
+
+Granularity gemm_scale_granularity_b(ScaleMode mode) {
+  return mode == ScaleMode::block ? Granularity::block128 : gemm_scale_granularity_a(mode);
+}
+
+}  // namespace fp8jit

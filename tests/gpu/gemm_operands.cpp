@@ -7,20 +7,6 @@
 
 namespace fp8jit::test {
 
-Granularity granularity_a(ScaleMode m) {
-  return m == ScaleMode::tensor ? Granularity::tensor : m == ScaleMode::rowwise ? Granularity::row : Granularity::group128;
-}
-
-Granularity granularity_b(ScaleMode m) {
-  switch (m) {
-    case ScaleMode::tensor: return Granularity::tensor;
-    case ScaleMode::rowwise: return Granularity::row;
-    case ScaleMode::block: return Granularity::block128;
-    case ScaleMode::group: return Granularity::group128;
-  }
-  return Granularity::tensor;
-}
-
 void quantize_into(std::int64_t rows, std::int64_t k, Fp8Format f, Granularity g, ScaleLayout layout, void* q,
                    float* s, unsigned seed) {
   const auto h = random_tensor(rows, k, k, DType::bf16, seed, false);

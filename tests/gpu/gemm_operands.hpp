@@ -8,10 +8,6 @@
 
 namespace fp8jit::test {
 
-// The granularity of A's and B's scales in each scale mode.
-Granularity granularity_a(ScaleMode m);
-Granularity granularity_b(ScaleMode m);
-
 // rows x k random bf16 values quantized into q (rows x k bytes) and s (scale_count floats);
 // synchronous.
 void quantize_into(std::int64_t rows, std::int64_t k, Fp8Format f, Granularity g, ScaleLayout layout, void* q,

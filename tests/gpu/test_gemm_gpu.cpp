@@ -40,14 +40,14 @@ Operands make_operands(const GemmProblem& p, std::int64_t m, std::int64_t n, std
   g.fast_accum = p.fast_accum;
   g.scale_a_layout = (seed % 2) ? ScaleLayout::col_major_tma : ScaleLayout::row_major;
   g.scale_b_layout = (seed % 3) ? ScaleLayout::row_major : ScaleLayout::col_major_tma;
-  g.scale_a_size = scale_count(granularity_a(p.scale), g.scale_a_layout, m, k);
-  g.scale_b_size = scale_count(granularity_b(p.scale), g.scale_b_layout, n, k);
+  g.scale_a_size = scale_count(gemm_scale_granularity_a(p.scale), g.scale_a_layout, m, k);
+  g.scale_b_size = scale_count(gemm_scale_granularity_b(p.scale), g.scale_b_layout, n, k);
   o.a = std::make_unique<DeviceMem>(m * k);
   o.b = std::make_unique<DeviceMem>(n * k);
   o.sa = std::make_unique<DeviceMem>(4 * g.scale_a_size);
   o.sb = std::make_unique<DeviceMem>(4 * g.scale_b_size);
-  quantize_into(m, k, p.a_format, granularity_a(p.scale), g.scale_a_layout, o.a->get(), o.sa->f32(), seed);
-  quantize_into(n, k, p.b_format, granularity_b(p.scale), g.scale_b_layout, o.b->get(), o.sb->f32(), seed + 1000);
+  quantize_into(m, k, p.a_format, gemm_scale_granularity_a(p.scale), g.scale_a_layout, o.a->get(), o.sa->f32(), seed);
+  quantize_into(n, k, p.b_format, gemm_scale_granularity_b(p.scale), g.scale_b_layout, o.b->get(), o.sb->f32(), seed + 1000);
   g.a = o.a->get();
   g.b = o.b->get();
   g.scale_a = o.sa->f32();

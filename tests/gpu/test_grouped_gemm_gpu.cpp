@@ -85,17 +85,17 @@ Grouped make_grouped(const Case& c, unsigned seed) {
   g.scale_a_layout = seed % 2 ? ScaleLayout::col_major_tma : ScaleLayout::row_major;
   g.scale_b_layout = seed % 3 ? ScaleLayout::row_major : ScaleLayout::col_major_tma;
   const std::int64_t rows = rows_of(c);
-  g.scale_a_size = scale_count(granularity_a(c.scale), g.scale_a_layout, rows, c.k);
-  o.sb_per_group = scale_count(granularity_b(c.scale), g.scale_b_layout, c.n, c.k);
+  g.scale_a_size = scale_count(gemm_scale_granularity_a(c.scale), g.scale_a_layout, rows, c.k);
+  o.sb_per_group = scale_count(gemm_scale_granularity_b(c.scale), g.scale_b_layout, c.n, c.k);
   g.scale_b_size = o.sb_per_group * g.groups;
   o.a = std::make_unique<DeviceMem>(rows * c.k);
   o.b = std::make_unique<DeviceMem>(g.groups * c.n * c.k);
   o.sa = std::make_unique<DeviceMem>(4 * g.scale_a_size);
   o.sb = std::make_unique<DeviceMem>(4 * g.scale_b_size);
-  quantize_into(rows, c.k, g.a_format, granularity_a(c.scale), g.scale_a_layout, o.a->get(),
+  quantize_into(rows, c.k, g.a_format, gemm_scale_granularity_a(c.scale), g.scale_a_layout, o.a->get(),
                 o.sa->f32(), seed);
   for (std::int64_t e = 0; e < g.groups; ++e)  // each expert's weights with their own scales
-    quantize_into(c.n, c.k, g.b_format, granularity_b(c.scale), g.scale_b_layout,
+    quantize_into(c.n, c.k, g.b_format, gemm_scale_granularity_b(c.scale), g.scale_b_layout,
                   o.b->as<unsigned char>() + e * c.n * c.k, o.sb->f32() + e * o.sb_per_group,
                   seed + 1000 + static_cast<unsigned>(e));
   o.table = std::make_unique<DeviceMem>(4 * c.table.size());

@@ -406,5 +406,19 @@ TEST(GemmArgsRuntime, SelectWithoutAGpuUsesTheH100Defaults) {
                 [&] { (void)rt.select(edit([](GemmArgs& g) { g.scale_b = nullptr; })); });
 }
 
+// The scale granularity of each mode, and the sizes GemmArgs asks for in it.
+TEST(GemmScaleGranularity, EachModesOperands) {
+  EXPECT_EQ(gemm_scale_granularity_a(ScaleMode::tensor), Granularity::tensor);
+  EXPECT_EQ(gemm_scale_granularity_b(ScaleMode::tensor), Granularity::tensor);
+  EXPECT_EQ(gemm_scale_granularity_a(ScaleMode::rowwise), Granularity::row);
+  EXPECT_EQ(gemm_scale_granularity_b(ScaleMode::rowwise), Granularity::row);
+  EXPECT_EQ(gemm_scale_granularity_a(ScaleMode::block), Granularity::group128);
+  EXPECT_EQ(gemm_scale_granularity_b(ScaleMode::block), Granularity::block128);
+  EXPECT_EQ(gemm_scale_granularity_a(ScaleMode::group), Granularity::group128);
+  EXPECT_EQ(gemm_scale_granularity_b(ScaleMode::group), Granularity::group128);
+  // B [300, 1000] under block scaling: 3 x 8 blocks of 128x128.
+  EXPECT_EQ(scale_count(gemm_scale_granularity_b(ScaleMode::block), ScaleLayout::row_major, 300, 1000), 24);
+}
+
 }  // namespace
 }  // namespace fp8jit
