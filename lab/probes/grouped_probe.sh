@@ -2,20 +2,24 @@
 # Builds lab/probes/grouped_probe.cpp against build-peers/libfp8jit.so and times the grouped
 # contiguous kernel against dense loops over specs (PROBE_CASES lines "G PER N K CONFIG [DENSE_CONFIG]",
 # CONFIG the gemm config JSON fields), then profiles PROBE_NCU (one such line) under Nsight Compute.
+# LIB: the build folder whose libfp8jit.so runs (default build-peers; e.g. a patch's build from
+# grouped_probe_patches.sh); NCU_LAUNCHES: the launches profiled (default "0 19": the grouped
+# kernel and the first dense one).
 # Usage (repo root, device, after lab/scripts/grouped_session.sh built build-peers): OUT=... bash lab/probes/grouped_probe.sh
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 1
 OUT=${OUT:-/tmp/fp8jit-probe}
 mkdir -p "$OUT"
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
-g++ -std=c++20 -O2 -Iinclude -Ibuild-peers/generated/include -I"$CUDA_HOME/include" lab/probes/grouped_probe.cpp \
-  -Lbuild-peers -lfp8jit -Wl,-rpath,"$PWD/build-peers" -L"$CUDA_HOME/lib64/stubs" -lcuda -o /tmp/grouped_probe || exit 1
+LIB=$(cd "${LIB:-build-peers}" && pwd) || exit 1
+g++ -std=c++20 -O2 -Iinclude -I"$LIB/generated/include" -I"$CUDA_HOME/include" lab/probes/grouped_probe.cpp \
+  -L"$LIB" -lfp8jit -Wl,-rpath,"$LIB" -L"$CUDA_HOME/lib64/stubs" -lcuda -o /tmp/grouped_probe || exit 1
 spec() {  # config fields, layout -> spec JSON
   echo "{\"family\":\"gemm\",\"config\":{$1},\"problem\":{\"a_format\":\"e4m3\",\"accum\":\"precise\",\"b_format\":\"e4m3\",\"bias\":0,\"out\":\"bf16\",\"scale\":\"block\"$2}}"
 }
 while read -r g per n k cfg dcfg; do
   [ -z "$g" ] && continue
-  /tmp/grouped_probe "$g" "$per" "$n" "$k" "$(spec "$cfg" ',"layout":"contiguous"')" "$(spec "${dcfg:-$cfg}" '')" 2>&1
+  timeout 120 /tmp/grouped_probe "$g" "$per" "$n" "$k" "$(spec "$cfg" ',"layout":"contiguous"')" "$(spec "${dcfg:-$cfg}" '')" 2>&1
 done <<< "${PROBE_CASES:-}"
 if [ -n "${PROBE_NCU:-}" ]; then
   read -r g per n k cfg dcfg <<< "$PROBE_NCU"
@@ -29,8 +33,8 @@ if [ -n "${PROBE_NCU:-}" ]; then
   metrics+=,smsp__inst_executed_op_global_ld.sum,smsp__inst_executed_op_generic_ld.sum,smsp__inst_executed_op_generic_st.sum
   metrics+=,smsp__inst_executed_op_ldgsts.sum,smsp__inst_executed_op_shared_ld.sum
   # Launch 0: the grouped kernel; launch 19: the first dense one (after 18 timed grouped calls).
-  for skip in 0 19; do
-    ncu --clock-control none --kernel-name fp8jit_gemm --launch-skip $skip --launch-count 1 --metrics "$metrics" \
+  for skip in ${NCU_LAUNCHES:-0 19}; do
+    timeout 300 ncu --clock-control none --kernel-name fp8jit_gemm --launch-skip $skip --launch-count 1 --metrics "$metrics" \
       --section WarpStateStats --section SourceCounters --print-units base -o "$OUT/probe_$skip" \
       /tmp/grouped_probe "$g" "$per" "$n" "$k" "$(spec "$cfg" ',"layout":"contiguous"')" "$(spec "${dcfg:-$cfg}" '')" \
       > "$OUT/probe_ncu_$skip.log" 2>&1

@@ -16,6 +16,9 @@ def main():
     path, top = sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 40
     with open(path, newline="") as f:
         lines = [line for line in f if line.startswith('"')]
+    # Newer pages open with a "Kernel Name" row before the header.
+    while lines and not lines[0].startswith('"Address"'):
+        lines.pop(0)
     rows = list(csv.DictReader(lines))
     if not rows:
         sys.exit(f"{path}: no rows")

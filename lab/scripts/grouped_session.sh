@@ -8,6 +8,9 @@
 #   4. with NCU="LAYOUT:G:ROWS", Nsight Compute of that case's kernels (fp8jit grouped, the dense
 #      loop, DeepGEMM's): duration, SM and memory throughput, warp stalls
 #   5. EXTRA: a command run last (e.g. a GPU smoke script), its output in $OUT/extra.txt
+# With AB_PATCH=PATCH and PROBE_CASES (lines as lab/probes/grouped_probe.sh takes them), a copy of
+# the tree with PATCH applied is built beside the others, and right after the builds the probe
+# times the tree, the patched copy and the tree again (the two tree runs bound the noise).
 # SRC_TAR=.carry/head.tar.gz (from `git archive -o .carry/head.tar.gz HEAD`) builds and runs that
 # tree instead of the working tree the device got (which may hold someone's unfinished edits).
 # Usage (repo root, on the device): OUT=$OUT bash lab/scripts/grouped_session.sh
@@ -29,6 +32,16 @@ export DG_JIT_CACHE_DIR=${DG_JIT_CACHE_DIR:-/tmp/deepgemm-cache}
 [ -x "$CUDA_HOME/bin/nvcc" ] && export DG_JIT_NVCC_COMPILER=${DG_JIT_NVCC_COMPILER:-$CUDA_HOME/bin/nvcc}
 
 log "build"
+ab_pid=
+if [ -n "${AB_PATCH:-}" ]; then
+  ab_src=/tmp/fp8jit-ab-probe
+  rm -rf "$ab_src" && mkdir -p "$ab_src" &&
+    tar -c --exclude='./build*' --exclude=./.carry --exclude=./.git . | tar -x -C "$ab_src" &&
+    patch -s -p1 -d "$ab_src" < "$AB_PATCH" || { echo "AB_PATCH $AB_PATCH does not apply"; exit 1; }
+  (cmake -S "$ab_src" -B "$ab_src/build" -DCMAKE_BUILD_TYPE=Release -DFP8JIT_BUILD_TESTS=OFF "${sqlite_args[@]}" &&
+    cmake --build "$ab_src/build" -j4 --target fp8jit_shared) > "$OUT/build-ab.log" 2>&1 &
+  ab_pid=$!
+fi
 (cmake -S . -B build-peers -DCMAKE_BUILD_TYPE=Release -DFP8JIT_BUILD_TESTS=OFF "${sqlite_args[@]}" &&
   cmake --build build-peers -j6 --target fp8jit_shared) > "$OUT/build-peers.log" 2>&1 &
 peers_pid=$!
@@ -40,6 +53,17 @@ peers_rc=$?
 log "build exit: build-gpu $gpu_rc, build-peers $peers_rc"
 [ $gpu_rc = 0 ] || tail -30 "$OUT/build-gpu.log"
 [ $peers_rc = 0 ] || tail -30 "$OUT/build-peers.log"
+
+if [ -n "$ab_pid" ]; then
+  wait $ab_pid || { echo "patched build failed"; tail -20 "$OUT/build-ab.log"; }
+  if [ $peers_rc = 0 ] && [ -f "$ab_src/build/libfp8jit.so" ]; then
+    log "probe: tree, $AB_PATCH, tree"
+    for lib in build-peers "$ab_src/build" build-peers; do
+      echo "== $lib" | tee -a "$OUT/probe_ab.txt"
+      LIB=$lib OUT="$OUT/probe" timeout 300 bash lab/probes/grouped_probe.sh 2>&1 | tee -a "$OUT/probe_ab.txt"
+    done
+  fi
+fi
 
 if [ $gpu_rc = 0 ] && [ "${GTESTS-GroupedGemmGpu.*}" != "" ]; then
   log "GPU tests ${GTESTS-GroupedGemmGpu.*}"

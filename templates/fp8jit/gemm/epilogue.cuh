@@ -85,19 +85,25 @@ struct Sm90GemmEpilogue {
   // time up to there (store_rows): deciding per tile between TMA and direct stores from registers
   // instead made ptxas recompute shared-memory addresses in every K block (grouped 128x256: 19 %
   // more instructions than the dense kernel).
+  // kWhole: the caller knows the slab's rows all belong to its group (no row-by-row path).
+  template <bool kWhole = !kGrouped>
   static FP8JIT_DEVICE void slab_store(const GemmParams& p, u8* slab, int wg, int slab_y,
                                        int slab_x, int rows_end) {
     tma::fence_smem_for_async();
     named_barrier_sync(1 + wg, 128);
     if (threadIdx.x % 128 == 0) {
       // A cluster partner's tile may lie wholly past the edge of D: nothing to store.
-      if (!kGrouped || slab_y + kRowsPerWG <= rows_end || rows_end >= p.M) {
+      if (kWhole || whole_slab(p, slab_y, rows_end)) {
         if (slab_y < p.M && slab_x < p.N) tma::store_2d(&p.tma_d, slab, slab_x, slab_y);
       } else {
         store_rows(p, slab, slab_y, slab_x, rows_end - slab_y);
       }
       tma::store_commit();
     }
+  }
+  // Whether a slab's rows all lie before its group's end (or D's last row clips it anyway).
+  static FP8JIT_DEVICE bool whole_slab(const GemmParams& p, int slab_y, int rows_end) {
+    return slab_y + kRowsPerWG <= rows_end || rows_end >= p.M;
   }
   // The slab's first `rows` rows to D by one thread: each row's columns before N by a bulk copy
   // of whole 16-byte pieces (D's rows and the slab's are 16-byte aligned wherever slabs are
@@ -161,6 +167,7 @@ struct Sm90GemmEpilogue {
   }
   // Writes packed values to the slab and stores it: (r, c) is the thread's first row and
   // column within the slab.
+  template <bool kWhole = !kGrouped>
   static FP8JIT_DEVICE void store_packed(const GemmParams& p, u8* slab,
                                          const u32 (&w)[kMmaM][kPacked], int wg, int r, int c,
                                          int slab_y, int slab_x, int rows_end) {
@@ -174,7 +181,7 @@ struct Sm90GemmEpilogue {
           *reinterpret_cast<u32*>(
               slab + (static_cast<i64>(r + mm * 64 + 8 * h) * BLOCK_N + c + 8 * j) * S) =
               w[mm][2 * j + h];
-    slab_store(p, slab, wg, slab_y, slab_x, rows_end);
+    slab_store<kWhole>(p, slab, wg, slab_y, slab_x, rows_end);
   }
 
   static FP8JIT_DEVICE void stage_pair(u8* slab, int r, int c, const float (&x)[2]) {

@@ -77,6 +77,7 @@ struct IndexedTileScheduler {
     const int last = min(y + n, p.M);
     int end = last;
     bool bad = false;
+#pragma unroll 1
     for (int r0 = y; r0 < last; r0 += 32) {
       const int r = r0 + lane;
       const int v = r < last ? __ldg(p.group_rows + r) : g;

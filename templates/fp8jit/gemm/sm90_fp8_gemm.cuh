@@ -254,7 +254,8 @@ struct Sm90Fp8Gemm {
     // runs three tiles or more: with two (decode-sized M, K = 512) block scaling lost ~1 µs of
     // 17 to it (G21), having little to hide the store under.
     const bool defer = kDeferEpilogue && p.tma_store && (p.splits == 1 || p.split_cluster) &&
-                       tiles.runs_at_least(3);
+                       (Scheduler::kGrouped ? __all_sync(~0u, tiles.runs_at_least(3))
+                                            : tiles.runs_at_least(3));
     u32 packed[kMmaM][kDeferEpilogue ? Epilogue::kPacked : 1];
     bool pending = false;
     int pending_y = 0, pending_x = 0, pending_rows = 0;
@@ -268,7 +269,7 @@ struct Sm90Fp8Gemm {
     bool half_pending = false;
     int half_row0 = 0, half_col0 = 0, half_y = 0, half_x = 0;
     int half_rows = 0;  // grouped layouts: where the pending half's group rows end (tile_out)
-    for (GemmUnit w; tiles.next(w);) {
+    for (GemmUnit w; Scheduler::kGrouped ? __all_sync(~0u, tiles.next(w)) : tiles.next(w);) {
       const int tn = w.tn, first = w.first, last = w.last;
       const int r0 = wg * kRowsPerWG + warp * 16 + lane / 4;  // row within the tile; + mm*64, + 8
       const int row0 = w.row0 + r0;
@@ -276,6 +277,25 @@ struct Sm90Fp8Gemm {
       const int slab_y = w.row0 + wg * kRowsPerWG,
                 slab_x = tn * BLOCK_N;  // D coordinates of the slab
       const int split_j = Promotion::block_split(tn);
+      // Grouped layouts: a pending slab (column half or deferred tile) that runs past its
+      // group's end goes out row by row here, before the K loop, so that the loop's stores
+      // under the wgmmas are whole-slab TMA stores as in dense kernels. With the row-by-row path
+      // in the loop, or a branch that ptxas cannot tell is warp-uniform in front of it (the
+      // vote says it is: a warpgroup's slab is one), ptxas kept the stage, phase and shared
+      // addresses in per-thread registers and re-derived thread indices in every K block:
+      // +18 % instructions in the 128x256 K loop, the grouped kernel's 12 % (G38).
+      if constexpr (kOverlapHalves && Scheduler::kGrouped)
+        if (__any_sync(~0u, half_pending && !Epilogue::whole_slab(p, half_y, half_rows))) {
+          write_half1<false>(p, pending_half_out(p, half_rows), slab, out, wg, half_row0,
+                             half_col0, half_y, half_x);
+          half_pending = false;
+        }
+      if constexpr (kDeferEpilogue && Scheduler::kGrouped)
+        if (__any_sync(~0u, pending && !Epilogue::whole_slab(p, pending_y, pending_rows))) {
+          Epilogue::template store_packed<false>(p, slab, packed, wg, slab_r, slab_c, pending_y,
+                                                 pending_x, pending_rows);
+          pending = false;
+        }
       clear_sums(acc, out,
                  half_pending);  // an empty K range (more splits than K blocks) yields zeros
       if constexpr (kDeferEpilogue)
@@ -306,15 +326,16 @@ struct Sm90Fp8Gemm {
           if constexpr (kDeferEpilogue)
             if (c == 0 && kb == first &&
                 pending) {  // the previous tile's store, under these wgmmas
-              Epilogue::store_packed(p, slab, packed, wg, slab_r, slab_c, pending_y, pending_x,
-                                     pending_end(p, pending_rows));
+              Epilogue::template store_packed<true>(p, slab, packed, wg, slab_r, slab_c,
+                                                    pending_y, pending_x,
+                                                    pending_end(p, pending_rows));
               pending = false;
             }
           if constexpr (kOverlapHalves) {
             if (c == 0 && kb == first &&
                 half_pending) {  // the previous tile's half 1, then its store
-              write_half1(p, pending_half_out(p, half_rows), slab, out, wg, half_row0, half_col0,
-                          half_y, half_x);
+              write_half1<true>(p, pending_half_out(p, half_rows), slab, out, wg, half_row0,
+                                half_col0, half_y, half_x);
               half_pending = false;
             }
             if (c == 1 && kb == last - 1 && overlap_halves) {  // this tile's half 0 is final
@@ -447,12 +468,14 @@ struct Sm90Fp8Gemm {
 
   // A pending tile's half 1 into the slab (its half 0 is there), the slab to D, and out's upper
   // half cleared for the tile under way.
+  // kWhole: the slab's rows all lie in its group (the K loop's case; see consumer()).
+  template <bool kWhole = !Scheduler::kGrouped>
   static FP8JIT_DEVICE void write_half1(const GemmParams& p, const TileOut& o, u8* slab,
                                         float (&out)[kMmaM][kPromote ? kAccum : 1], int wg,
                                         int row0, int col0, int slab_y, int slab_x) {
     if constexpr (kOverlapHalves) {
       Epilogue::template stage_half<2, 1>(p, o, slab, out, row0, col0, slab_y, slab_x);
-      Epilogue::slab_store(p, slab, wg, slab_y, slab_x, o.rows_end);
+      Epilogue::template slab_store<kWhole>(p, slab, wg, slab_y, slab_x, o.rows_end);
 #pragma unroll
       for (int mm = 0; mm < kMmaM; ++mm)
 #pragma unroll
