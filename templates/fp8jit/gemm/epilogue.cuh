@@ -167,7 +167,6 @@ struct Sm90GemmEpilogue {
   }
   // Writes packed values to the slab and stores it: (r, c) is the thread's first row and
   // column within the slab.
-  template <bool kWhole = !kGrouped>
   static FP8JIT_DEVICE void store_packed(const GemmParams& p, u8* slab,
                                          const u32 (&w)[kMmaM][kPacked], int wg, int r, int c,
                                          int slab_y, int slab_x, int rows_end) {
@@ -181,7 +180,7 @@ struct Sm90GemmEpilogue {
           *reinterpret_cast<u32*>(
               slab + (static_cast<i64>(r + mm * 64 + 8 * h) * BLOCK_N + c + 8 * j) * S) =
               w[mm][2 * j + h];
-    slab_store<kWhole>(p, slab, wg, slab_y, slab_x, rows_end);
+    slab_store(p, slab, wg, slab_y, slab_x, rows_end);
   }
 
   static FP8JIT_DEVICE void stage_pair(u8* slab, int r, int c, const float (&x)[2]) {
