@@ -73,4 +73,16 @@ fp8jit_status fp8jit_grouped_gemm_select(fp8jit_runtime* runtime, const fp8jit_g
   });
 }
 
+fp8jit_status fp8jit_grouped_gemm_tune(fp8jit_runtime* runtime, const fp8jit_grouped_gemm_args* args,
+                                       size_t top_k) {
+  return guarded([&] {
+    require(runtime, "runtime", "fp8jit_grouped_gemm_tune", kRuntimeWhat);
+    require(args, "args", "fp8jit_grouped_gemm_tune", "an fp8jit_grouped_gemm_args pointer");
+    fp8jit::TuneOptions options;
+    options.top_k = top_k;
+    if (!runtime->runtime.tune(to_cpp(*args), options).best)
+      throw fp8jit::Error(fp8jit::ErrorKind::unsupported, "no candidate passed verification for this grouped shape");
+  });
+}
+
 }  // extern "C"

@@ -2,8 +2,10 @@
 // any GPU work, through the C++ API and the C ABI; scale tensors are sized per group. Runs without
 // a GPU: the device pointers are fake but aligned, and nothing dereferences them.
 #include <gtest/gtest.h>
+#include <stdlib.h>
 
 #include <climits>
+#include <filesystem>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -12,6 +14,7 @@
 #include "fp8jit/kernel_spec.hpp"
 #include "fp8jit/runtime.hpp"
 #include "autotune/grouped_reference.hpp"
+#include "runtime/jit/driver.hpp"
 #include "runtime/ops/grouped_gemm.hpp"
 #include "tests/common/expect_error.hpp"
 
@@ -48,6 +51,21 @@ GroupedGemmArgs valid_masked() {
   g.m = 256;                      // M_max per group
   g.scale_a_size = 56 * 8 * 256;  // A [8 * 256, 7168]
   return g;
+}
+
+// valid_masked() through the C ABI's struct (its other fields the C++ defaults).
+fp8jit_grouped_gemm_args masked_c_args() {
+  const GroupedGemmArgs v = valid_masked();
+  fp8jit_grouped_gemm_args c;
+  fp8jit_grouped_gemm_args_init(&c);
+  c.layout = FP8JIT_LAYOUT_MASKED;
+  c.groups = v.groups;
+  c.group_rows = v.group_rows;
+  c.a = v.a, c.b = v.b, c.d = v.d;
+  c.m = v.m, c.n = v.n, c.k = v.k;
+  c.scale_a = v.scale_a, c.scale_a_size = v.scale_a_size;
+  c.scale_b = v.scale_b, c.scale_b_size = v.scale_b_size;
+  return c;
 }
 
 void expect_rejected(const GroupedGemmArgs& args, const std::vector<std::string>& needles) {
@@ -151,28 +169,46 @@ TEST(GroupedGemmArgs, CAbiRefusesWithStatusAndMessage) {
   EXPECT_EQ(fp8jit_grouped_gemm(rt, nullptr, nullptr), FP8JIT_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(fp8jit_grouped_gemm(nullptr, &a, nullptr), FP8JIT_ERROR_INVALID_ARGUMENT);
   // The kernel a valid call would use, without a GPU (the heuristic for an H100/H200).
-  const GroupedGemmArgs v = valid_masked();
-  fp8jit_grouped_gemm_args c;
-  fp8jit_grouped_gemm_args_init(&c);
-  c.layout = FP8JIT_LAYOUT_MASKED;
-  c.groups = v.groups;
-  c.group_rows = v.group_rows;
-  c.a = v.a;
-  c.b = v.b;
-  c.d = v.d;
-  c.m = v.m;
-  c.n = v.n;
-  c.k = v.k;
+  fp8jit_grouped_gemm_args c = masked_c_args();
   c.expected_m = 32;
-  c.scale_a = v.scale_a;
-  c.scale_a_size = v.scale_a_size;
-  c.scale_b = v.scale_b;
-  c.scale_b_size = v.scale_b_size;
   char name[128];
   ASSERT_EQ(fp8jit_grouped_gemm_select(rt, &c, name, sizeof name), FP8JIT_SUCCESS) << fp8jit_last_error();
   EXPECT_NE(std::string(name).find("_block_masked_64x"), std::string::npos) << name;  // decode: 64-row tiles
   EXPECT_EQ(fp8jit_grouped_gemm_select(rt, &c, name, 8), FP8JIT_ERROR_INVALID_ARGUMENT);
   fp8jit_runtime_destroy(rt);
+}
+
+// Tuning through the C ABI: bad arguments are refused by name before any GPU use, as for a call;
+// without a GPU a valid call says libcuda is missing (and touches no tuning database).
+TEST(GroupedGemmArgs, CAbiTuneRefusesBeforeTheGpu) {
+  std::string dir = ::testing::TempDir() + "fp8jit_grouped_tune_XXXXXX";
+  ASSERT_NE(::mkdtemp(dir.data()), nullptr);
+  fp8jit_runtime* rt = nullptr;
+  ASSERT_EQ(fp8jit_runtime_create_with_cache_dir(dir.c_str(), &rt), FP8JIT_SUCCESS);
+  fp8jit_grouped_gemm_args a;
+  fp8jit_grouped_gemm_args_init(&a);
+  EXPECT_EQ(fp8jit_grouped_gemm_tune(rt, &a, 4), FP8JIT_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(fp8jit_last_error()).find("invalid m = 0"), std::string::npos) << fp8jit_last_error();
+  a.layout = static_cast<fp8jit_gemm_layout>(7);
+  EXPECT_EQ(fp8jit_grouped_gemm_tune(rt, &a, 4), FP8JIT_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(fp8jit_last_error()).find("layout = 7"), std::string::npos) << fp8jit_last_error();
+  EXPECT_EQ(fp8jit_grouped_gemm_tune(rt, nullptr, 4), FP8JIT_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(fp8jit_last_error()).find("args"), std::string::npos) << fp8jit_last_error();
+  EXPECT_EQ(fp8jit_grouped_gemm_tune(nullptr, &a, 4), FP8JIT_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(fp8jit_last_error()).find("runtime"), std::string::npos) << fp8jit_last_error();
+
+  fp8jit_grouped_gemm_args c = masked_c_args();
+  c.expected_m = c.m + 1;  // more rows per group than a group holds
+  EXPECT_EQ(fp8jit_grouped_gemm_tune(rt, &c, 4), FP8JIT_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(fp8jit_last_error()).find("expected_m"), std::string::npos) << fp8jit_last_error();
+  if (!driver::available()) {  // the operands are not device memory: only without a GPU
+    c.expected_m = 32;
+    EXPECT_EQ(fp8jit_grouped_gemm_tune(rt, &c, 4), FP8JIT_ERROR_DRIVER);
+    EXPECT_NE(std::string(fp8jit_last_error()).find("libcuda"), std::string::npos) << fp8jit_last_error();
+  }
+  fp8jit_runtime_destroy(rt);
+  EXPECT_FALSE(std::filesystem::exists(dir + "/tuning.sqlite"));
+  std::filesystem::remove_all(dir);
 }
 
 // A kernel of the other kind is refused by name before the driver: a grouped kernel run as a
