@@ -1,12 +1,15 @@
 """Grouped (mixture-of-experts) FP8 GEMMs side by side: fp8jit's grouped_gemm (C ABI, ctypes),
-DeepGEMM v1's m_grouped kernels and a loop of fp8jit's dense GEMMs over the experts, on the same
-inputs in one process; kernel time from the CUDA profiler (kineto), L2 flushed before each call.
+DeepGEMM v1's and 2.6.1's m_grouped kernels and a loop of fp8jit's dense GEMMs over the experts, on
+the same inputs in one process; kernel time from the CUDA profiler (kineto: DeepGEMM 2.6.1's own
+scale-layout kernels, if it ran any, count with its call), L2 flushed before each call. The peer to
+beat is the faster DeepGEMM case by case ("best DeepGEMM").
 
 Layouts: contiguous (prefill: groups' rows one after another; DeepGEMM's m_indices with groups
 aligned to 128 rows, fp8jit's G+1 offsets and, on the same m_indices, its indexed layout) and
 masked (decode: masked_m per group under M_max, the expected M per group as the hint). Block scaling, bf16 out: DeepSeek-V3's expert projections
 (gate-up N=4096 K=7168, down N=7168 K=2048). Usage (GPU machine):
-  python3 bench/peers/grouped_peers.py --lib BUILD/libfp8jit.so --deepgemm .carry/deepgemm [--quick]
+  python3 bench/peers/grouped_peers.py --lib BUILD/libfp8jit.so --deepgemm .carry/deepgemm \
+      [--deepgemm2 .carry/deepgemm2] [--quick]
 """
 import argparse
 import ctypes
@@ -122,13 +125,33 @@ def dense_loop(fj, torch, A, B, sa_rows, sb, starts, counts, n, k):
     return call, outs
 
 
+DG1, DG2 = "DeepGEMM v1", "DeepGEMM 2.6.1"
+
+
+def best_deepgemm(times):
+    """(µs, name) of the faster DeepGEMM among those timed in a case (v1 on a tie), else None."""
+    timed = [(times[name], name) for name in (DG1, DG2) if times.get(name)]
+    return min(timed, key=lambda t: t[0]) if timed else None
+
+
+def deepgemm2_call(dg2, layout, A, B, D, sa_dg, sb, table, groups, m_max, k, n, expected):
+    """DeepGEMM 2.6.1's m_grouped call on the inputs v1 gets (recipe (1, 128, 128): sm90's 1d2d
+    kernels; contiguous takes the m_indices as its grouped layout)."""
+    if layout == "contiguous":
+        return lambda: dg2.m_grouped_fp8_gemm_nt_contiguous((A, sa_dg), (B, sb), D, table,  # noqa: E731
+                                                            recipe=(1, 128, 128))
+    A3, D3 = A.view(groups, m_max, k), D.view(groups, m_max, n)
+    return lambda: dg2.m_grouped_fp8_gemm_nt_masked((A3, sa_dg), (B, sb), D3, table, expected,  # noqa: E731
+                                                    recipe=(1, 128, 128))
+
+
 def check(torch, D, ref_rows, name):
     err = ((D.float() - ref_rows.float()).norm() / ref_rows.float().norm().clamp_min(1e-30)).item()
     if not err < 2e-2:
         raise RuntimeError(f"{name}: relative difference {err:.2e} from fp8jit's result")
 
 
-def run_case(torch, timer, fj, dg, case, iters):
+def run_case(torch, timer, fj, dg, dg2, case, iters):
     layout, groups, per, m_max, expected, n, k = case
     kb = -(-k // 128)
     if layout == "contiguous":
@@ -166,16 +189,19 @@ def run_case(torch, timer, fj, dg, case, iters):
     fns.append(loop_call)
     names.append("fp8jit dense loop")
     Ddg = torch.empty_like(D)
+    if layout == "contiguous":
+        sa_dg = sa[:, :rows].t()  # (rows, kb), strides (1, rows): DeepGEMM's TMA-aligned layout
+        dg_table = m_idx
+    else:
+        per_group = sa[:, :rows].view(kb, groups, m_max).permute(1, 0, 2).contiguous()  # (G, kb, M_max)
+        sa_dg = per_group.transpose(1, 2)  # (G, M_max, kb), each group's scales column-major
+        dg_table = table  # masked_m
     if dg is not None:
         if layout == "contiguous":
-            sa_dg = sa[:, :rows].t()  # (rows, kb), strides (1, rows): DeepGEMM's TMA-aligned layout
             dg_call = lambda: dg.dg.m_grouped_gemm_fp8_fp8_bf16_nt_contiguous((A, sa_dg), (B, sb), Ddg, m_idx)  # noqa: E731
         else:
-            per_group = sa[:, :rows].view(kb, groups, m_max).permute(1, 0, 2).contiguous()  # (G, kb, M_max)
-            sa_dg = per_group.transpose(1, 2)  # (G, M_max, kb), each group's scales column-major
-            masked_m = table
             A3, D3 = A.view(groups, m_max, k), Ddg.view(groups, m_max, n)
-            dg_call = lambda: dg.dg.m_grouped_gemm_fp8_fp8_bf16_nt_masked((A3, sa_dg), (B, sb), D3, masked_m, expected)  # noqa: E731
+            dg_call = lambda: dg.dg.m_grouped_gemm_fp8_fp8_bf16_nt_masked((A3, sa_dg), (B, sb), D3, table, expected)  # noqa: E731
         try:
             dg._checked(dg_call)
         except TypeError:
@@ -186,7 +212,17 @@ def run_case(torch, timer, fj, dg, case, iters):
             if c:
                 check(torch, Ddg[s:s + c], D[s:s + c], "DeepGEMM")
         fns.append(dg_call)
-        names.append("DeepGEMM v1")
+        names.append(DG1)
+    if dg2 is not None:
+        Ddg2 = torch.empty_like(D)
+        dg2_call = deepgemm2_call(dg2, layout, A, B, Ddg2, sa_dg, sb, dg_table, groups, m_max, k, n, expected)
+        dg2_call()
+        torch.cuda.synchronize()
+        for s, c in zip(starts, counts):
+            if c:
+                check(torch, Ddg2[s:s + c], D[s:s + c], DG2)
+        fns.append(dg2_call)
+        names.append(DG2)
     for fn in fns:
         timer.warm(fn, 2)
     results = timer.time(fns, iters)
@@ -237,7 +273,9 @@ def parse_args(argv):
     """Options; a wrong, empty or huge value is a usage error (exit 2) before anything runs."""
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--lib", required=True, type=non_empty, help="libfp8jit.so")
-    p.add_argument("--deepgemm", default="", help="DeepGEMM v1's source tree (left out: fp8jit only)")
+    p.add_argument("--deepgemm", default="", help="DeepGEMM v1's source tree (left out: no v1)")
+    p.add_argument("--deepgemm2", default="", help="DeepGEMM 2.6.1's tree, its extension built "
+                   "(bench/peers/setup_deepgemm2.py and build_deepgemm2.sh; left out: no 2.6.1)")
     p.add_argument("--quick", action="store_true", help="six cases instead of the MoE suite")
     p.add_argument("--iters", type=bounded_int(1, 1000), default=15, help="timed calls per case")
     p.add_argument("--only", action="append", type=case_filter, default=[],
@@ -251,46 +289,56 @@ def main(argv=None):
     import torch
     fj = Fp8jit(a.lib)
     declare(fj)
-    dg = None
+    dg = dg2 = None
     if a.deepgemm:
         from deepgemm_peers import DeepGemmProvider
         dg = DeepGemmProvider(torch, a.deepgemm, 0)
+    if a.deepgemm2:
+        from deepgemm_peers import load_deepgemm2
+        try:
+            dg2 = load_deepgemm2(a.deepgemm2)
+        except Exception as e:  # reported, and the rest runs without it
+            log(f"{DG2}: unavailable: {str(e)[:300]}")
     timer = Timer(torch, 512)
     bw, _ = copy_bandwidth(torch, timer)
     log(f"{torch.cuda.get_device_name()}: copy bandwidth {bw / 1e12:.2f} TB/s")
     print("| layout | G | rows/group (masked: expected) | N x K | fp8jit kernel | fp8jit µs | indexed µs | dense loop µs | "
-          "DeepGEMM µs | vs DeepGEMM | indexed vs DeepGEMM | vs loop | fp8jit of copy bw |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
-    ratios = {"contiguous": [], "masked": [], "indexed": []}
+          f"{DG1} µs | {DG2} µs | vs best DeepGEMM | indexed vs best | vs loop | fp8jit of copy bw |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    ratios = {(layout, peer): [] for layout in ("contiguous", "masked", "indexed") for peer in (DG1, DG2, "best")}
     loops = []
     for case in selected(suite(a.quick), a.only):
         layout, groups, per, m_max, expected, n, k = case
         try:
-            times, name, valid, moved = run_case(torch, timer, fj, dg, case, a.iters)
+            times, name, valid, moved = run_case(torch, timer, fj, dg, dg2, case, a.iters)
         except Exception as e:  # a failed case is reported, not hidden
             print(f"| {layout} | {groups} | {per or expected} | {n}x{k} | FAILED: {str(e)[:200]} |")
             continue
         f = times["fp8jit grouped"]
-        d = times.get("DeepGEMM v1")
         lp = times["fp8jit dense loop"]
         ix = times.get("fp8jit indexed")
-        if d:
-            ratios[layout].append(d / f)
-            if ix:
-                ratios["indexed"].append(d / ix)
+        best = best_deepgemm(times)
+        for peer, us in ((DG1, times.get(DG1)), (DG2, times.get(DG2)), ("best", best and best[0])):
+            if us:
+                ratios[(layout, peer)].append(us / f)
+                if ix:
+                    ratios[("indexed", peer)].append(us / ix)
         if layout == "contiguous" and per <= 512:
             loops.append(lp / f)
         frac = moved / (f * 1e-6) / bw
         rows = per if layout == "contiguous" else f"{expected} (M_max {m_max})"
-        print(f"| {layout} | {groups} | {rows} | {n}x{k} | {name} | {f:.1f} | {ix and f'{ix:.1f}' or '-'} | {lp:.1f} | "
-              f"{d and f'{d:.1f}' or '-'} | {d and f'{d / f:.3f}x' or '-'} | {d and ix and f'{d / ix:.3f}x' or '-'} | "
+        cell = lambda us: f"{us:.1f}" if us else "-"  # noqa: E731
+        vs = lambda us, mine: f"{us / mine:.3f}x" if us and mine else "-"  # noqa: E731
+        b = best[0] if best else None
+        print(f"| {layout} | {groups} | {rows} | {n}x{k} | {name} | {f:.1f} | {cell(ix)} | {lp:.1f} | "
+              f"{cell(times.get(DG1))} | {cell(times.get(DG2))} | {vs(b, f)} | {vs(b, ix)} | "
               f"{lp / f:.2f}x | {frac:.2f} |", flush=True)
-    for layout, r in ratios.items():
+    for (layout, peer), r in ratios.items():
         if r:
-            print(f"{layout}: fp8jit vs DeepGEMM v1 geomean {pc.geomean(r):.3f}x over {len(r)} cases")
+            who = "the faster DeepGEMM per case" if peer == "best" else peer
+            print(f"{layout}: fp8jit vs {who} geomean {pc.geomean(r):.3f}x over {len(r)} cases")
     if loops:
         print(f"contiguous, rows/group <= 512: grouped vs dense loop geomean {pc.geomean(loops):.2f}x")
-
 
 if __name__ == "__main__":
     main()

@@ -59,40 +59,13 @@ cmake --build "$B" -j"$(nproc)" --target fp8jit_shared > /tmp/peers-build.log 2>
 [ -f "$B/libfp8jit.so" ] || { echo "run.sh: $B/libfp8jit.so missing after the build" >&2; finish 1; }
 echo "built in $(( $(date +%s) - t0 )) s: $(readlink -f "$B/libfp8jit.so")"
 
-# DeepGEMM 2.6.1 is a torch C++ extension (csrc/python_api.cpp, g++ only; the kernels are JIT-compiled
-# with nvcc at run time): build it in place once, into deep_gemm/_C*.so. A failure is logged and
-# leaves that peer unavailable; gemm_peers.py says why.
+# DeepGEMM 2.6.1's torch extension, built in place once (a failure leaves that peer unavailable;
+# gemm_peers.py says why).
 dg2=${DEEPGEMM2_DIR:-.carry/deepgemm2}
-if [ -f "$dg2/setup.py" ]; then
-  if compgen -G "$dg2/deep_gemm/_C*.so" >/dev/null; then
-    echo "DeepGEMM 2.6.1: extension already built: $(ls "$dg2"/deep_gemm/_C*.so)"
-  else
-    step "build DeepGEMM 2.6.1 extension ($dg2)"
-    t0=$(date +%s)
-    dg2_env=(DG_USE_LOCAL_VERSION=0) stubs=  # DG_USE_LOCAL_VERSION=0: the version from __init__.py, not git
-    # The g++ torch was built with: an extension from another g++ (the machine's default
-    # /opt/gcc) imports but segfaults in its first call (H100 machine, 2026-11-24).
-    [ -x /usr/bin/g++-13 ] && dg2_env+=(CXX=/usr/bin/g++-13)
-    if ! python3 -c "import wheel.bdist_wheel, packaging.version" 2>/dev/null; then
-      # setup.py imports both at the top for its wheel command only; build_ext never uses them.
-      stubs=$(mktemp -d)
-      mkdir -p "$stubs/wheel" "$stubs/packaging"
-      : > "$stubs/wheel/__init__.py"; : > "$stubs/packaging/__init__.py"
-      echo "from setuptools import Command as bdist_wheel" > "$stubs/wheel/bdist_wheel.py"
-      echo "def parse(v): raise NotImplementedError" > "$stubs/packaging/version.py"
-      dg2_env+=(PYTHONPATH="$stubs${PYTHONPATH:+:$PYTHONPATH}")
-      echo "(no wheel or packaging module: stand-ins in $stubs)"
-    fi
-    if (cd "$dg2" && env "${dg2_env[@]}" python3 setup.py build_ext --inplace 2>&1); then
-      echo "DeepGEMM 2.6.1 built in $(( $(date +%s) - t0 )) s: $(ls "$dg2"/deep_gemm/_C*.so)"
-    else
-      echo "run.sh: DeepGEMM 2.6.1 build failed after $(( $(date +%s) - t0 )) s: it is reported unavailable"
-    fi
-    [ -n "$stubs" ] && rm -rf "$stubs"
-  fi
-else
-  echo "DeepGEMM 2.6.1: no tree at $dg2 (python3 bench/peers/setup_deepgemm2.py lays it out): reported unavailable"
+if [ -f "$dg2/setup.py" ] && ! compgen -G "$dg2/deep_gemm/_C*.so" >/dev/null; then
+  step "build DeepGEMM 2.6.1 extension ($dg2)"
 fi
+bash bench/peers/build_deepgemm2.sh "$dg2"
 
 step "gemm_peers.py -> $out_dir"
 python3 bench/peers/gemm_peers.py --lib "$B/libfp8jit.so" --out "$out_dir" --deepgemm2 "$dg2" "$@"

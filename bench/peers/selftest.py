@@ -281,6 +281,13 @@ def test_grouped_peers_args():
     import grouped_peers as gp
     good = gp.parse_args(["--lib", "/tmp/libfp8jit.so", "--iters", "3", "--quick", "--only", "masked:32:64"])
     check(good.iters == 3 and good.quick and good.only == [("masked", 32, 64)], "good grouped options parse")
+    check(good.deepgemm2 == "" and gp.parse_args(["--lib", "x", "--deepgemm2", "/p"]).deepgemm2 == "/p",
+          "--deepgemm2 parses, empty by default")
+    # The peer to beat: the faster DeepGEMM of a case (v1 on a tie), whichever ran.
+    check(gp.best_deepgemm({gp.DG1: 10.0, gp.DG2: 9.0, "fp8jit grouped": 1.0}) == (9.0, gp.DG2), "best: 2.6.1 faster")
+    check(gp.best_deepgemm({gp.DG1: 9.0, gp.DG2: 9.0}) == (9.0, gp.DG1), "best: a tie goes to v1")
+    check(gp.best_deepgemm({gp.DG2: 7.0}) == (7.0, gp.DG2), "best: only 2.6.1 ran")
+    check(gp.best_deepgemm({"fp8jit grouped": 1.0}) is None, "best: no DeepGEMM ran")
     cases = gp.suite(True)
     check(gp.selected(cases, []) == cases, "no --only: every case")
     check([c[:2] + (c[4],) for c in gp.selected(cases, [("contiguous", 8, 4096)])] == [("contiguous", 8, 4096)] * 2,

@@ -3,7 +3,8 @@
 #   1. build build-gpu (GPU tests, CLI) and build-peers (libfp8jit.so for the Python peers) side by side
 #   2. GPU tests matching GTESTS (default GroupedGemmGpu.*), and compute-sanitizer memcheck of
 #      MEMCHECK (a gtest filter, default empty: skipped)
-#   3. bench/peers/grouped_peers.py against DeepGEMM v1 (.carry/deepgemm) — QUICK=1 (default) six
+#   3. bench/peers/grouped_peers.py against DeepGEMM v1 (.carry/deepgemm) and, where laid out,
+#      2.6.1 (.carry/deepgemm2, its extension built in step 1) — QUICK=1 (default) six
 #      cases, QUICK=0 the MoE suite; ONLY="contiguous:8:4096 ..." restricts the cases
 #   4. with NCU="LAYOUT:G:ROWS", Nsight Compute of that case's kernels (fp8jit grouped, the dense
 #      loop, DeepGEMM's): duration, SM and memory throughput, warp stalls
@@ -41,6 +42,13 @@ if [ -n "${AB_PATCH:-}" ]; then
   (cmake -S "$ab_src" -B "$ab_src/build" -DCMAKE_BUILD_TYPE=Release -DFP8JIT_BUILD_TESTS=OFF "${sqlite_args[@]}" &&
     cmake --build "$ab_src/build" -j4 --target fp8jit_shared) > "$OUT/build-ab.log" 2>&1 &
   ab_pid=$!
+fi
+# DeepGEMM 2.6.1 (.carry/deepgemm2, when laid out) joins the grouped peers: its extension builds
+# beside the rest.
+dg2_pid=
+if [ -f .carry/deepgemm2/setup.py ]; then
+  bash bench/peers/build_deepgemm2.sh .carry/deepgemm2 > "$OUT/build-deepgemm2.log" 2>&1 &
+  dg2_pid=$!
 fi
 (cmake -S . -B build-peers -DCMAKE_BUILD_TYPE=Release -DFP8JIT_BUILD_TESTS=OFF "${sqlite_args[@]}" &&
   cmake --build build-peers -j6 --target fp8jit_shared) > "$OUT/build-peers.log" 2>&1 &
@@ -81,9 +89,13 @@ fi
 
 only=()
 for c in ${ONLY:-}; do only+=(--only "$c"); done
+dg2_args=()
+if [ -n "$dg2_pid" ]; then
+  wait "$dg2_pid" && dg2_args=(--deepgemm2 .carry/deepgemm2) || tail -5 "$OUT/build-deepgemm2.log"
+fi
 if [ $peers_rc = 0 ] && [ "${BENCH:-1}" != 0 ]; then
   log "grouped peers"
-  python3 bench/peers/grouped_peers.py --lib build-peers/libfp8jit.so --deepgemm .carry/deepgemm \
+  python3 bench/peers/grouped_peers.py --lib build-peers/libfp8jit.so --deepgemm .carry/deepgemm "${dg2_args[@]}" \
     $([ "${QUICK:-1}" = 1 ] && echo --quick) "${only[@]}" > "$OUT/grouped_peers.md" 2> "$OUT/grouped_peers.err"
   log "grouped peers exit $?"
   cat "$OUT/grouped_peers.md"
@@ -97,7 +109,7 @@ if [ $peers_rc = 0 ] && [ -n "${NCU:-}" ]; then
   metrics+=,dram__bytes_read.sum,launch__grid_size,launch__registers_per_thread,sm__throughput.avg.pct_of_peak_sustained_elapsed
   ncu --clock-control none --kernel-name regex:'fp8jit_gemm|fp8_gemm' --launch-count 12 --metrics "$metrics" \
     "${ncu_sections[@]}" --print-units base \
-    python3 bench/peers/grouped_peers.py --lib build-peers/libfp8jit.so --deepgemm .carry/deepgemm \
+    python3 bench/peers/grouped_peers.py --lib build-peers/libfp8jit.so --deepgemm .carry/deepgemm "${dg2_args[@]}" \
     --only "$NCU" --iters 1 > "$OUT/ncu.log" 2>&1
   log "ncu exit $?"
   grep -E "^  [^ ]|gpu__time|dram__|lts__|launch__|sm__throughput|$ncu_summary_lines" "$OUT/ncu.log" > "$OUT/ncu_summary.txt"
