@@ -333,6 +333,17 @@ def test_deepgemm2_setup():
             "launch_config=LaunchConfig(num_sms=132, num_sms_per_cluster=2, num_threads=256)), LayoutInfo(num_waves=1)")
     check(gp.deepgemm2_config_text(line) == "64x112 s8 mc2A sms132", f"config text {gp.deepgemm2_config_text(line)}")
     check(gp.deepgemm2_config_text("nothing here") is None, "no config printed")
+    # v1's layout from mirrors that are not there: an error, and nothing left at the destination.
+    import subprocess
+    import setup_deepgemm1 as s1
+    with tempfile.TemporaryDirectory() as d:
+        dest = os.path.join(d, "deepgemm")
+        try:
+            s1.main(["--dest", dest, "--deepgemm", os.path.join(d, "no-mirror"), "--cutlass", os.path.join(d, "no")])
+            check(False, "setup_deepgemm1 without mirrors succeeded")
+        except subprocess.CalledProcessError:
+            pass
+        check(os.listdir(d) == [], f"setup_deepgemm1 without mirrors left {os.listdir(d)}")
 
 
 # ---- ctypes against the header ------------------------------------------------------------------

@@ -91,6 +91,22 @@ def include_closure(include_root, seed_dirs):
     return sorted(os.path.relpath(p, include_root) for p in found)
 
 
+def lay_out(dest, prefix, fill):
+    """fill(tmp) lays a tree out in a temporary directory beside dest, which then replaces dest
+    whole; on any failure nothing is left. Returns what fill returns."""
+    os.makedirs(os.path.dirname(dest), exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix=prefix, dir=os.path.dirname(dest))
+    try:
+        result = fill(tmp)
+        if os.path.exists(dest):
+            shutil.rmtree(dest)
+        os.rename(tmp, dest)
+        return result
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
 def dir_size(path):
     return sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs)
 
@@ -110,9 +126,8 @@ def main(argv=None):
         sys.exit(f"setup_deepgemm2: DeepGEMM {DEEPGEMM_COMMIT[:7]} pins {subs}, this script expects {want}")
 
     dest = os.path.abspath(a.dest)
-    os.makedirs(os.path.dirname(dest), exist_ok=True)
-    tmp = tempfile.mkdtemp(prefix=".deepgemm2.", dir=os.path.dirname(dest))
-    try:
+
+    def fill(tmp):
         extract(a.deepgemm, DEEPGEMM_COMMIT, tmp)
         with open(os.path.join(tmp, "deep_gemm", "__init__.py"), encoding="utf-8") as f:
             version = re.search(r"^__version__\s*=\s*'([^']+)'", f.read(), re.M)
@@ -151,12 +166,9 @@ def main(argv=None):
                        f"{len(files)} headers of include/ (the #include closure of csrc/ and deep_gemm/include/)")
                     + "; third-party/cutlass holds its licence only.\n"
                     "Build (GPU machine, torch): python3 setup.py build_ext --inplace -> deep_gemm/_C*.so\n")
-        if os.path.exists(dest):
-            shutil.rmtree(dest)
-        os.rename(tmp, dest)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+        return files
+
+    files = lay_out(dest, ".deepgemm2.", fill)
     print(f"{dest}: DeepGEMM {VERSION} {DEEPGEMM_COMMIT[:7]}, CUTLASS {CUTLASS_COMMIT[:7]} "
           f"({'all of include/' if a.full_cutlass else f'{len(files)} headers'}), fmt {FMT_COMMIT[:7]}; "
           f"{dir_size(dest) / 2**20:.1f} MiB")
