@@ -257,9 +257,10 @@ FP8JIT_API fp8jit_status fp8jit_grouped_gemm_select(fp8jit_runtime* runtime,
                                                     size_t capacity);
 /* As fp8jit_gemm_tune for a grouped GEMM: sweeps up to top_k candidates (0: every config) on the
  * GPU with these arguments' tables (D is overwritten), checks each one group by group against a
- * float64 reference, and stores the winner in the tuning database under the layout, the group
- * count and expected_m (0: its default, as for fp8jit_grouped_gemm), where fp8jit_grouped_gemm
- * finds it, also for the nearest tuned expected M. Needs a GPU. */
+ * float64 reference, and keeps the winner for this runtime; a runtime with a tuning database
+ * (fp8jit_runtime_create: FP8JIT_DB) also stores it there under the layout, the group count and
+ * expected_m (0: its default, as for fp8jit_grouped_gemm), where later runtimes find it, also for
+ * the nearest tuned expected M. Needs a GPU. */
 FP8JIT_API fp8jit_status fp8jit_grouped_gemm_tune(fp8jit_runtime* runtime,
                                                   const fp8jit_grouped_gemm_args* args,
                                                   size_t top_k);

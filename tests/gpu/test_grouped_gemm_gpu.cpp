@@ -1,14 +1,17 @@
 // Grouped (mixture-of-experts) GEMMs on the GPU against the float64 reference of the dequantized
 // operands, group by group: contiguous and masked layouts x tensor, rowwise and block scaling;
 // ragged groups (0, 1 and non-multiples of the tile), rows outside every group left poisoned, a
-// CUDA graph replayed after the group table changed on the device, and tables out of range
-// clamped and reported.
+// CUDA graph replayed after the group table changed on the device, tables out of range clamped
+// and reported, and a tuned winner found again by a fresh runtime.
 #include <gtest/gtest.h>
+#include <stdlib.h>
 
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <filesystem>
 #include <numeric>
+#include <string>
 #include <vector>
 
 #include "common/parallel.hpp"
@@ -383,6 +386,38 @@ TEST(GroupedGemmGpu, TablesOutOfRangeAreClampedAndReported) {
                                 [](unsigned char x) { return x == 0xFF; }))
             << "row " << r << " of an empty group was written";
   }
+}
+
+// Tuning a grouped shape stores its winner under the layout, the group count and the expected M:
+// a fresh runtime on the same database picks it, also for a nearby expected M (the nearest tuned
+// row), and the winner computes the right result.
+TEST(GroupedGemmGpu, TunedWinnerIsFoundByAFreshRuntimeAndTheNearestExpectedM) {
+  FP8JIT_REQUIRE_GPU();
+  char tmpl[] = "/tmp/fp8jit-grouped-tune-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  RuntimeOptions options;
+  options.cache_dir = dir + "/cache";
+  options.db_path = dir + "/tuning.sqlite";
+  Case c{GemmLayout::masked, ScaleMode::block, DType::bf16, {40, 7, 64, 0}, 128, 512, 1024};
+  Grouped o = make_grouped(c, 11);
+  o.args.expected_m = 32;
+  KernelSpec winner;
+  {
+    Runtime rt(options);
+    TuneOptions t;
+    t.top_k = 3;
+    const TuneResult r = rt.tune(o.args, t);
+    ASSERT_TRUE(r.best.has_value()) << "no candidate passed";
+    winner = r.candidates[*r.best].spec;
+  }
+  Runtime fresh(options);
+  EXPECT_EQ(spec_name(fresh.select(o.args)), spec_name(winner));
+  GroupedGemmArgs nearby = o.args;
+  nearby.expected_m = 40;
+  EXPECT_EQ(spec_name(fresh.select(nearby)), spec_name(winner));
+  run_and_check(c, o, &winner);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
