@@ -59,7 +59,8 @@ fp8jit_status fp8jit_grouped_gemm(fp8jit_runtime* runtime, const fp8jit_grouped_
   });
 }
 
-fp8jit_status fp8jit_grouped_gemm_select(fp8jit_runtime* runtime, const fp8jit_grouped_gemm_args* args, char* buf,
+fp8jit_status fp8jit_grouped_gemm_select(fp8jit_runtime* runtime,
+                                         const fp8jit_grouped_gemm_args* args, char* buf,
                                          size_t capacity) {
   return guarded([&] {
     require(runtime, "runtime", "fp8jit_grouped_gemm_select", kRuntimeWhat);
@@ -67,21 +68,23 @@ fp8jit_status fp8jit_grouped_gemm_select(fp8jit_runtime* runtime, const fp8jit_g
     require(buf, "buf", "fp8jit_grouped_gemm_select", "a buffer for the kernel name");
     const std::string name = fp8jit::spec_name(runtime->runtime.select(to_cpp(*args)));
     if (name.size() + 1 > capacity)
-      fp8jit::throw_invalid("capacity", std::to_string(capacity),
-                            "too small for the kernel name: needs " + std::to_string(name.size() + 1) + " bytes");
+      fp8jit::throw_invalid(
+          "capacity", std::to_string(capacity),
+          "too small for the kernel name: needs " + std::to_string(name.size() + 1) + " bytes");
     std::memcpy(buf, name.c_str(), name.size() + 1);
   });
 }
 
-fp8jit_status fp8jit_grouped_gemm_tune(fp8jit_runtime* runtime, const fp8jit_grouped_gemm_args* args,
-                                       size_t top_k) {
+fp8jit_status fp8jit_grouped_gemm_tune(fp8jit_runtime* runtime,
+                                       const fp8jit_grouped_gemm_args* args, size_t top_k) {
   return guarded([&] {
     require(runtime, "runtime", "fp8jit_grouped_gemm_tune", kRuntimeWhat);
     require(args, "args", "fp8jit_grouped_gemm_tune", "an fp8jit_grouped_gemm_args pointer");
     fp8jit::TuneOptions options;
     options.top_k = top_k;
     if (!runtime->runtime.tune(to_cpp(*args), options).best)
-      throw fp8jit::Error(fp8jit::ErrorKind::unsupported, "no candidate passed verification for this grouped shape");
+      throw fp8jit::Error(fp8jit::ErrorKind::unsupported,
+                          "no candidate passed verification for this grouped shape");
   });
 }
 

@@ -62,9 +62,7 @@ echo "built in $(( $(date +%s) - t0 )) s: $(readlink -f "$B/libfp8jit.so")"
 # DeepGEMM 2.6.1's torch extension, built in place once (a failure leaves that peer unavailable;
 # gemm_peers.py says why).
 dg2=${DEEPGEMM2_DIR:-.carry/deepgemm2}
-if [ -f "$dg2/setup.py" ] && ! compgen -G "$dg2/deep_gemm/_C*.so" >/dev/null; then
-  step "build DeepGEMM 2.6.1 extension ($dg2)"
-fi
+step "DeepGEMM 2.6.1 extension ($dg2)"
 bash bench/peers/build_deepgemm2.sh "$dg2"
 
 step "gemm_peers.py -> $out_dir"

@@ -300,7 +300,7 @@ def test_grouped_peers_args():
     for argv in (["--lib", "x", "--iters", "abc"], ["--lib", ""], ["--lib", "x", "--iters", "1000000000"],
                  ["--lib", "x", "--iters", "0"], [], ["--lib", "x", "--only", ""], ["--lib", "x", "--only", "dense:8:128"],
                  ["--lib", "x", "--only", "masked:8"], ["--lib", "x", "--only", "masked:0:64"],
-                 ["--lib", "x", "--only", "contiguous:8:99999999999"]):
+                 ["--lib", "x", "--only", "contiguous:8:99999999999"], ["--lib", "x", "--deepgemm2"]):
         try:
             with contextlib.redirect_stderr(io.StringIO()):
                 gp.parse_args(argv)
@@ -333,8 +333,20 @@ def test_deepgemm2_setup():
             "launch_config=LaunchConfig(num_sms=132, num_sms_per_cluster=2, num_threads=256)), LayoutInfo(num_waves=1)")
     check(gp.deepgemm2_config_text(line) == "64x112 s8 mc2A sms132", f"config text {gp.deepgemm2_config_text(line)}")
     check(gp.deepgemm2_config_text("nothing here") is None, "no config printed")
+    # DeepGEMM 2.6.1 where there is none: a clear error from the loader, and the build script
+    # says so with status 1 and writes nothing.
+    with tempfile.TemporaryDirectory() as d:
+        try:
+            gp.load_deepgemm2(d)
+            check(False, "load_deepgemm2 of an empty directory succeeded")
+        except RuntimeError as e:
+            check("no deep_gemm package" in str(e), f"load_deepgemm2 of an empty directory: {e}")
+        script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "build_deepgemm2.sh")
+        missing = os.path.join(d, "missing")
+        r = subprocess.run(["bash", script, missing], capture_output=True, text=True)
+        check(r.returncode == 1 and "no tree at" in r.stdout, f"build_deepgemm2.sh on a missing tree: {r.returncode} {r.stdout}")
+        check(os.listdir(d) == [], f"build_deepgemm2.sh on a missing tree left {os.listdir(d)}")
     # v1's layout from mirrors that are not there: an error, and nothing left at the destination.
-    import subprocess
     import setup_deepgemm1 as s1
     with tempfile.TemporaryDirectory() as d:
         dest = os.path.join(d, "deepgemm")

@@ -16,7 +16,7 @@ import shutil
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from setup_deepgemm2 import MIRRORS, ROOT, dir_size, extract, include_closure, lay_out  # noqa: E402
+from setup_deepgemm2 import MIRRORS, ROOT, copy_headers, dir_size, extract, include_closure, lay_out  # noqa: E402
 
 DEEPGEMM_COMMIT = "8dfa3298274bfe6b242f6f8a3e6f3eff2707dd9f"
 CUTLASS_COMMIT = "eefa171318b79cbe2e78514d4cce5cd0fe919d0c"
@@ -36,9 +36,7 @@ def main(argv=None):
         extract(a.cutlass, f"{CUTLASS_COMMIT}:include", cutlass_tmp)
         inc = os.path.join(tmp, "deep_gemm", "include")
         files = include_closure(cutlass_tmp, [inc])
-        for rel in files:
-            os.makedirs(os.path.dirname(os.path.join(inc, rel)), exist_ok=True)
-            shutil.copy2(os.path.join(cutlass_tmp, rel), os.path.join(inc, rel))
+        copy_headers(cutlass_tmp, files, inc)
         shutil.rmtree(cutlass_tmp)
         with open(os.path.join(tmp, "LAYOUT.txt"), "w", encoding="utf-8") as f:
             f.write(f"DeepGEMM v1 ({DEEPGEMM_COMMIT}), laid out by bench/peers/setup_deepgemm1.py; "

@@ -91,6 +91,13 @@ def include_closure(include_root, seed_dirs):
     return sorted(os.path.relpath(p, include_root) for p in found)
 
 
+def copy_headers(src_root, files, dest_root):
+    """The files (paths relative to src_root) to the same paths under dest_root."""
+    for rel in files:
+        os.makedirs(os.path.dirname(os.path.join(dest_root, rel)), exist_ok=True)
+        shutil.copy2(os.path.join(src_root, rel), os.path.join(dest_root, rel))
+
+
 def lay_out(dest, prefix, fill):
     """fill(tmp) lays a tree out in a temporary directory beside dest, which then replaces dest
     whole; on any failure nothing is left. Returns what fill returns."""
@@ -146,9 +153,7 @@ def main(argv=None):
                            for d, _, fs in os.walk(cutlass_tmp) for f in fs)
         else:
             files = include_closure(cutlass_tmp, [os.path.join(tmp, "csrc"), inc])
-        for rel in files:
-            os.makedirs(os.path.dirname(os.path.join(inc, rel)), exist_ok=True)
-            shutil.copy2(os.path.join(cutlass_tmp, rel), os.path.join(inc, rel))
+        copy_headers(cutlass_tmp, files, inc)
         shutil.rmtree(cutlass_tmp)
         os.makedirs(os.path.join(tmp, "third-party", "cutlass"), exist_ok=True)  # git archive leaves submodules out
         with open(os.path.join(tmp, "third-party", "cutlass", "LICENSE.txt"), "wb") as f:

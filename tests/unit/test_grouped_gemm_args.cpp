@@ -2,9 +2,11 @@
 // any GPU work, through the C++ API and the C ABI; scale tensors are sized per group. Runs without
 // a GPU: the device pointers are fake but aligned, and nothing dereferences them.
 #include <gtest/gtest.h>
+#include <stdlib.h>
 
 #include <climits>
 #include <cstdint>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -197,12 +199,41 @@ TEST(GroupedGemmArgs, CAbiTuneRefusesBeforeTheGpu) {
   c.expected_m = c.m + 1;  // more rows per group than a group holds
   EXPECT_EQ(fp8jit_grouped_gemm_tune(rt, &c, 4), FP8JIT_ERROR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(fp8jit_last_error()).find("expected_m"), std::string::npos) << fp8jit_last_error();
+  c.expected_m = 32;
+  c.groups = INT64_MAX;  // huge
+  EXPECT_EQ(fp8jit_grouped_gemm_tune(rt, &c, 4), FP8JIT_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(fp8jit_last_error()).find("groups"), std::string::npos) << fp8jit_last_error();
+  c = masked_c_args();
   if (!driver::available()) {  // the operands are not device memory: only without a GPU
     c.expected_m = 32;
     EXPECT_EQ(fp8jit_grouped_gemm_tune(rt, &c, 4), FP8JIT_ERROR_DRIVER);
     EXPECT_NE(std::string(fp8jit_last_error()).find("libcuda"), std::string::npos) << fp8jit_last_error();
   }
   fp8jit_runtime_destroy(rt);
+}
+
+// A runtime with a tuning database (fp8jit_runtime_create, FP8JIT_DB): a refused tune writes no
+// database file.
+TEST(GroupedGemmArgs, CAbiRefusedTuneWritesNoDatabase) {
+  std::string dir = ::testing::TempDir() + "fp8jit_grouped_tune_XXXXXX";
+  ASSERT_NE(::mkdtemp(dir.data()), nullptr);
+  const std::string db = dir + "/tuning.sqlite";
+  ::setenv("FP8JIT_DB", db.c_str(), 1);
+  ::setenv("FP8JIT_CACHE_DIR", dir.c_str(), 1);
+  fp8jit_runtime* rt = nullptr;
+  const fp8jit_status created = fp8jit_runtime_create(&rt);
+  ::unsetenv("FP8JIT_DB");
+  ::unsetenv("FP8JIT_CACHE_DIR");
+  ASSERT_EQ(created, FP8JIT_SUCCESS) << fp8jit_last_error();
+  fp8jit_grouped_gemm_args c = masked_c_args();
+  for (std::int64_t bad : {std::int64_t{-1}, std::int64_t{0}, INT64_MAX}) {
+    c.n = bad;
+    EXPECT_EQ(fp8jit_grouped_gemm_tune(rt, &c, 4), FP8JIT_ERROR_INVALID_ARGUMENT) << "n = " << bad;
+    EXPECT_NE(std::string(fp8jit_last_error()).find("invalid n"), std::string::npos) << fp8jit_last_error();
+  }
+  fp8jit_runtime_destroy(rt);
+  EXPECT_FALSE(std::filesystem::exists(db)) << "a refused tune created " << db;
+  std::filesystem::remove_all(dir);
 }
 
 // A kernel of the other kind is refused by name before the driver: a grouped kernel run as a

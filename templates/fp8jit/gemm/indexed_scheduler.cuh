@@ -77,6 +77,8 @@ struct IndexedTileScheduler {
     const int last = min(y + n, p.M);
     int end = last;
     bool bad = false;
+    // Not unrolled: unrolled, with G38's lean K loop beside it, its registers made ptxas spill
+    // 2 bytes in the indexed 128x256 block kernel.
 #pragma unroll 1
     for (int r0 = y; r0 < last; r0 += 32) {
       const int r = r0 + lane;

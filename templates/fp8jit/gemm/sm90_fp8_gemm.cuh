@@ -253,9 +253,9 @@ struct Sm90Fp8Gemm {
     // Deferred epilogue: the previous tile's D, packed, and where it goes. Only where each CTA
     // runs three tiles or more: with two (decode-sized M, K = 512) block scaling lost ~1 µs of
     // 17 to it (G21), having little to hide the store under.
-    const bool defer = kDeferEpilogue && p.tma_store && (p.splits == 1 || p.split_cluster) &&
-                       (Scheduler::kGrouped ? __all_sync(~0u, tiles.runs_at_least(3))
-                                            : tiles.runs_at_least(3));
+    const bool defer =
+        kDeferEpilogue && p.tma_store && (p.splits == 1 || p.split_cluster) &&
+        (Scheduler::kGrouped ? __all_sync(~0u, tiles.runs_at_least(3)) : tiles.runs_at_least(3));
     u32 packed[kMmaM][kDeferEpilogue ? Epilogue::kPacked : 1];
     bool pending = false;
     int pending_y = 0, pending_x = 0, pending_rows = 0;
@@ -288,8 +288,8 @@ struct Sm90Fp8Gemm {
       // those stores and bought no time (128x128).
       if constexpr (kOverlapHalves && Scheduler::kGrouped)
         if (__any_sync(~0u, half_pending && !Epilogue::whole_slab(p, half_y, half_rows))) {
-          write_half1<false>(p, pending_half_out(p, half_rows), slab, out, wg, half_row0,
-                             half_col0, half_y, half_x);
+          write_half1<false>(p, pending_half_out(p, half_rows), slab, out, wg, half_row0, half_col0,
+                             half_y, half_x);
           half_pending = false;
         }
       clear_sums(acc, out,
