@@ -540,12 +540,13 @@ struct Sm90Fp8Gemm {
       kChunks == 2 && kPromote && SCALE != kPerRow && !(Scheduler::kGrouped && SCALE == kPerTensor);
   static_assert(!kOverlapHalves || !Scheduler::kGrouped || SCALE == kBlockScale,
                 "a pending half's TileOut carries no per-group scale of B");
-  // The warpgroup index read from lane 0 (__shfl_sync) is warp-uniform to ptxas, which then keeps
-  // what derives from it (the turn barrier's id, stage addresses, descriptors) in uniform
-  // registers: K loops 4-20 % shorter in SASS, per tensor 0.6-5.5 % faster (128x208 at
-  // 4096x4096x7168), grouped 128x256 4-5 %. Not for dense column halves: the dense block 128x256
-  // kernel ran 2.6-3 % slower with it.
-  static constexpr bool kUniformWarpgroup = Scheduler::kGrouped || !kOverlapHalves;
+  // Two warpgroups taking turns: the warpgroup index read from lane 0 (__shfl_sync) is
+  // warp-uniform to ptxas, which then keeps what derives from it (the turn barriers' ids, stage
+  // addresses, descriptors) in uniform registers: K loops 4-20 % shorter in SASS, per tensor
+  // 128x144-128x208 tiles 1.7-5.5 % faster, grouped 128x256 4-5 %. Not for dense column halves
+  // (the dense block 128x256 kernel ran 2.6-3 % slower with it) nor for one math warpgroup (64-row
+  // tiles, no turns: 0.6-1.6 % slower on decode shapes).
+  static constexpr bool kUniformWarpgroup = kTakeTurns && (Scheduler::kGrouped || !kOverlapHalves);
   static constexpr bool kDeferEpilogue =
       kPromote && Epilogue::kCanPack &&
       kMmaM * (kAccum + Epilogue::kPacked) + kAccSlabs * kChunkAccum <=
