@@ -16,7 +16,8 @@ import shutil
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from setup_deepgemm2 import MIRRORS, ROOT, copy_headers, dir_size, extract, include_closure, lay_out  # noqa: E402
+from setup_deepgemm2 import (MIRRORS, ROOT, copy_headers, dir_size, extract, include_closure, lay_out,  # noqa: E402
+                             write_commits)
 
 DEEPGEMM_COMMIT = "8dfa3298274bfe6b242f6f8a3e6f3eff2707dd9f"
 CUTLASS_COMMIT = "eefa171318b79cbe2e78514d4cce5cd0fe919d0c"
@@ -38,6 +39,7 @@ def main(argv=None):
         files = include_closure(cutlass_tmp, [inc])
         copy_headers(cutlass_tmp, files, inc)
         shutil.rmtree(cutlass_tmp)
+        write_commits(tmp, DEEPGEMM_COMMIT=DEEPGEMM_COMMIT, CUTLASS_COMMIT=CUTLASS_COMMIT)
         with open(os.path.join(tmp, "LAYOUT.txt"), "w", encoding="utf-8") as f:
             f.write(f"DeepGEMM v1 ({DEEPGEMM_COMMIT}), laid out by bench/peers/setup_deepgemm1.py; "
                     f"deep_gemm/include/{{cute,cutlass}}: {len(files)} headers of CUTLASS {CUTLASS_COMMIT} "

@@ -58,6 +58,14 @@ def extract(git_dir, treeish, dest, prefix=""):
             tar.extractall(dest)
 
 
+def write_commits(dest, **commits):
+    """One file per commit (DEEPGEMM_COMMIT, ...): the benchmark reports name the commits from
+    them, a layout having no .git."""
+    for name, commit in commits.items():
+        with open(os.path.join(dest, name), "w", encoding="utf-8") as f:
+            f.write(commit + "\n")
+
+
 def submodule_commits(git_dir):
     out = git(git_dir, "ls-tree", DEEPGEMM_COMMIT, "third-party/").decode()
     return {line.split("\t")[1]: line.split()[2] for line in out.splitlines() if line.split()[1] == "commit"}
@@ -159,10 +167,7 @@ def main(argv=None):
         with open(os.path.join(tmp, "third-party", "cutlass", "LICENSE.txt"), "wb") as f:
             f.write(git(a.cutlass, "show", f"{CUTLASS_COMMIT}:LICENSE.txt"))
 
-        for name, commit in (("DEEPGEMM_COMMIT", DEEPGEMM_COMMIT), ("CUTLASS_COMMIT", CUTLASS_COMMIT),
-                             ("FMT_COMMIT", FMT_COMMIT)):
-            with open(os.path.join(tmp, name), "w", encoding="utf-8") as f:
-                f.write(commit + "\n")
+        write_commits(tmp, DEEPGEMM_COMMIT=DEEPGEMM_COMMIT, CUTLASS_COMMIT=CUTLASS_COMMIT, FMT_COMMIT=FMT_COMMIT)
         with open(os.path.join(tmp, "LAYOUT.txt"), "w", encoding="utf-8") as f:
             f.write(f"DeepGEMM {VERSION} ({DEEPGEMM_COMMIT}), laid out by bench/peers/setup_deepgemm2.py.\n"
                     f"third-party/fmt/include: fmt {FMT_COMMIT} include/.\n"
