@@ -289,6 +289,38 @@ void Runtime::gemm(const GemmArgs& args, CUstream stream) {
   impl_->run_gemm(*route.kernel, a, key.ctx, route.sm_count, route.splits, stream);
 }
 
+KernelSpec Runtime::select(const GemmProblem& problem, const GemmShape& shape) const {
+  check_gemm_dims(shape.m, shape.n, shape.k);
+  if (problem.layout != GemmLayout::dense)
+    throw_invalid("problem.layout", std::string(to_string(problem.layout)),
+                  "select(problem, shape) is for dense GEMMs; grouped layouts go through select_grouped");
+  return impl_->select_gemm(problem, shape.m, shape.n, shape.k).spec;
+}
+
+KernelSpec Runtime::select_grouped(const GemmProblem& problem, std::int64_t groups, std::int64_t expected_m,
+                                   std::int64_t n, std::int64_t k) const {
+  if (problem.layout == GemmLayout::dense)
+    throw_invalid("problem.layout", "dense", "select_grouped takes contiguous, masked or indexed");
+  if (groups < 1) throw_invalid("groups", std::to_string(groups), "at least one group");
+  if (expected_m < 1) throw_invalid("expected_m", std::to_string(expected_m), "at least one row per group");
+  if (problem.scale == ScaleMode::group)
+    throw_invalid("problem.scale", "group", "grouped GEMMs take tensor, rowwise or block scaling");
+  if (problem.bias) throw_invalid("problem.bias", "true", "grouped GEMMs take no bias");
+  check_gemm_dims(expected_m, n, k);
+  GroupedGemmArgs a;
+  a.layout = problem.layout;
+  a.groups = groups;
+  a.expected_m = expected_m;
+  a.n = n;
+  a.k = k;
+  a.a_format = problem.a_format;
+  a.b_format = problem.b_format;
+  a.d_dtype = problem.out;
+  a.scale_mode = problem.scale;
+  a.fast_accum = problem.fast_accum;
+  return impl_->select_grouped(a).spec;
+}
+
 KernelSpec Runtime::select(const GroupedGemmArgs& args) const {
   const GroupedGemmArgs a = ops::normalize(args);
   return impl_->select_grouped(a).spec;

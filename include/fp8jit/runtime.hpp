@@ -90,6 +90,14 @@ class FP8JIT_API Runtime {
   std::size_t precompile(const GemmProblem& problem, const std::vector<GemmShape>& shapes, int jobs = 0,
                          const CompileProgress& progress = {});
 
+  // The variants gemm() and grouped_gemm() would take for a problem and shape, without operands
+  // (the same lookup: database row, nearest tuned M, heuristic; the heuristic without a GPU).
+  // `problem.layout` is dense for the first, a grouped layout for the second; `expected_m` as
+  // GroupedGemmArgs::expected_m (0: not allowed here, there are no operands to derive it from).
+  KernelSpec select(const GemmProblem& problem, const GemmShape& shape) const;
+  KernelSpec select_grouped(const GemmProblem& problem, std::int64_t groups, std::int64_t expected_m,
+                            std::int64_t n, std::int64_t k) const;
+
   // The variant the runtime would use for these arguments.
   KernelSpec select(const QuantizeArgs& args) const;
   KernelSpec select(const DequantizeArgs& args) const;

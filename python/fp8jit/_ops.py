@@ -1,0 +1,306 @@
+"""The operations on torch CUDA tensors: every tensor is checked here (type, device, dtype, shape,
+strides, how much memory it reaches) before its pointer goes to the runtime, which checks the
+arguments again and launches on the current stream. A bad argument is a ValueError and nothing
+is launched or written."""
+
+from __future__ import annotations
+
+from typing import Any, Tuple
+
+from . import _fp8jit
+
+_BLOCK = 128
+
+
+def _torch():
+    try:
+        import torch
+    except ImportError as e:  # the spec functions work without torch; the operations do not
+        raise RuntimeError("fp8jit's operations take torch CUDA tensors: install torch") from e
+    return torch
+
+
+def _dtype_name(torch, dtype) -> str:
+    names = {torch.bfloat16: "bf16", torch.float16: "fp16", torch.float32: "fp32"}
+    if dtype not in names:
+        raise ValueError(f"dtype {dtype}: expected torch.bfloat16, torch.float16 or torch.float32")
+    return names[dtype]
+
+
+def _fp8_name(torch, dtype, what: str) -> str:
+    names = {torch.float8_e4m3fn: "e4m3", torch.float8_e5m2: "e5m2"}
+    if dtype not in names:
+        raise ValueError(f"{what}: dtype {dtype}, expected torch.float8_e4m3fn or torch.float8_e5m2")
+    return names[dtype]
+
+
+def _fp8_dtype(torch, fmt: str):
+    dtypes = {"e4m3": torch.float8_e4m3fn, "e5m2": torch.float8_e5m2}
+    if fmt not in dtypes:
+        raise ValueError(f"format '{fmt}': expected 'e4m3' or 'e5m2'")
+    return dtypes[fmt]
+
+
+def _check_cuda(torch, t, what: str, device=None):
+    if not isinstance(t, torch.Tensor):
+        raise ValueError(f"{what}: expected a torch.Tensor, got {type(t).__name__}")
+    if not t.is_cuda:
+        raise ValueError(f"{what}: a tensor on {t.device}; fp8jit's operations take CUDA tensors")
+    if device is not None and t.device != device:
+        raise ValueError(f"{what}: on {t.device}, the other operands on {device}")
+
+
+def _rows(t, what: str) -> int:
+    """The row stride of a 2-D tensor whose rows are contiguous (stride 1 along the last dim)."""
+    if t.dim() != 2:
+        raise ValueError(f"{what}: shape {tuple(t.shape)}, expected 2-D")
+    if t.shape[1] > 1 and t.stride(1) != 1:
+        raise ValueError(f"{what}: strides {t.stride()}, the last dimension must be contiguous")
+    if t.shape[0] > 1 and t.stride(0) < t.shape[1]:
+        raise ValueError(f"{what}: row stride {t.stride(0)} below the row length {t.shape[1]}")
+    return int(t.stride(0))
+
+
+def _floats_reachable(t) -> int:
+    """fp32 elements from the tensor's first element to the end of its storage (what a kernel
+    reading a padded layout may touch)."""
+    return t.untyped_storage().nbytes() // 4 - t.storage_offset()
+
+
+def _scale_tensor(torch, t, what: str, need: int, device):
+    _check_cuda(torch, t, what, device)
+    if t.dtype != torch.float32:
+        raise ValueError(f"{what}: dtype {t.dtype}, expected torch.float32")
+    if _floats_reachable(t) < need:
+        raise ValueError(f"{what}: reaches {_floats_reachable(t)} floats, {need} needed")
+    return t
+
+
+def _scale_layout_of(t, rows: int) -> str:
+    """row_major for a contiguous [rows, groups] tensor; col_major_tma for a column-major one
+    whose columns are padded to 4 rows (DeepGEMM's get_col_major_tma_aligned_tensor)."""
+    if t.dim() == 2 and t.shape[1] > 1 and t.stride(0) == 1 and t.stride(1) == (rows + 3) // 4 * 4:
+        return "col_major_tma"
+    if t.dim() == 2 and t.shape[1] == 1 and t.stride(0) == 1 and rows % 4 == 0:
+        return "row_major"  # one scale column: both layouts are the same memory
+    if not t.is_contiguous():
+        raise ValueError(f"scales: strides {t.stride()} are neither row-major nor column-major padded to 4 rows")
+    return "row_major"
+
+
+def _stream(torch, device, stream) -> int:
+    if stream is None:
+        return int(torch.cuda.current_stream(device).cuda_stream)
+    if isinstance(stream, int):
+        return stream
+    if hasattr(stream, "cuda_stream"):
+        return int(stream.cuda_stream)
+    raise ValueError(f"stream: expected a torch.cuda.Stream or an int handle, got {type(stream).__name__}")
+
+
+def _ptr(t) -> int:
+    return 0 if t is None else int(t.data_ptr())
+
+
+def _scales_shape(granularity: str, m: int, k: int) -> Tuple[int, ...]:
+    kb = (k + _BLOCK - 1) // _BLOCK
+    return {"tensor": (1,), "row": (m, 1), "1x128": (m, kb), "128x128": ((m + _BLOCK - 1) // _BLOCK, kb)}[granularity]
+
+
+def _new_scales(torch, granularity: str, layout: str, m: int, k: int, device):
+    shape = _scales_shape(granularity, m, k)
+    if layout == "row_major" or len(shape) == 1:
+        return torch.empty(shape, dtype=torch.float32, device=device)
+    rows, cols = shape
+    padded = (rows + 3) // 4 * 4
+    return torch.empty((cols, padded), dtype=torch.float32, device=device)[:, :rows].t()
+
+
+def quantize(x, format: str = "e4m3", granularity: str = "1x128", *, scale_layout: str = "row_major",
+             pow2_scale: bool = False, static_scale: Any = None, transpose: bool = False, return_amax: bool = False,
+             out: Any = None, scales: Any = None, stream: Any = None):
+    """x [..., K] (bf16/fp16/fp32, CUDA) -> (q [..., K] FP8, scales fp32) with scales per
+    ``granularity``: 'tensor', 'row', '1x128' (per 128 of a row) or '128x128'. ``pow2_scale``
+    rounds scales up to powers of two; ``static_scale`` (per tensor) is used instead of the amax.
+    With ``transpose`` also (qt [K, M], scales_t); with ``return_amax`` also the amax (fp32 [1])."""
+    torch = _torch()
+    _check_cuda(torch, x, "x")
+    if x.dim() < 1:
+        raise ValueError("x: a 0-d tensor; expected [..., K]")
+    lead = tuple(x.shape[:-1])
+    k = int(x.shape[-1])
+    x2 = x.reshape(-1, k) if x.dim() != 2 else x
+    m = int(x2.shape[0])
+    ldx = _rows(x2, "x")
+    fmt = format
+    qdtype = _fp8_dtype(torch, fmt)
+    if transpose and x.dim() != 2:
+        raise ValueError("transpose: takes a 2-D x")
+    if out is None:
+        q = torch.empty((m, k), dtype=qdtype, device=x.device)
+    else:
+        _check_cuda(torch, out, "out", x.device)
+        if out.dtype != qdtype or tuple(out.shape) not in ((m, k), lead + (k,)):
+            raise ValueError(f"out: {out.dtype} {tuple(out.shape)}, expected {qdtype} {lead + (k,)}")
+        q = out.reshape(m, k)
+    ldq = _rows(q, "out")
+    if granularity not in ("tensor", "row", "1x128", "128x128"):
+        raise ValueError(f"granularity '{granularity}': expected 'tensor', 'row', '1x128' or '128x128'")
+    need = _fp8jit.scale_count(granularity, scale_layout, m, k)
+    s = _new_scales(torch, granularity, scale_layout, m, k, x.device) if scales is None else scales
+    _scale_tensor(torch, s, "scales", need, x.device)
+    static = None
+    if static_scale is not None:
+        static = static_scale if isinstance(static_scale, torch.Tensor) else torch.tensor(
+            [float(static_scale)], dtype=torch.float32, device=x.device)
+        _scale_tensor(torch, static, "static_scale", 1, x.device)
+    qt = st = None
+    if transpose:
+        qt = torch.empty((k, m), dtype=qdtype, device=x.device)
+        st = _new_scales(torch, "1x128", scale_layout, k, m, x.device) if granularity == "1x128" else None
+    amax = torch.empty((1,), dtype=torch.float32, device=x.device) if return_amax else None
+    with torch.cuda.device(x.device):
+        _fp8jit.quantize(_ptr(x2), _dtype_name(torch, x.dtype), m, k, ldx, _ptr(q), fmt, ldq, _ptr(s), granularity,
+                         scale_layout, pow2_scale, _ptr(static), _ptr(qt), m if qt is not None else 0, _ptr(st),
+                         _ptr(amax), _stream(torch, x.device, stream))
+    result = [q.reshape(lead + (k,)) if x.dim() != 2 else q, s if x.dim() == 2 or granularity == "tensor"
+              else s.reshape(lead + tuple(s.shape[1:]))]
+    if transpose:
+        result += [qt, st if st is not None else s]
+    if return_amax:
+        result.append(amax)
+    return tuple(result)
+
+
+def dequantize(q, scales, granularity: str = "128x128", *, dtype: Any = None, out: Any = None,
+               stream: Any = None):
+    """q [M, K] FP8 and its fp32 scales ('tensor', 'row', '1x128' or '128x128'; row-major or, for
+    1x128, column-major padded to 4 rows) -> y [M, K] in ``dtype`` (default torch.bfloat16)."""
+    torch = _torch()
+    _check_cuda(torch, q, "q")
+    fmt = _fp8_name(torch, q.dtype, "q")
+    ldq = _rows(q, "q")
+    m, k = int(q.shape[0]), int(q.shape[1])
+    if granularity not in ("tensor", "row", "1x128", "128x128"):
+        raise ValueError(f"granularity '{granularity}': expected 'tensor', 'row', '1x128' or '128x128'")
+    _check_cuda(torch, scales, "scales", q.device)
+    layout = _scale_layout_of(scales, m) if granularity == "1x128" else "row_major"
+    _scale_tensor(torch, scales, "scales", _fp8jit.scale_count(granularity, layout, m, k), q.device)
+    dtype = torch.bfloat16 if dtype is None else dtype
+    out_name = _dtype_name(torch, dtype)
+    if out is None:
+        y = torch.empty((m, k), dtype=dtype, device=q.device)
+    else:
+        _check_cuda(torch, out, "out", q.device)
+        if out.dtype != dtype or tuple(out.shape) != (m, k):
+            raise ValueError(f"out: {out.dtype} {tuple(out.shape)}, expected {dtype} {(m, k)}")
+        y = out
+    ldy = _rows(y, "out")
+    with torch.cuda.device(q.device):
+        _fp8jit.dequantize(_ptr(q), fmt, m, k, ldq, _ptr(scales), granularity, layout, _ptr(y), out_name, ldy,
+                           _stream(torch, q.device, stream))
+    return y
+
+
+def _gemm_scales(torch, scale: str, sa, sb, m: int, n: int, k: int, groups: int, device):
+    """Checked scale tensors of both operands and their layouts and reachable sizes."""
+    if scale not in ("tensor", "rowwise", "block", "group"):
+        raise ValueError(f"scale '{scale}': expected 'tensor', 'rowwise', 'block' or 'group'")
+    gran_a = {"tensor": "tensor", "rowwise": "row", "block": "1x128", "group": "1x128"}[scale]
+    gran_b = {"tensor": "tensor", "rowwise": "row", "block": "128x128", "group": "1x128"}[scale]
+    _check_cuda(torch, sa, "scale_a", device)
+    _check_cuda(torch, sb, "scale_b", device)
+    la = _scale_layout_of(sa, m) if gran_a == "1x128" else "row_major"
+    lb = _scale_layout_of(sb, n) if gran_b == "1x128" else "row_major"
+    _scale_tensor(torch, sa, "scale_a", _fp8jit.scale_count(gran_a, la, m, k), device)
+    _scale_tensor(torch, sb, "scale_b", _fp8jit.scale_count(gran_b, lb, n, k) * groups, device)
+    return la, lb, _floats_reachable(sa), _floats_reachable(sb)
+
+
+def _output(torch, out, dtype, shape, device):
+    out_name = _dtype_name(torch, dtype)
+    if out is None:
+        return torch.empty(shape, dtype=dtype, device=device), out_name
+    _check_cuda(torch, out, "out", device)
+    if out.dtype != dtype or tuple(out.shape) != tuple(shape):
+        raise ValueError(f"out: {out.dtype} {tuple(out.shape)}, expected {dtype} {tuple(shape)}")
+    return out, out_name
+
+
+def gemm(a, b, scale_a, scale_b, *, scale: str = "block", out_dtype: Any = None, bias: Any = None,
+         fast_accum: bool = False, out: Any = None, stream: Any = None):
+    """D [M, N] = (A [M, K] scaled) @ (B [N, K] scaled)^T (+ bias [N]), A and B FP8 with K
+    contiguous. ``scale``: 'block' (A 1x128 [M, ceil(K/128)], row-major or column-major padded to 4
+    rows; B 128x128 [ceil(N/128), ceil(K/128)]), 'tensor' (one each), 'rowwise' ([M] and [N]) or
+    'group' (1x128 both). ``out_dtype`` torch.bfloat16 (default), float16 or float32."""
+    torch = _torch()
+    _check_cuda(torch, a, "a")
+    _check_cuda(torch, b, "b", a.device)
+    fa, fb = _fp8_name(torch, a.dtype, "a"), _fp8_name(torch, b.dtype, "b")
+    lda, ldb = _rows(a, "a"), _rows(b, "b")
+    m, k = int(a.shape[0]), int(a.shape[1])
+    n = int(b.shape[0])
+    if int(b.shape[1]) != k:
+        raise ValueError(f"b: shape {tuple(b.shape)}, expected [N, {k}] (K of a)")
+    la, lb, na, nb = _gemm_scales(torch, scale, scale_a, scale_b, m, n, k, 1, a.device)
+    d, out_name = _output(torch, out, torch.bfloat16 if out_dtype is None else out_dtype, (m, n), a.device)
+    ldd = _rows(d, "out")
+    if bias is not None:
+        _check_cuda(torch, bias, "bias", a.device)
+        if bias.dtype != d.dtype or tuple(bias.shape) != (n,) or not bias.is_contiguous():
+            raise ValueError(f"bias: {bias.dtype} {tuple(bias.shape)}, expected a contiguous {d.dtype} ({n},)")
+    with torch.cuda.device(a.device):
+        _fp8jit.gemm(_ptr(a), fa, lda, _ptr(b), fb, ldb, _ptr(d), out_name, ldd, m, n, k, scale, _ptr(scale_a), na,
+                     la, _ptr(scale_b), nb, lb, _ptr(bias), fast_accum, _stream(torch, a.device, stream))
+    return d
+
+
+def grouped_gemm(layout: str, a, b, scale_a, scale_b, group_rows, *, expected_m: int = 0, scale: str = "block",
+                 out_dtype: Any = None, fast_accum: bool = False, status: Any = None, out: Any = None,
+                 stream: Any = None):
+    """Mixture-of-experts GEMMs in one launch, B [G, N, K] one weight per expert (FP8, K
+    contiguous). ``layout``: 'contiguous' (A [M, K], group_rows G+1 int32 row offsets), 'indexed'
+    (A [M, K], group_rows M int32 expert per row, -1 padding, groups starting on 128-row chunks)
+    or 'masked' (A [G, M_max, K], group_rows G int32 valid rows per group). Scales as for
+    ``gemm`` over all of A's rows, B's one set per expert. ``expected_m``: the rows per group the
+    kernel is chosen for (0: derived from the shapes). ``status``: optional int32 [1] CUDA tensor
+    the kernel ORs clamping flags into. Returns D ([M, N], masked [G, M_max, N])."""
+    torch = _torch()
+    if layout not in ("contiguous", "masked", "indexed"):
+        raise ValueError(f"layout '{layout}': expected 'contiguous', 'masked' or 'indexed'")
+    _check_cuda(torch, a, "a")
+    _check_cuda(torch, b, "b", a.device)
+    if b.dim() != 3 or not b.is_contiguous():
+        raise ValueError(f"b: shape {tuple(b.shape)} strides {b.stride()}, expected a contiguous [G, N, K]")
+    groups, n, k = (int(v) for v in b.shape)
+    masked = layout == "masked"
+    if masked and (a.dim() != 3 or int(a.shape[0]) != groups or not a.is_contiguous()):
+        raise ValueError(f"a: shape {tuple(a.shape)}, expected a contiguous [{groups}, M_max, {k}] (masked)")
+    a2 = a.reshape(-1, int(a.shape[-1])) if masked else a
+    fa, fb = _fp8_name(torch, a.dtype, "a"), _fp8_name(torch, b.dtype, "b")
+    lda = _rows(a2, "a")
+    if int(a2.shape[1]) != k:
+        raise ValueError(f"a: K = {int(a2.shape[1])}, b's K = {k}")
+    rows = int(a2.shape[0])
+    m = rows // groups if masked else rows
+    _check_cuda(torch, group_rows, "group_rows", a.device)
+    want = {"contiguous": groups + 1, "masked": groups, "indexed": rows}[layout]
+    if group_rows.dtype != torch.int32 or group_rows.numel() != want or not group_rows.is_contiguous():
+        raise ValueError(f"group_rows: {group_rows.dtype} {tuple(group_rows.shape)}, expected a contiguous "
+                         f"torch.int32 ({want},) for layout '{layout}'")
+    if status is not None:
+        _check_cuda(torch, status, "status", a.device)
+        if status.dtype != torch.int32 or status.numel() < 1:
+            raise ValueError(f"status: {status.dtype} {tuple(status.shape)}, expected torch.int32 (1,)")
+    la, lb, na, nb = _gemm_scales(torch, scale, scale_a, scale_b.reshape(-1, *scale_b.shape[2:])
+                                  if scale_b.dim() == 3 else scale_b, rows, n, k, groups, a.device)
+    shape = (groups, m, n) if masked else (m, n)
+    d, out_name = _output(torch, out, torch.bfloat16 if out_dtype is None else out_dtype, shape, a.device)
+    if not d.is_contiguous():
+        raise ValueError(f"out: strides {d.stride()}, expected contiguous")
+    with torch.cuda.device(a.device):
+        _fp8jit.grouped_gemm(layout, groups, _ptr(group_rows), _ptr(a2), fa, lda, _ptr(b), fb, k, _ptr(d), out_name,
+                             n, m, n, k, expected_m, scale, _ptr(scale_a), na, la, _ptr(scale_b), nb, lb, _ptr(status),
+                             fast_accum, _stream(torch, a.device, stream))
+    return d
+

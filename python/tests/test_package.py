@@ -1,0 +1,122 @@
+"""The package without a GPU (CI): it imports, names, renders, selects and compiles kernels, and
+refuses bad arguments with the documented exception types."""
+
+import json
+import os
+
+import pytest
+
+import fp8jit
+from fp8jit import _fp8jit
+
+GEMM_SPEC = {
+    "family": "gemm",
+    "problem": {"a_format": "e4m3", "b_format": "e4m3", "out": "bf16", "scale": "block", "bias": 0,
+                "accum": "precise"},
+    "config": {"block_m": 128, "block_n": 128, "stages": 4, "group_m": 8, "cluster_m": 1, "cluster_n": 1},
+}
+QUANT_SPEC = {
+    "family": "quantize",
+    "problem": {"input": "bf16", "format": "e4m3", "granularity": "1x128", "transpose": 0},
+    "config": {"vec": 8, "threads": 256, "unroll": 2},
+}
+
+
+def test_version_matches_the_library():
+    assert fp8jit.__version__ == _fp8jit.__version__
+    assert fp8jit.__version__.count(".") == 2
+
+
+def test_spec_name_and_emit():
+    assert fp8jit.spec_name(GEMM_SPEC) == "gemm_sm90_e4m3e4m3_bf16_block_128x128x128_s4_g8"
+    assert fp8jit.spec_name(json.dumps(QUANT_SPEC)) == "quant_sm90_bf16_e4m3_1x128_v8_t256_u2"
+    src = fp8jit.emit(GEMM_SPEC)
+    assert "gemm_sm90_e4m3e4m3_bf16_block_128x128x128_s4_g8" in src
+    assert "#include" in src
+
+
+def test_select_gemm_is_the_heuristic_without_a_gpu():
+    if fp8jit.has_gpu():
+        pytest.skip("with a GPU the database may answer")
+    spec = fp8jit.select_gemm(4096, 7168, 2048)
+    assert spec["family"] == "gemm" and spec["problem"]["scale"] == "block"
+    assert fp8jit.spec_name(spec).startswith("gemm_sm90_e4m3e4m3_bf16_block_")
+    t = fp8jit.select_gemm(64, 2112, 7168, scale="tensor", out="fp16", fast_accum=True)
+    assert t["problem"]["out"] == "fp16" and t["problem"]["accum"] == "fast"
+    g = fp8jit.select_grouped_gemm("masked", 32, 64, 4096, 7168)
+    assert g["problem"]["layout"] == "masked"
+
+
+def test_compile_returns_a_cubin_and_caches_it():
+    before = fp8jit.cache_stats()
+    cubin = fp8jit.compile(QUANT_SPEC)
+    assert cubin[:4] == b"\x7fELF"
+    again = fp8jit.compile(QUANT_SPEC)
+    assert again == cubin
+    after = fp8jit.cache_stats()
+    assert after["compiles"] + after["disk_hits"] >= before["compiles"] + before["disk_hits"] + 1
+    if fp8jit.cache_dir():
+        assert os.path.isdir(fp8jit.cache_dir())
+    fp8jit.reset_cache_stats()
+    assert fp8jit.cache_stats()["compiles"] == 0
+
+
+def test_precompile_compiles_the_selected_kernels():
+    assert fp8jit.precompile([(64, 256, 512)], scale="tensor", jobs=1) >= 0
+    with pytest.raises(ValueError, match="triples"):
+        fp8jit.precompile([(64, 256)])
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: fp8jit.select_gemm(0, 16, 16), "m = 0"),
+    (lambda: fp8jit.select_gemm(16, 16, 16, scale="bogus"), "scale"),
+    (lambda: fp8jit.select_gemm(16, 16, 16, out="int8"), "out"),
+    (lambda: fp8jit.select_gemm(16, 16, 16, a_format="e3m4"), "a_format"),
+    (lambda: fp8jit.select_grouped_gemm("dense", 4, 16, 256, 256), "layout"),
+    (lambda: fp8jit.select_grouped_gemm("masked", 0, 16, 256, 256), "groups"),
+    (lambda: fp8jit.select_grouped_gemm("masked", 4, 0, 256, 256), "expected_m"),
+    (lambda: fp8jit.select_grouped_gemm("masked", 4, 16, 256, 256, scale="group"), "scale"),
+    (lambda: fp8jit.emit({"family": "gemm", "config": {"block_m": 7}}), "gemm"),
+    (lambda: fp8jit.emit({**GEMM_SPEC, "config": {**GEMM_SPEC["config"], "block_n": 100}}), "block_n"),
+    (lambda: fp8jit.emit("{not json"), "not valid JSON"),
+    (lambda: fp8jit.emit(42), "spec"),
+    (lambda: fp8jit.compile({"family": "nope"}), "family"),
+])
+def test_bad_arguments_raise_value_error(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+def test_raw_operations_check_arguments_before_any_launch():
+    # Null pointers: refused by the runtime's checks (ValueError), before it needs a GPU.
+    with pytest.raises(ValueError):
+        _fp8jit.gemm(0, "e4m3", 0, 0, "e4m3", 0, 0, "bf16", 0, 128, 128, 128, "block", 0, 0, "col_major_tma", 0, 0,
+                     "row_major", 0, False, 0)
+    with pytest.raises(ValueError, match="scale_mode"):
+        _fp8jit.gemm(16, "e4m3", 0, 16, "e4m3", 0, 16, "bf16", 0, 128, 128, 128, "nope", 16, 1, "row_major", 16, 1,
+                     "row_major", 0, False, 0)
+    with pytest.raises(ValueError):
+        _fp8jit.quantize(0, "bf16", 128, 128, 0, 0, "e4m3", 0, 0, "1x128", "row_major", False, 0, 0, 0, 0, 0, 0)
+    with pytest.raises(ValueError, match="granularity"):
+        _fp8jit.dequantize(16, "e4m3", 128, 128, 0, 16, "64x64", "row_major", 16, "bf16", 0, 0)
+
+
+def test_scale_count_follows_the_layouts():
+    assert _fp8jit.scale_count("1x128", "row_major", 5, 300) == 15
+    assert _fp8jit.scale_count("1x128", "col_major_tma", 5, 300) == 24  # 5 rows padded to 8
+    assert _fp8jit.scale_count("128x128", "row_major", 300, 300) == 9
+    assert _fp8jit.scale_count("tensor", "row_major", 300, 300) == 1
+
+
+def test_operations_without_torch_or_gpu_raise_clearly():
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        with pytest.raises(RuntimeError, match="torch"):
+            fp8jit.quantize(object())
+        return
+    import torch
+    with pytest.raises(ValueError, match="CUDA"):
+        fp8jit.quantize(torch.zeros(4, 128, dtype=torch.bfloat16))
+    with pytest.raises(ValueError, match="torch.Tensor"):
+        fp8jit.gemm([1], [2], [3], [4])
