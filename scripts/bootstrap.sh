@@ -17,6 +17,13 @@ if [ ! -x /usr/local/cuda/bin/nvcc ] && [ ! -f /usr/local/cuda/include/nvrtc.h ]
   echo "bootstrap: the CUDA 13 toolkit is expected at /usr/local/cuda (NVRTC and headers)" >&2
   exit 1
 fi
+# The Python package (python/) builds with nanobind and is tested with pytest: from PyPI when
+# missing (without them the package is left out of the build, the rest builds and tests).
+if command -v python3 >/dev/null && ! python3 -c "import nanobind, pytest" >/dev/null 2>&1; then
+  echo "bootstrap: installing nanobind and pytest (pip)"
+  python3 -m pip install --quiet --disable-pip-version-check nanobind pytest ||
+    echo "bootstrap: pip could not install nanobind/pytest: the Python package is not built" >&2
+fi
 jobs=$(nproc)
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DCUDAToolkit_ROOT=/usr/local/cuda >/dev/null
 cmake --build build -j"$jobs"

@@ -62,9 +62,15 @@ def _rows(t, what: str) -> int:
 
 
 def _floats_reachable(t) -> int:
-    """fp32 elements from the tensor's first element to the end of its storage (what a kernel
-    reading a padded layout may touch)."""
-    return t.untyped_storage().nbytes() // 4 - t.storage_offset()
+    """fp32 elements a kernel may read from the tensor's first element: its view's extent, plus,
+    for a column-major view padded to 4 rows, the padding rows of its last column, which the
+    kernels read (where its storage holds them)."""
+    if t.numel() == 0:
+        return 0
+    extent = 1 + sum((size - 1) * stride for size, stride in zip(t.shape, t.stride()))
+    if t.dim() == 2 and t.stride(0) == 1 and t.shape[1] > 1:
+        extent += (-t.shape[0]) % 4
+    return min(extent, t.untyped_storage().nbytes() // 4 - t.storage_offset())
 
 
 def _scale_tensor(torch, t, what: str, need: int, device):

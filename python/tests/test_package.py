@@ -120,3 +120,20 @@ def test_operations_without_torch_or_gpu_raise_clearly():
         fp8jit.quantize(torch.zeros(4, 128, dtype=torch.bfloat16))
     with pytest.raises(ValueError, match="torch.Tensor"):
         fp8jit.gemm([1], [2], [3], [4])
+
+
+def test_pyproject_version_is_the_library_version():
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    path = os.path.join(os.path.dirname(__file__), "..", "pyproject.toml")
+    with open(path, "rb") as f:
+        assert tomllib.load(f)["project"]["version"] == fp8jit.__version__
+
+
+def test_the_committed_stubs_are_the_module_s(tmp_path):
+    stubgen = pytest.importorskip("nanobind.stubgen")
+    out = tmp_path / "_fp8jit.pyi"
+    stubgen.main(["-q", "-m", "fp8jit._fp8jit", "-o", str(out)])
+    committed = os.path.join(os.path.dirname(__file__), "..", "fp8jit", "_fp8jit.pyi")
+    with open(committed, encoding="utf-8") as f:
+        assert out.read_text(encoding="utf-8") == f.read(), \
+            "python/fp8jit/_fp8jit.pyi is stale: python3 -m nanobind.stubgen -m fp8jit._fp8jit -o python/fp8jit/_fp8jit.pyi"

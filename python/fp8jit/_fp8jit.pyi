@@ -1,0 +1,58 @@
+"""
+fp8jit's C++ runtime (plain values; see the fp8jit package for the tensor API)
+"""
+
+from collections.abc import Sequence
+
+
+def spec_name(spec: str) -> str:
+    """The kernel's canonical name for a spec (JSON)."""
+
+def emit(spec: str) -> str:
+    """The generated CUDA source of a spec (JSON)."""
+
+def compile(spec: str) -> bytes:
+    """
+    The sm_90a cubin of a spec (JSON), from the disk cache or NVRTC; needs no GPU.
+    """
+
+def select_gemm(m: int, n: int, k: int, a_format: str = 'e4m3', b_format: str = 'e4m3', out: str = 'bf16', scale: str = 'block', bias: bool = False, fast_accum: bool = False) -> str:
+    """The spec (JSON) gemm() takes for this problem and shape."""
+
+def select_grouped_gemm(layout: str, groups: int, expected_m: int, n: int, k: int, a_format: str = 'e4m3', b_format: str = 'e4m3', out: str = 'bf16', scale: str = 'block', fast_accum: bool = False) -> str:
+    """
+    The spec (JSON) grouped_gemm() takes for this layout, group count, rows per group, N and K.
+    """
+
+def precompile(shapes: Sequence[tuple[int, int, int]], a_format: str = 'e4m3', b_format: str = 'e4m3', out: str = 'bf16', scale: str = 'block', bias: bool = False, fast_accum: bool = False, jobs: int = 0) -> int:
+    """
+    Compiles the kernels gemm() would take for these (m, n, k) shapes; returns how many compiled.
+    """
+
+def scale_count(granularity: str, scale_layout: str, rows: int, cols: int) -> int:
+    """
+    Floats a scale tensor holds for a [rows, cols] tensor (col_major_tma pads rows to 4).
+    """
+
+def has_gpu() -> bool:
+    """Whether a CUDA driver with a device is present."""
+
+def cache_dir() -> str:
+    """The disk cache directory ('' when disabled)."""
+
+def cache_stats() -> dict:
+    """The runtime's kernel-cache counters."""
+
+def reset_cache_stats() -> None: ...
+
+def quantize(x: int, input: str, m: int, k: int, ldx: int, q: int, format: str, ldq: int, scales: int, granularity: str, scale_layout: str, pow2_scale: bool, static_scale: int, qt: int, ldqt: int, scales_t: int, amax: int, stream: int) -> None:
+    """fp8jit::Runtime::quantize on device pointers (QuantizeArgs)."""
+
+def dequantize(q: int, format: str, m: int, k: int, ldq: int, scales: int, granularity: str, scale_layout: str, y: int, output: str, ldy: int, stream: int) -> None:
+    """fp8jit::Runtime::dequantize on device pointers (DequantizeArgs)."""
+
+def gemm(a: int, a_format: str, lda: int, b: int, b_format: str, ldb: int, d: int, d_dtype: str, ldd: int, m: int, n: int, k: int, scale_mode: str, scale_a: int, scale_a_size: int, scale_a_layout: str, scale_b: int, scale_b_size: int, scale_b_layout: str, bias: int, fast_accum: bool, stream: int) -> None:
+    """fp8jit::Runtime::gemm on device pointers (GemmArgs)."""
+
+def grouped_gemm(layout: str, groups: int, group_rows: int, a: int, a_format: str, lda: int, b: int, b_format: str, ldb: int, d: int, d_dtype: str, ldd: int, m: int, n: int, k: int, expected_m: int, scale_mode: str, scale_a: int, scale_a_size: int, scale_a_layout: str, scale_b: int, scale_b_size: int, scale_b_layout: str, status: int, fast_accum: bool, stream: int) -> None:
+    """fp8jit::Runtime::grouped_gemm on device pointers (GroupedGemmArgs)."""

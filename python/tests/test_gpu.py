@@ -1,0 +1,143 @@
+"""The operations on a Hopper GPU through torch: results against float64 references computed from
+the same FP8 operands, random inputs, poisoned outputs. Skip without torch or a GPU."""
+
+import pytest
+
+import fp8jit
+
+torch = pytest.importorskip("torch")
+if not torch.cuda.is_available() or torch.cuda.get_device_capability() < (9, 0):
+    pytest.skip("needs a Hopper GPU (compute capability 9.0)", allow_module_level=True)
+
+DEV = "cuda"
+
+
+def poisoned(shape, dtype):
+    t = torch.empty(shape, dtype=dtype, device=DEV)
+    t.view(torch.uint8).fill_(0xFF)  # NaN in bf16, fp16, fp32 and both FP8 formats
+    return t
+
+
+def rel_err(got, ref):
+    got, ref = got.double(), ref.double()
+    return ((got - ref).norm() / ref.norm().clamp_min(1e-300)).item()
+
+
+def dequant_1x128(q, s):
+    m, k = q.shape
+    return (q.double().view(m, -1, 128) * s.double().reshape(m, -1, 1)).view(m, k)
+
+
+def dequant_128x128(q, s):
+    n, k = q.shape
+    full = s.double().repeat_interleave(128, 0)[:n].repeat_interleave(128, 1)[:, :k]
+    return q.double() * full
+
+
+@pytest.mark.parametrize("m, k", [(1, 128), (37, 768), (300, 7168)])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
+def test_quantize_1x128_round_trips_within_fp8_precision(m, k, dtype):
+    x = torch.randn(m, k, dtype=dtype, device=DEV) * 3
+    q, s = fp8jit.quantize(x)
+    assert q.dtype == torch.float8_e4m3fn and q.shape == (m, k) and s.shape == (m, k // 128)
+    amax = x.double().abs().view(m, -1, 128).amax(-1)
+    assert torch.allclose(s.double(), amax / 448, rtol=1e-6, atol=0)
+    assert rel_err(dequant_1x128(q, s), x) < 0.04  # 3 mantissa bits
+    assert (q.float().abs() <= 448).all()
+
+
+def test_quantize_pow2_and_transpose_and_amax():
+    x = torch.randn(256, 512, dtype=torch.bfloat16, device=DEV)
+    q, s, qt, st, amax = fp8jit.quantize(x, pow2_scale=True, transpose=True, return_amax=True)
+    assert torch.equal(torch.log2(s), torch.round(torch.log2(s)))
+    assert qt.shape == (512, 256) and st.shape == (512, 2)
+    assert amax.item() == x.float().abs().max().item()
+    assert rel_err(dequant_1x128(qt, st), x.t()) < 0.04
+
+
+def test_quantize_then_dequantize_128x128_and_the_col_major_scales():
+    w = torch.randn(384, 640, dtype=torch.bfloat16, device=DEV)
+    q, s = fp8jit.quantize(w, granularity="128x128")
+    assert s.shape == (3, 5)
+    y = fp8jit.dequantize(q, s, "128x128", out=poisoned((384, 640), torch.bfloat16))
+    assert torch.allclose(y.double(), dequant_128x128(q, s), rtol=1e-2, atol=0)
+    q2, s2 = fp8jit.quantize(w[:130], scale_layout="col_major_tma")
+    assert s2.stride() == (1, 132)  # 130 rows padded to 132: DeepGEMM's layout
+    y2 = fp8jit.dequantize(q2, s2, "1x128")
+    assert rel_err(y2, w[:130]) < 0.04
+
+
+@pytest.mark.parametrize("m, n, k", [(64, 2112, 7168), (300, 512, 384), (1, 256, 128)])
+def test_block_scaled_gemm_against_float64(m, n, k):
+    a, sa = fp8jit.quantize(torch.randn(m, k, dtype=torch.bfloat16, device=DEV), scale_layout="col_major_tma")
+    b, sb = fp8jit.quantize(torch.randn(n, k, dtype=torch.bfloat16, device=DEV), granularity="128x128")
+    d = fp8jit.gemm(a, b, sa, sb, out=poisoned((m, n), torch.bfloat16))
+    ref = dequant_1x128(a, sa) @ dequant_128x128(b, sb).t()
+    assert not d.isnan().any()
+    assert rel_err(d, ref) < 1e-2
+
+
+def test_per_tensor_gemm_with_bias_and_fp32_out():
+    m, n, k = 200, 384, 1024
+    a, sa = fp8jit.quantize(torch.randn(m, k, device=DEV), granularity="tensor")
+    b, sb = fp8jit.quantize(torch.randn(n, k, device=DEV), granularity="tensor")
+    bias = torch.randn(n, dtype=torch.float32, device=DEV)
+    d = fp8jit.gemm(a, b, sa, sb, scale="tensor", out_dtype=torch.float32, bias=bias)
+    ref = (a.double() * sa.double()) @ (b.double() * sb.double()).t() + bias.double()
+    assert rel_err(d, ref) < 1e-4
+
+
+def test_gemm_runs_on_the_current_stream_and_under_graph_capture():
+    a, sa = fp8jit.quantize(torch.randn(128, 512, dtype=torch.bfloat16, device=DEV), scale_layout="col_major_tma")
+    b, sb = fp8jit.quantize(torch.randn(256, 512, dtype=torch.bfloat16, device=DEV), granularity="128x128")
+    d = torch.empty(128, 256, dtype=torch.bfloat16, device=DEV)
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):  # compiles, loads and sets up outside the capture, on its stream
+        fp8jit.gemm(a, b, sa, sb, out=d)
+    s.synchronize()
+    ref = d.clone()
+    d.fill_(float("nan"))
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g, stream=s):
+        fp8jit.gemm(a, b, sa, sb, out=d)
+    g.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(d, ref)
+
+
+def test_masked_grouped_gemm_writes_only_the_valid_rows():
+    groups, m_max, n, k = 4, 64, 256, 512
+    a, sa = fp8jit.quantize(torch.randn(groups * m_max, k, dtype=torch.bfloat16, device=DEV),
+                            scale_layout="col_major_tma")
+    b, sb = fp8jit.quantize(torch.randn(groups * n, k, dtype=torch.bfloat16, device=DEV), granularity="128x128")
+    counts = torch.tensor([0, 5, 64, 33], dtype=torch.int32, device=DEV)
+    out = poisoned((groups, m_max, n), torch.bfloat16)
+    d = fp8jit.grouped_gemm("masked", a.view(groups, m_max, k), b.view(groups, n, k), sa,
+                            sb.view(groups, n // 128, k // 128), counts, out=out)
+    ad = dequant_1x128(a, sa).view(groups, m_max, k)
+    bd = dequant_128x128(b, sb).view(groups, n, k)  # 128x128 blocks never straddle experts here
+    for g, c in enumerate(counts.tolist()):
+        assert rel_err(d[g, :c], ad[g, :c] @ bd[g].t()) < 1e-2 if c else True
+        assert d[g, c:].isnan().all()
+
+
+def test_bad_tensors_raise_value_error_and_launch_nothing():
+    x = torch.randn(64, 256, dtype=torch.bfloat16, device=DEV)
+    q, s = fp8jit.quantize(x)
+    with pytest.raises(ValueError, match="dtype"):
+        fp8jit.quantize(x.to(torch.int32))
+    with pytest.raises(ValueError, match="contiguous"):
+        fp8jit.quantize(x.t())
+    with pytest.raises(ValueError, match="float8"):
+        fp8jit.dequantize(x, s, "1x128")
+    with pytest.raises(ValueError, match="floats"):
+        fp8jit.dequantize(q, s[:10], "1x128")
+    with pytest.raises(ValueError, match="K of a"):
+        fp8jit.gemm(q, q[:, :128], s, s)
+    with pytest.raises(ValueError, match="CUDA"):
+        fp8jit.gemm(q, q, s.cpu(), s)
+    out = poisoned((64, 64), torch.bfloat16)
+    with pytest.raises(ValueError):
+        fp8jit.gemm(q, q, s, s, scale="bogus", out=out)
+    assert out.isnan().all()

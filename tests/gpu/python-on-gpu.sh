@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The Python package on a Hopper machine: builds the nanobind module for the python3 on PATH (the
+# one with torch) into build-py, then runs python/tests (the GPU tests included) with pytest.
+# Usage (repo root): bash tests/gpu/python-on-gpu.sh      Logs: $OUT (default /tmp/fp8jit-py)
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+OUT=${OUT:-/tmp/fp8jit-py}
+mkdir -p "$OUT"
+py=$(command -v python3)
+sqlite_args=()
+if [ ! -f /usr/include/sqlite3.h ] && [ -f .carry/sqlite/sqlite3.h ]; then
+  sqlite_args=(-DSQLite3_INCLUDE_DIR="$PWD/.carry/sqlite" -DSQLite3_LIBRARY=/lib/x86_64-linux-gnu/libsqlite3.so.0)
+fi
+echo "=== build ($py)"
+cmake -S . -B build-py -DCMAKE_BUILD_TYPE=Release -DFP8JIT_BUILD_PYTHON=ON -DFP8JIT_BUILD_BENCH=OFF \
+  -DPython_EXECUTABLE="$py" "${sqlite_args[@]}" > "$OUT/cmake.log" 2>&1 || { tail -30 "$OUT/cmake.log"; exit 1; }
+cmake --build build-py -j"$(nproc)" --target _fp8jit > "$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; exit 1; }
+if ! "$py" -c "import pytest" 2>/dev/null; then
+  # No package registry on the GPU machine: pytest's wheels travel in .carry/wheels (lab/README.md).
+  "$py" -m pip install -q --no-index --find-links .carry/wheels pytest > "$OUT/pip.log" 2>&1 ||
+    { echo "pytest is not installed and not in .carry/wheels"; tail -5 "$OUT/pip.log"; exit 1; }
+fi
+echo "=== pytest"
+FP8JIT_CACHE_DIR=${FP8JIT_CACHE_DIR:-/tmp/fp8jit-py-cache} PYTHONPATH=build-py/python \
+  "$py" -m pytest -q -p no:cacheprovider -rs python/tests 2>&1 | tee "$OUT/pytest.txt" | tail -40
+exit "${PIPESTATUS[0]}"
