@@ -84,7 +84,7 @@ def test_per_tensor_gemm_with_bias_and_fp32_out():
     bias = torch.randn(n, dtype=torch.float32, device=DEV)
     d = fp8jit.gemm(a, b, sa, sb, scale="tensor", out_dtype=torch.float32, bias=bias)
     ref = (a.double() * sa.double()) @ (b.double() * sb.double()).t() + bias.double()
-    assert rel_err(d, ref) < 1e-4
+    assert rel_err(d, ref) < 1e-3  # fp32 out; the tensor cores sum 128 of K before promotion
 
 
 def test_gemm_runs_on_the_current_stream_and_under_graph_capture():
