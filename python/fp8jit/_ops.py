@@ -12,42 +12,74 @@ from . import _fp8jit
 _BLOCK = 128
 
 
-def _torch():
-    try:
-        import torch
-    except ImportError as e:  # the spec functions work without torch; the operations do not
-        raise RuntimeError("fp8jit's operations take torch CUDA tensors: install torch") from e
-    return torch
+class _Torch:
+    """torch and what the checks look up on every call, resolved once: the operations' host cost
+    is most of a small GEMM's (the bar: <= 5 us over the C++ call)."""
+
+    def __init__(self, torch):
+        self.torch = torch
+        self.Tensor = torch.Tensor
+        self.dtype_names = {torch.bfloat16: "bf16", torch.float16: "fp16", torch.float32: "fp32"}
+        self.fp8_names = {torch.float8_e4m3fn: "e4m3", torch.float8_e5m2: "e5m2"}
+        self.fp8_dtypes = {v: k for k, v in self.fp8_names.items()}
+        self.current_device = torch.cuda.current_device
+        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+        self.raw_stream = raw if raw is not None else (lambda i: torch.cuda.current_stream(i).cuda_stream)
 
 
-def _dtype_name(torch, dtype) -> str:
-    names = {torch.bfloat16: "bf16", torch.float16: "fp16", torch.float32: "fp32"}
-    if dtype not in names:
+_T = None
+
+
+def _torch() -> _Torch:
+    global _T
+    if _T is None:
+        try:
+            import torch
+        except ImportError as e:  # the spec functions work without torch; the operations do not
+            raise RuntimeError("fp8jit's operations take torch CUDA tensors: install torch") from e
+        _T = _Torch(torch)
+    return _T
+
+
+def _dtype_name(T, dtype) -> str:
+    name = T.dtype_names.get(dtype)
+    if name is None:
         raise ValueError(f"dtype {dtype}: expected torch.bfloat16, torch.float16 or torch.float32")
-    return names[dtype]
+    return name
 
 
-def _fp8_name(torch, dtype, what: str) -> str:
-    names = {torch.float8_e4m3fn: "e4m3", torch.float8_e5m2: "e5m2"}
-    if dtype not in names:
+def _fp8_name(T, dtype, what: str) -> str:
+    name = T.fp8_names.get(dtype)
+    if name is None:
         raise ValueError(f"{what}: dtype {dtype}, expected torch.float8_e4m3fn or torch.float8_e5m2")
-    return names[dtype]
+    return name
 
 
-def _fp8_dtype(torch, fmt: str):
-    dtypes = {"e4m3": torch.float8_e4m3fn, "e5m2": torch.float8_e5m2}
-    if fmt not in dtypes:
+def _fp8_dtype(T, fmt: str):
+    if fmt not in T.fp8_dtypes:
         raise ValueError(f"format '{fmt}': expected 'e4m3' or 'e5m2'")
-    return dtypes[fmt]
+    return T.fp8_dtypes[fmt]
 
 
-def _check_cuda(torch, t, what: str, device=None):
-    if not isinstance(t, torch.Tensor):
+def _launch(T, device: int, fn, *args) -> None:
+    """fn(*args) with `device` current (the runtime launches in the current device's context)."""
+    if device == T.current_device():
+        fn(*args)
+    else:
+        with T.torch.cuda.device(device):
+            fn(*args)
+
+
+def _check_cuda(T, t, what: str, device: int = -1) -> int:
+    """The tensor's CUDA device index, after checking it is a CUDA tensor (on `device` if given)."""
+    if not isinstance(t, T.Tensor):
         raise ValueError(f"{what}: expected a torch.Tensor, got {type(t).__name__}")
     if not t.is_cuda:
         raise ValueError(f"{what}: a tensor on {t.device}; fp8jit's operations take CUDA tensors")
-    if device is not None and t.device != device:
-        raise ValueError(f"{what}: on {t.device}, the other operands on {device}")
+    index = t.get_device()
+    if device >= 0 and index != device:
+        raise ValueError(f"{what}: on cuda:{index}, the other operands on cuda:{device}")
+    return index
 
 
 def _rows(t, what: str) -> int:
@@ -63,23 +95,26 @@ def _rows(t, what: str) -> int:
 
 def _floats_reachable(t) -> int:
     """fp32 elements a kernel may read from the tensor's first element: its view's extent, plus,
-    for a column-major view padded to 4 rows, the padding rows of its last column, which the
-    kernels read (where its storage holds them)."""
-    if t.numel() == 0:
-        return 0
+    for a column-major view (rows padded to 4), the padding rows of its last column where its
+    storage holds them."""
+    column_major = t.dim() == 2 and t.stride(0) == 1 and t.shape[0] % 4 != 0 and t.numel() > 0
+    if not column_major and t.is_contiguous():
+        return t.numel()
     extent = 1 + sum((size - 1) * stride for size, stride in zip(t.shape, t.stride()))
-    if t.dim() == 2 and t.stride(0) == 1 and t.shape[1] > 1:
-        extent += (-t.shape[0]) % 4
+    if column_major:
+        extent += -t.shape[0] % 4
     return min(extent, t.untyped_storage().nbytes() // 4 - t.storage_offset())
 
 
-def _scale_tensor(torch, t, what: str, need: int, device):
-    _check_cuda(torch, t, what, device)
-    if t.dtype != torch.float32:
+def _scale_tensor(T, t, what: str, need: int, device: int) -> int:
+    """Checks a fp32 scale tensor reaching at least `need` floats; returns how many it reaches."""
+    _check_cuda(T, t, what, device)
+    if t.dtype != T.torch.float32:
         raise ValueError(f"{what}: dtype {t.dtype}, expected torch.float32")
-    if _floats_reachable(t) < need:
-        raise ValueError(f"{what}: reaches {_floats_reachable(t)} floats, {need} needed")
-    return t
+    reach = _floats_reachable(t)
+    if reach < need:
+        raise ValueError(f"{what}: reaches {reach} floats, {need} needed")
+    return reach
 
 
 def _scale_layout_of(t, rows: int) -> str:
@@ -94,9 +129,9 @@ def _scale_layout_of(t, rows: int) -> str:
     return "row_major"
 
 
-def _stream(torch, device, stream) -> int:
+def _stream(T, device: int, stream) -> int:
     if stream is None:
-        return int(torch.cuda.current_stream(device).cuda_stream)
+        return int(T.raw_stream(device))
     if isinstance(stream, int):
         return stream
     if hasattr(stream, "cuda_stream"):
@@ -129,8 +164,9 @@ def quantize(x, format: str = "e4m3", granularity: str = "1x128", *, scale_layou
     ``granularity``: 'tensor', 'row', '1x128' (per 128 of a row) or '128x128'. ``pow2_scale``
     rounds scales up to powers of two; ``static_scale`` (per tensor) is used instead of the amax.
     With ``transpose`` also (qt [K, M], scales_t); with ``return_amax`` also the amax (fp32 [1])."""
-    torch = _torch()
-    _check_cuda(torch, x, "x")
+    T = _torch()
+    torch = T.torch
+    dev = _check_cuda(T, x, "x")
     if x.dim() < 1:
         raise ValueError("x: a 0-d tensor; expected [..., K]")
     lead = tuple(x.shape[:-1])
@@ -139,13 +175,13 @@ def quantize(x, format: str = "e4m3", granularity: str = "1x128", *, scale_layou
     m = int(x2.shape[0])
     ldx = _rows(x2, "x")
     fmt = format
-    qdtype = _fp8_dtype(torch, fmt)
+    qdtype = _fp8_dtype(T, fmt)
     if transpose and x.dim() != 2:
         raise ValueError("transpose: takes a 2-D x")
     if out is None:
         q = torch.empty((m, k), dtype=qdtype, device=x.device)
     else:
-        _check_cuda(torch, out, "out", x.device)
+        _check_cuda(T, out, "out", dev)
         if out.dtype != qdtype or tuple(out.shape) not in ((m, k), lead + (k,)):
             raise ValueError(f"out: {out.dtype} {tuple(out.shape)}, expected {qdtype} {lead + (k,)}")
         q = out.reshape(m, k)
@@ -154,21 +190,20 @@ def quantize(x, format: str = "e4m3", granularity: str = "1x128", *, scale_layou
         raise ValueError(f"granularity '{granularity}': expected 'tensor', 'row', '1x128' or '128x128'")
     need = _fp8jit.scale_count(granularity, scale_layout, m, k)
     s = _new_scales(torch, granularity, scale_layout, m, k, x.device) if scales is None else scales
-    _scale_tensor(torch, s, "scales", need, x.device)
+    _scale_tensor(T, s, "scales", need, dev)
     static = None
     if static_scale is not None:
         static = static_scale if isinstance(static_scale, torch.Tensor) else torch.tensor(
             [float(static_scale)], dtype=torch.float32, device=x.device)
-        _scale_tensor(torch, static, "static_scale", 1, x.device)
+        _scale_tensor(T, static, "static_scale", 1, dev)
     qt = st = None
     if transpose:
         qt = torch.empty((k, m), dtype=qdtype, device=x.device)
         st = _new_scales(torch, "1x128", scale_layout, k, m, x.device) if granularity == "1x128" else None
     amax = torch.empty((1,), dtype=torch.float32, device=x.device) if return_amax else None
-    with torch.cuda.device(x.device):
-        _fp8jit.quantize(_ptr(x2), _dtype_name(torch, x.dtype), m, k, ldx, _ptr(q), fmt, ldq, _ptr(s), granularity,
-                         scale_layout, pow2_scale, _ptr(static), _ptr(qt), m if qt is not None else 0, _ptr(st),
-                         _ptr(amax), _stream(torch, x.device, stream))
+    _launch(T, dev, _fp8jit.quantize, _ptr(x2), _dtype_name(T, x.dtype), m, k, ldx, _ptr(q), fmt, ldq, _ptr(s),
+            granularity, scale_layout, pow2_scale, _ptr(static), _ptr(qt), m if qt is not None else 0, _ptr(st),
+            _ptr(amax), _stream(T, dev, stream))
     result = [q.reshape(lead + (k,)) if x.dim() != 2 else q, s if x.dim() == 2 or granularity == "tensor"
               else s.reshape(lead + tuple(s.shape[1:]))]
     if transpose:
@@ -182,52 +217,57 @@ def dequantize(q, scales, granularity: str = "128x128", *, dtype: Any = None, ou
                stream: Any = None):
     """q [M, K] FP8 and its fp32 scales ('tensor', 'row', '1x128' or '128x128'; row-major or, for
     1x128, column-major padded to 4 rows) -> y [M, K] in ``dtype`` (default torch.bfloat16)."""
-    torch = _torch()
-    _check_cuda(torch, q, "q")
-    fmt = _fp8_name(torch, q.dtype, "q")
+    T = _torch()
+    torch = T.torch
+    dev = _check_cuda(T, q, "q")
+    fmt = _fp8_name(T, q.dtype, "q")
     ldq = _rows(q, "q")
     m, k = int(q.shape[0]), int(q.shape[1])
     if granularity not in ("tensor", "row", "1x128", "128x128"):
         raise ValueError(f"granularity '{granularity}': expected 'tensor', 'row', '1x128' or '128x128'")
-    _check_cuda(torch, scales, "scales", q.device)
+    _check_cuda(T, scales, "scales", dev)
     layout = _scale_layout_of(scales, m) if granularity == "1x128" else "row_major"
-    _scale_tensor(torch, scales, "scales", _fp8jit.scale_count(granularity, layout, m, k), q.device)
+    _scale_tensor(T, scales, "scales", _fp8jit.scale_count(granularity, layout, m, k), dev)
     dtype = torch.bfloat16 if dtype is None else dtype
-    out_name = _dtype_name(torch, dtype)
+    out_name = _dtype_name(T, dtype)
     if out is None:
         y = torch.empty((m, k), dtype=dtype, device=q.device)
     else:
-        _check_cuda(torch, out, "out", q.device)
+        _check_cuda(T, out, "out", dev)
         if out.dtype != dtype or tuple(out.shape) != (m, k):
             raise ValueError(f"out: {out.dtype} {tuple(out.shape)}, expected {dtype} {(m, k)}")
         y = out
     ldy = _rows(y, "out")
-    with torch.cuda.device(q.device):
-        _fp8jit.dequantize(_ptr(q), fmt, m, k, ldq, _ptr(scales), granularity, layout, _ptr(y), out_name, ldy,
-                           _stream(torch, q.device, stream))
+    _launch(T, dev, _fp8jit.dequantize, _ptr(q), fmt, m, k, ldq, _ptr(scales), granularity, layout, _ptr(y),
+            out_name, ldy, _stream(T, dev, stream))
     return y
 
 
-def _gemm_scales(torch, scale: str, sa, sb, m: int, n: int, k: int, groups: int, device):
+# The granularities of A's and B's scales in each GEMM scale mode.
+_GEMM_SCALE_GRANULARITIES = {"tensor": ("tensor", "tensor"), "rowwise": ("row", "row"), "block": ("1x128", "128x128"),
+                             "group": ("1x128", "1x128")}
+
+
+def _gemm_scales(T, scale: str, sa, sb, m: int, n: int, k: int, groups: int, device):
     """Checked scale tensors of both operands and their layouts and reachable sizes."""
-    if scale not in ("tensor", "rowwise", "block", "group"):
+    grans = _GEMM_SCALE_GRANULARITIES.get(scale)
+    if grans is None:
         raise ValueError(f"scale '{scale}': expected 'tensor', 'rowwise', 'block' or 'group'")
-    gran_a = {"tensor": "tensor", "rowwise": "row", "block": "1x128", "group": "1x128"}[scale]
-    gran_b = {"tensor": "tensor", "rowwise": "row", "block": "128x128", "group": "1x128"}[scale]
-    _check_cuda(torch, sa, "scale_a", device)
-    _check_cuda(torch, sb, "scale_b", device)
+    gran_a, gran_b = grans
+    _check_cuda(T, sa, "scale_a", device)
+    _check_cuda(T, sb, "scale_b", device)
     la = _scale_layout_of(sa, m) if gran_a == "1x128" else "row_major"
     lb = _scale_layout_of(sb, n) if gran_b == "1x128" else "row_major"
-    _scale_tensor(torch, sa, "scale_a", _fp8jit.scale_count(gran_a, la, m, k), device)
-    _scale_tensor(torch, sb, "scale_b", _fp8jit.scale_count(gran_b, lb, n, k) * groups, device)
-    return la, lb, _floats_reachable(sa), _floats_reachable(sb)
+    na = _scale_tensor(T, sa, "scale_a", _fp8jit.scale_count(gran_a, la, m, k), device)
+    nb = _scale_tensor(T, sb, "scale_b", _fp8jit.scale_count(gran_b, lb, n, k) * groups, device)
+    return la, lb, na, nb
 
 
-def _output(torch, out, dtype, shape, device):
-    out_name = _dtype_name(torch, dtype)
+def _output(T, out, dtype, shape, device):
+    out_name = _dtype_name(T, dtype)
     if out is None:
-        return torch.empty(shape, dtype=dtype, device=device), out_name
-    _check_cuda(torch, out, "out", device)
+        return T.torch.empty(shape, dtype=dtype, device=device), out_name
+    _check_cuda(T, out, "out", device)
     if out.dtype != dtype or tuple(out.shape) != tuple(shape):
         raise ValueError(f"out: {out.dtype} {tuple(out.shape)}, expected {dtype} {tuple(shape)}")
     return out, out_name
@@ -239,25 +279,25 @@ def gemm(a, b, scale_a, scale_b, *, scale: str = "block", out_dtype: Any = None,
     contiguous. ``scale``: 'block' (A 1x128 [M, ceil(K/128)], row-major or column-major padded to 4
     rows; B 128x128 [ceil(N/128), ceil(K/128)]), 'tensor' (one each), 'rowwise' ([M] and [N]) or
     'group' (1x128 both). ``out_dtype`` torch.bfloat16 (default), float16 or float32."""
-    torch = _torch()
-    _check_cuda(torch, a, "a")
-    _check_cuda(torch, b, "b", a.device)
-    fa, fb = _fp8_name(torch, a.dtype, "a"), _fp8_name(torch, b.dtype, "b")
+    T = _torch()
+    torch = T.torch
+    dev = _check_cuda(T, a, "a")
+    _check_cuda(T, b, "b", dev)
+    fa, fb = _fp8_name(T, a.dtype, "a"), _fp8_name(T, b.dtype, "b")
     lda, ldb = _rows(a, "a"), _rows(b, "b")
     m, k = int(a.shape[0]), int(a.shape[1])
     n = int(b.shape[0])
     if int(b.shape[1]) != k:
         raise ValueError(f"b: shape {tuple(b.shape)}, expected [N, {k}] (K of a)")
-    la, lb, na, nb = _gemm_scales(torch, scale, scale_a, scale_b, m, n, k, 1, a.device)
-    d, out_name = _output(torch, out, torch.bfloat16 if out_dtype is None else out_dtype, (m, n), a.device)
+    la, lb, na, nb = _gemm_scales(T, scale, scale_a, scale_b, m, n, k, 1, dev)
+    d, out_name = _output(T, out, torch.bfloat16 if out_dtype is None else out_dtype, (m, n), dev)
     ldd = _rows(d, "out")
     if bias is not None:
-        _check_cuda(torch, bias, "bias", a.device)
+        _check_cuda(T, bias, "bias", dev)
         if bias.dtype != d.dtype or tuple(bias.shape) != (n,) or not bias.is_contiguous():
             raise ValueError(f"bias: {bias.dtype} {tuple(bias.shape)}, expected a contiguous {d.dtype} ({n},)")
-    with torch.cuda.device(a.device):
-        _fp8jit.gemm(_ptr(a), fa, lda, _ptr(b), fb, ldb, _ptr(d), out_name, ldd, m, n, k, scale, _ptr(scale_a), na,
-                     la, _ptr(scale_b), nb, lb, _ptr(bias), fast_accum, _stream(torch, a.device, stream))
+    _launch(T, dev, _fp8jit.gemm, _ptr(a), fa, lda, _ptr(b), fb, ldb, _ptr(d), out_name, ldd, m, n, k, scale,
+            _ptr(scale_a), na, la, _ptr(scale_b), nb, lb, _ptr(bias), fast_accum, _stream(T, dev, stream))
     return d
 
 
@@ -271,11 +311,12 @@ def grouped_gemm(layout: str, a, b, scale_a, scale_b, group_rows, *, expected_m:
     ``gemm`` over all of A's rows, B's one set per expert. ``expected_m``: the rows per group the
     kernel is chosen for (0: derived from the shapes). ``status``: optional int32 [1] CUDA tensor
     the kernel ORs clamping flags into. Returns D ([M, N], masked [G, M_max, N])."""
-    torch = _torch()
+    T = _torch()
+    torch = T.torch
     if layout not in ("contiguous", "masked", "indexed"):
         raise ValueError(f"layout '{layout}': expected 'contiguous', 'masked' or 'indexed'")
-    _check_cuda(torch, a, "a")
-    _check_cuda(torch, b, "b", a.device)
+    dev = _check_cuda(T, a, "a")
+    _check_cuda(T, b, "b", dev)
     if b.dim() != 3 or not b.is_contiguous():
         raise ValueError(f"b: shape {tuple(b.shape)} strides {b.stride()}, expected a contiguous [G, N, K]")
     groups, n, k = (int(v) for v in b.shape)
@@ -283,30 +324,29 @@ def grouped_gemm(layout: str, a, b, scale_a, scale_b, group_rows, *, expected_m:
     if masked and (a.dim() != 3 or int(a.shape[0]) != groups or not a.is_contiguous()):
         raise ValueError(f"a: shape {tuple(a.shape)}, expected a contiguous [{groups}, M_max, {k}] (masked)")
     a2 = a.reshape(-1, int(a.shape[-1])) if masked else a
-    fa, fb = _fp8_name(torch, a.dtype, "a"), _fp8_name(torch, b.dtype, "b")
+    fa, fb = _fp8_name(T, a.dtype, "a"), _fp8_name(T, b.dtype, "b")
     lda = _rows(a2, "a")
     if int(a2.shape[1]) != k:
         raise ValueError(f"a: K = {int(a2.shape[1])}, b's K = {k}")
     rows = int(a2.shape[0])
     m = rows // groups if masked else rows
-    _check_cuda(torch, group_rows, "group_rows", a.device)
+    _check_cuda(T, group_rows, "group_rows", dev)
     want = {"contiguous": groups + 1, "masked": groups, "indexed": rows}[layout]
     if group_rows.dtype != torch.int32 or group_rows.numel() != want or not group_rows.is_contiguous():
         raise ValueError(f"group_rows: {group_rows.dtype} {tuple(group_rows.shape)}, expected a contiguous "
                          f"torch.int32 ({want},) for layout '{layout}'")
     if status is not None:
-        _check_cuda(torch, status, "status", a.device)
+        _check_cuda(T, status, "status", dev)
         if status.dtype != torch.int32 or status.numel() < 1:
             raise ValueError(f"status: {status.dtype} {tuple(status.shape)}, expected torch.int32 (1,)")
-    la, lb, na, nb = _gemm_scales(torch, scale, scale_a, scale_b.reshape(-1, *scale_b.shape[2:])
-                                  if scale_b.dim() == 3 else scale_b, rows, n, k, groups, a.device)
+    la, lb, na, nb = _gemm_scales(T, scale, scale_a, scale_b.reshape(-1, *scale_b.shape[2:])
+                                  if scale_b.dim() == 3 else scale_b, rows, n, k, groups, dev)
     shape = (groups, m, n) if masked else (m, n)
-    d, out_name = _output(torch, out, torch.bfloat16 if out_dtype is None else out_dtype, shape, a.device)
+    d, out_name = _output(T, out, torch.bfloat16 if out_dtype is None else out_dtype, shape, dev)
     if not d.is_contiguous():
         raise ValueError(f"out: strides {d.stride()}, expected contiguous")
-    with torch.cuda.device(a.device):
-        _fp8jit.grouped_gemm(layout, groups, _ptr(group_rows), _ptr(a2), fa, lda, _ptr(b), fb, k, _ptr(d), out_name,
-                             n, m, n, k, expected_m, scale, _ptr(scale_a), na, la, _ptr(scale_b), nb, lb, _ptr(status),
-                             fast_accum, _stream(torch, a.device, stream))
+    _launch(T, dev, _fp8jit.grouped_gemm, layout, groups, _ptr(group_rows), _ptr(a2), fa, lda, _ptr(b), fb, k,
+            _ptr(d), out_name, n, m, n, k, expected_m, scale, _ptr(scale_a), na, la, _ptr(scale_b), nb, lb,
+            _ptr(status), fast_accum, _stream(T, dev, stream))
     return d
 

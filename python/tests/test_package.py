@@ -115,7 +115,6 @@ def test_operations_without_torch_or_gpu_raise_clearly():
         with pytest.raises(RuntimeError, match="torch"):
             fp8jit.quantize(object())
         return
-    import torch
     with pytest.raises(ValueError, match="CUDA"):
         fp8jit.quantize(torch.zeros(4, 128, dtype=torch.bfloat16))
     with pytest.raises(ValueError, match="torch.Tensor"):
