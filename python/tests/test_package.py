@@ -136,3 +136,13 @@ def test_the_committed_stubs_are_the_module_s(tmp_path):
     with open(committed, encoding="utf-8") as f:
         assert out.read_text(encoding="utf-8") == f.read(), \
             "python/fp8jit/_fp8jit.pyi is stale: python3 -m nanobind.stubgen -m fp8jit._fp8jit -o python/fp8jit/_fp8jit.pyi"
+
+
+def test_deepseek_drop_in_checks_its_arguments_first():
+    import fp8jit.deepseek as ds
+    with pytest.raises(ValueError, match="block_size"):
+        ds.act_quant(object(), block_size=64)
+    with pytest.raises(ValueError, match="scale_fmt"):
+        ds.act_quant(object(), scale_fmt="e8m0")
+    with pytest.raises(ValueError, match="block_size"):
+        ds.weight_dequant(object(), object(), block_size=256)
