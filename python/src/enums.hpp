@@ -47,7 +47,8 @@ struct EnumNames<GemmLayout> {
 template <class E>
 E parse_enum(const char* argument, const std::string& value) {
   const std::optional<E> e = EnumNames<E>::parse(value);
-  if (!e) throw_invalid(argument, "'" + value + "'", std::string("one of ") + EnumNames<E>::kAllowed);
+  if (!e)
+    throw_invalid(argument, "'" + value + "'", std::string("one of ") + EnumNames<E>::kAllowed);
   return *e;
 }
 

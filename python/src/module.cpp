@@ -21,19 +21,23 @@ using namespace nb::literals;
 namespace fp8jit::python {
 namespace {
 
-Runtime& rt() { return default_runtime(); }
+Runtime& rt() {
+  return default_runtime();
+}
 
 // fp8jit::Error -> ValueError (bad arguments: nothing was launched or written) or RuntimeError.
 void translate(const std::exception_ptr& p, void*) {
   try {
     std::rethrow_exception(p);
   } catch (const Error& e) {
-    PyErr_SetString(e.kind() == ErrorKind::invalid_argument ? PyExc_ValueError : PyExc_RuntimeError, e.what());
+    PyErr_SetString(e.kind() == ErrorKind::invalid_argument ? PyExc_ValueError : PyExc_RuntimeError,
+                    e.what());
   }
 }
 
-GemmProblem gemm_problem(const std::string& a_format, const std::string& b_format, const std::string& out,
-                         const std::string& scale, bool bias, bool fast_accum, const std::string& layout) {
+GemmProblem gemm_problem(const std::string& a_format, const std::string& b_format,
+                         const std::string& out, const std::string& scale, bool bias,
+                         bool fast_accum, const std::string& layout) {
   GemmProblem p;
   p.a_format = parse_enum<Fp8Format>("a_format", a_format);
   p.b_format = parse_enum<Fp8Format>("b_format", b_format);
@@ -46,10 +50,12 @@ GemmProblem gemm_problem(const std::string& a_format, const std::string& b_forma
 }
 
 void bind_specs(nb::module_& m) {
-  m.def("spec_name", [](const std::string& json) { return spec_name(spec_from_json(json)); }, "spec"_a,
-        "The kernel's canonical name for a spec (JSON).");
-  m.def("emit", [](const std::string& json) { return render_source(spec_from_json(json)); }, "spec"_a,
-        "The generated CUDA source of a spec (JSON).");
+  m.def(
+      "spec_name", [](const std::string& json) { return spec_name(spec_from_json(json)); },
+      "spec"_a, "The kernel's canonical name for a spec (JSON).");
+  m.def(
+      "emit", [](const std::string& json) { return render_source(spec_from_json(json)); }, "spec"_a,
+      "The generated CUDA source of a spec (JSON).");
   m.def(
       "compile",
       [](const std::string& json) {
@@ -64,51 +70,62 @@ void bind_specs(nb::module_& m) {
       "spec"_a, "The sm_90a cubin of a spec (JSON), from the disk cache or NVRTC; needs no GPU.");
   m.def(
       "select_gemm",
-      [](std::int64_t mm, std::int64_t n, std::int64_t k, const std::string& a_format, const std::string& b_format,
-         const std::string& out, const std::string& scale, bool bias, bool fast_accum) {
-        const GemmProblem p = gemm_problem(a_format, b_format, out, scale, bias, fast_accum, "dense");
+      [](std::int64_t mm, std::int64_t n, std::int64_t k, const std::string& a_format,
+         const std::string& b_format, const std::string& out, const std::string& scale, bool bias,
+         bool fast_accum) {
+        const GemmProblem p =
+            gemm_problem(a_format, b_format, out, scale, bias, fast_accum, "dense");
         return spec_to_json(rt().select(p, GemmShape{mm, n, k}));
       },
-      "m"_a, "n"_a, "k"_a, "a_format"_a = "e4m3", "b_format"_a = "e4m3", "out"_a = "bf16", "scale"_a = "block",
-      "bias"_a = false, "fast_accum"_a = false, "The spec (JSON) gemm() takes for this problem and shape.");
+      "m"_a, "n"_a, "k"_a, "a_format"_a = "e4m3", "b_format"_a = "e4m3", "out"_a = "bf16",
+      "scale"_a = "block", "bias"_a = false, "fast_accum"_a = false,
+      "The spec (JSON) gemm() takes for this problem and shape.");
   m.def(
       "select_grouped_gemm",
-      [](const std::string& layout, std::int64_t groups, std::int64_t expected_m, std::int64_t n, std::int64_t k,
-         const std::string& a_format, const std::string& b_format, const std::string& out, const std::string& scale,
-         bool fast_accum) {
-        const GemmProblem p = gemm_problem(a_format, b_format, out, scale, false, fast_accum, layout);
+      [](const std::string& layout, std::int64_t groups, std::int64_t expected_m, std::int64_t n,
+         std::int64_t k, const std::string& a_format, const std::string& b_format,
+         const std::string& out, const std::string& scale, bool fast_accum) {
+        const GemmProblem p =
+            gemm_problem(a_format, b_format, out, scale, false, fast_accum, layout);
         return spec_to_json(rt().select_grouped(p, groups, expected_m, n, k));
       },
-      "layout"_a, "groups"_a, "expected_m"_a, "n"_a, "k"_a, "a_format"_a = "e4m3", "b_format"_a = "e4m3",
-      "out"_a = "bf16", "scale"_a = "block", "fast_accum"_a = false,
-      "The spec (JSON) grouped_gemm() takes for this layout, group count, rows per group, N and K.");
+      "layout"_a, "groups"_a, "expected_m"_a, "n"_a, "k"_a, "a_format"_a = "e4m3",
+      "b_format"_a = "e4m3", "out"_a = "bf16", "scale"_a = "block", "fast_accum"_a = false,
+      "The spec (JSON) grouped_gemm() takes for this layout, group count, rows per group, N and "
+      "K.");
   m.def(
       "precompile",
-      [](const std::vector<std::tuple<std::int64_t, std::int64_t, std::int64_t>>& shapes, const std::string& a_format,
-         const std::string& b_format, const std::string& out, const std::string& scale, bool bias, bool fast_accum,
-         int jobs) {
-        const GemmProblem p = gemm_problem(a_format, b_format, out, scale, bias, fast_accum, "dense");
+      [](const std::vector<std::tuple<std::int64_t, std::int64_t, std::int64_t>>& shapes,
+         const std::string& a_format, const std::string& b_format, const std::string& out,
+         const std::string& scale, bool bias, bool fast_accum, int jobs) {
+        const GemmProblem p =
+            gemm_problem(a_format, b_format, out, scale, bias, fast_accum, "dense");
         std::vector<GemmShape> s;
         for (const auto& [mm, n, k] : shapes) s.push_back({mm, n, k});
         nb::gil_scoped_release unlocked;
         return rt().precompile(p, s, jobs);
       },
-      "shapes"_a, "a_format"_a = "e4m3", "b_format"_a = "e4m3", "out"_a = "bf16", "scale"_a = "block",
-      "bias"_a = false, "fast_accum"_a = false, "jobs"_a = 0,
-      "Compiles the kernels gemm() would take for these (m, n, k) shapes; returns how many compiled.");
+      "shapes"_a, "a_format"_a = "e4m3", "b_format"_a = "e4m3", "out"_a = "bf16",
+      "scale"_a = "block", "bias"_a = false, "fast_accum"_a = false, "jobs"_a = 0,
+      "Compiles the kernels gemm() would take for these (m, n, k) shapes; returns how many "
+      "compiled.");
 }
 
 void bind_runtime(nb::module_& m) {
   m.def(
       "scale_count",
-      [](const std::string& granularity, const std::string& layout, std::int64_t rows, std::int64_t cols) {
+      [](const std::string& granularity, const std::string& layout, std::int64_t rows,
+         std::int64_t cols) {
         return scale_count(parse_enum<Granularity>("granularity", granularity),
                            parse_enum<ScaleLayout>("scale_layout", layout), rows, cols);
       },
       "granularity"_a, "scale_layout"_a, "rows"_a, "cols"_a,
       "Floats a scale tensor holds for a [rows, cols] tensor (col_major_tma pads rows to 4).");
-  m.def("has_gpu", [] { return driver::available(); }, "Whether a CUDA driver with a device is present.");
-  m.def("cache_dir", [] { return rt().cache_dir(); }, "The disk cache directory ('' when disabled).");
+  m.def(
+      "has_gpu", [] { return driver::available(); },
+      "Whether a CUDA driver with a device is present.");
+  m.def(
+      "cache_dir", [] { return rt().cache_dir(); }, "The disk cache directory ('' when disabled).");
   m.def(
       "cache_stats",
       [] {

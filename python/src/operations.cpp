@@ -20,13 +20,16 @@ template <class T>
 T* ptr(std::uintptr_t p) {
   return reinterpret_cast<T*>(p);
 }
-CUstream stream_of(std::uintptr_t s) { return reinterpret_cast<CUstream>(s); }
+CUstream stream_of(std::uintptr_t s) {
+  return reinterpret_cast<CUstream>(s);
+}
 
-void quantize(std::uintptr_t x, const std::string& input, std::int64_t m, std::int64_t k, std::int64_t ldx,
-              std::uintptr_t q, const std::string& format, std::int64_t ldq, std::uintptr_t scales,
-              const std::string& granularity, const std::string& scale_layout, bool pow2_scale,
-              std::uintptr_t static_scale, std::uintptr_t qt, std::int64_t ldqt, std::uintptr_t scales_t,
-              std::uintptr_t amax, std::uintptr_t stream) {
+void quantize(std::uintptr_t x, const std::string& input, std::int64_t m, std::int64_t k,
+              std::int64_t ldx, std::uintptr_t q, const std::string& format, std::int64_t ldq,
+              std::uintptr_t scales, const std::string& granularity,
+              const std::string& scale_layout, bool pow2_scale, std::uintptr_t static_scale,
+              std::uintptr_t qt, std::int64_t ldqt, std::uintptr_t scales_t, std::uintptr_t amax,
+              std::uintptr_t stream) {
   QuantizeArgs a;
   a.x = ptr<const void>(x);
   a.input = parse_enum<DType>("input", input);
@@ -49,9 +52,10 @@ void quantize(std::uintptr_t x, const std::string& input, std::int64_t m, std::i
   default_runtime().quantize(a, stream_of(stream));
 }
 
-void dequantize(std::uintptr_t q, const std::string& format, std::int64_t m, std::int64_t k, std::int64_t ldq,
-                std::uintptr_t scales, const std::string& granularity, const std::string& scale_layout,
-                std::uintptr_t y, const std::string& output, std::int64_t ldy, std::uintptr_t stream) {
+void dequantize(std::uintptr_t q, const std::string& format, std::int64_t m, std::int64_t k,
+                std::int64_t ldq, std::uintptr_t scales, const std::string& granularity,
+                const std::string& scale_layout, std::uintptr_t y, const std::string& output,
+                std::int64_t ldy, std::uintptr_t stream) {
   DequantizeArgs a;
   a.q = ptr<const void>(q);
   a.format = parse_enum<Fp8Format>("format", format);
@@ -70,11 +74,12 @@ void dequantize(std::uintptr_t q, const std::string& format, std::int64_t m, std
 
 // The operands both GEMM entry points share, in GemmArgs and GroupedGemmArgs alike.
 template <class Args>
-void fill_operands(Args& g, std::uintptr_t a, const std::string& a_format, std::int64_t lda, std::uintptr_t b,
-                   const std::string& b_format, std::int64_t ldb, std::uintptr_t d, const std::string& d_dtype,
-                   std::int64_t ldd, const std::string& scale_mode, std::uintptr_t scale_a, std::int64_t scale_a_size,
-                   const std::string& scale_a_layout, std::uintptr_t scale_b, std::int64_t scale_b_size,
-                   const std::string& scale_b_layout, bool fast_accum) {
+void fill_operands(Args& g, std::uintptr_t a, const std::string& a_format, std::int64_t lda,
+                   std::uintptr_t b, const std::string& b_format, std::int64_t ldb,
+                   std::uintptr_t d, const std::string& d_dtype, std::int64_t ldd,
+                   const std::string& scale_mode, std::uintptr_t scale_a, std::int64_t scale_a_size,
+                   const std::string& scale_a_layout, std::uintptr_t scale_b,
+                   std::int64_t scale_b_size, const std::string& scale_b_layout, bool fast_accum) {
   g.a = ptr<const void>(a);
   g.a_format = parse_enum<Fp8Format>("a_format", a_format);
   g.lda = lda;
@@ -97,23 +102,26 @@ void fill_operands(Args& g, std::uintptr_t a, const std::string& a_format, std::
 }  // namespace
 
 void bind_operations(nb::module_& m) {
-  m.def("quantize", &quantize, "x"_a, "input"_a, "m"_a, "k"_a, "ldx"_a, "q"_a, "format"_a, "ldq"_a, "scales"_a,
-        "granularity"_a, "scale_layout"_a, "pow2_scale"_a, "static_scale"_a, "qt"_a, "ldqt"_a, "scales_t"_a,
-        "amax"_a, "stream"_a, "fp8jit::Runtime::quantize on device pointers (QuantizeArgs).");
-  m.def("dequantize", &dequantize, "q"_a, "format"_a, "m"_a, "k"_a, "ldq"_a, "scales"_a, "granularity"_a,
-        "scale_layout"_a, "y"_a, "output"_a, "ldy"_a, "stream"_a,
+  m.def("quantize", &quantize, "x"_a, "input"_a, "m"_a, "k"_a, "ldx"_a, "q"_a, "format"_a, "ldq"_a,
+        "scales"_a, "granularity"_a, "scale_layout"_a, "pow2_scale"_a, "static_scale"_a, "qt"_a,
+        "ldqt"_a, "scales_t"_a, "amax"_a, "stream"_a,
+        "fp8jit::Runtime::quantize on device pointers (QuantizeArgs).");
+  m.def("dequantize", &dequantize, "q"_a, "format"_a, "m"_a, "k"_a, "ldq"_a, "scales"_a,
+        "granularity"_a, "scale_layout"_a, "y"_a, "output"_a, "ldy"_a, "stream"_a,
         "fp8jit::Runtime::dequantize on device pointers (DequantizeArgs).");
   m.def(
       "gemm",
       [](std::uintptr_t a, const std::string& a_format, std::int64_t lda, std::uintptr_t b,
-         const std::string& b_format, std::int64_t ldb, std::uintptr_t d, const std::string& d_dtype,
-         std::int64_t ldd, std::int64_t mm, std::int64_t n, std::int64_t k, const std::string& scale_mode,
-         std::uintptr_t scale_a, std::int64_t scale_a_size, const std::string& scale_a_layout,
-         std::uintptr_t scale_b, std::int64_t scale_b_size, const std::string& scale_b_layout, std::uintptr_t bias,
+         const std::string& b_format, std::int64_t ldb, std::uintptr_t d,
+         const std::string& d_dtype, std::int64_t ldd, std::int64_t mm, std::int64_t n,
+         std::int64_t k, const std::string& scale_mode, std::uintptr_t scale_a,
+         std::int64_t scale_a_size, const std::string& scale_a_layout, std::uintptr_t scale_b,
+         std::int64_t scale_b_size, const std::string& scale_b_layout, std::uintptr_t bias,
          bool fast_accum, std::uintptr_t stream) {
         GemmArgs g;
-        fill_operands(g, a, a_format, lda, b, b_format, ldb, d, d_dtype, ldd, scale_mode, scale_a, scale_a_size,
-                      scale_a_layout, scale_b, scale_b_size, scale_b_layout, fast_accum);
+        fill_operands(g, a, a_format, lda, b, b_format, ldb, d, d_dtype, ldd, scale_mode, scale_a,
+                      scale_a_size, scale_a_layout, scale_b, scale_b_size, scale_b_layout,
+                      fast_accum);
         g.m = mm;
         g.n = n;
         g.k = k;
@@ -121,21 +129,24 @@ void bind_operations(nb::module_& m) {
         nb::gil_scoped_release unlocked;
         default_runtime().gemm(g, stream_of(stream));
       },
-      "a"_a, "a_format"_a, "lda"_a, "b"_a, "b_format"_a, "ldb"_a, "d"_a, "d_dtype"_a, "ldd"_a, "m"_a, "n"_a, "k"_a,
-      "scale_mode"_a, "scale_a"_a, "scale_a_size"_a, "scale_a_layout"_a, "scale_b"_a, "scale_b_size"_a,
-      "scale_b_layout"_a, "bias"_a, "fast_accum"_a, "stream"_a, "fp8jit::Runtime::gemm on device pointers (GemmArgs).");
+      "a"_a, "a_format"_a, "lda"_a, "b"_a, "b_format"_a, "ldb"_a, "d"_a, "d_dtype"_a, "ldd"_a,
+      "m"_a, "n"_a, "k"_a, "scale_mode"_a, "scale_a"_a, "scale_a_size"_a, "scale_a_layout"_a,
+      "scale_b"_a, "scale_b_size"_a, "scale_b_layout"_a, "bias"_a, "fast_accum"_a, "stream"_a,
+      "fp8jit::Runtime::gemm on device pointers (GemmArgs).");
   m.def(
       "grouped_gemm",
-      [](const std::string& layout, std::int64_t groups, std::uintptr_t group_rows, std::uintptr_t a,
-         const std::string& a_format, std::int64_t lda, std::uintptr_t b, const std::string& b_format,
-         std::int64_t ldb, std::uintptr_t d, const std::string& d_dtype, std::int64_t ldd, std::int64_t mm,
-         std::int64_t n, std::int64_t k, std::int64_t expected_m, const std::string& scale_mode,
+      [](const std::string& layout, std::int64_t groups, std::uintptr_t group_rows,
+         std::uintptr_t a, const std::string& a_format, std::int64_t lda, std::uintptr_t b,
+         const std::string& b_format, std::int64_t ldb, std::uintptr_t d,
+         const std::string& d_dtype, std::int64_t ldd, std::int64_t mm, std::int64_t n,
+         std::int64_t k, std::int64_t expected_m, const std::string& scale_mode,
          std::uintptr_t scale_a, std::int64_t scale_a_size, const std::string& scale_a_layout,
          std::uintptr_t scale_b, std::int64_t scale_b_size, const std::string& scale_b_layout,
          std::uintptr_t status, bool fast_accum, std::uintptr_t stream) {
         GroupedGemmArgs g;
-        fill_operands(g, a, a_format, lda, b, b_format, ldb, d, d_dtype, ldd, scale_mode, scale_a, scale_a_size,
-                      scale_a_layout, scale_b, scale_b_size, scale_b_layout, fast_accum);
+        fill_operands(g, a, a_format, lda, b, b_format, ldb, d, d_dtype, ldd, scale_mode, scale_a,
+                      scale_a_size, scale_a_layout, scale_b, scale_b_size, scale_b_layout,
+                      fast_accum);
         g.layout = parse_enum<GemmLayout>("layout", layout);
         g.groups = groups;
         g.group_rows = ptr<const int>(group_rows);
@@ -147,9 +158,10 @@ void bind_operations(nb::module_& m) {
         nb::gil_scoped_release unlocked;
         default_runtime().grouped_gemm(g, stream_of(stream));
       },
-      "layout"_a, "groups"_a, "group_rows"_a, "a"_a, "a_format"_a, "lda"_a, "b"_a, "b_format"_a, "ldb"_a, "d"_a,
-      "d_dtype"_a, "ldd"_a, "m"_a, "n"_a, "k"_a, "expected_m"_a, "scale_mode"_a, "scale_a"_a, "scale_a_size"_a,
-      "scale_a_layout"_a, "scale_b"_a, "scale_b_size"_a, "scale_b_layout"_a, "status"_a, "fast_accum"_a, "stream"_a,
+      "layout"_a, "groups"_a, "group_rows"_a, "a"_a, "a_format"_a, "lda"_a, "b"_a, "b_format"_a,
+      "ldb"_a, "d"_a, "d_dtype"_a, "ldd"_a, "m"_a, "n"_a, "k"_a, "expected_m"_a, "scale_mode"_a,
+      "scale_a"_a, "scale_a_size"_a, "scale_a_layout"_a, "scale_b"_a, "scale_b_size"_a,
+      "scale_b_layout"_a, "status"_a, "fast_accum"_a, "stream"_a,
       "fp8jit::Runtime::grouped_gemm on device pointers (GroupedGemmArgs).");
 }
 

@@ -406,6 +406,32 @@ TEST(GemmArgsRuntime, SelectWithoutAGpuUsesTheH100Defaults) {
                 [&] { (void)rt.select(edit([](GemmArgs& g) { g.scale_b = nullptr; })); });
 }
 
+// select(problem, shape) and select_grouped(...) answer without operands, as select(args) does,
+// and refuse what no GEMM could run with.
+TEST(GemmArgsRuntime, SelectWithoutOperandsMatchesSelectWithThem) {
+  if (driver::available()) GTEST_SKIP() << "a CUDA device is available";
+  Runtime rt{RuntimeOptions{}};
+  const GemmArgs a = valid_args();
+  EXPECT_EQ(rt.select(ops::problem_of(a), GemmShape{a.m, a.n, a.k}), rt.select(a));
+  GemmProblem grouped = ops::problem_of(a);
+  grouped.layout = GemmLayout::masked;
+  EXPECT_EQ(rt.select_grouped(grouped, 32, 64, 4096, 7168),
+            default_grouped_gemm_spec(grouped, 32, 64, 4096, 7168));
+  auto refused = [&](auto call, const char* needle) {
+    const std::string msg = error_message(ErrorKind::invalid_argument, call);
+    EXPECT_NE(msg.find(needle), std::string::npos) << msg;
+  };
+  refused([&] { (void)rt.select(ops::problem_of(a), GemmShape{0, 16, 16}); }, "m = 0");
+  refused([&] { (void)rt.select(grouped, GemmShape{16, 16, 16}); }, "layout");
+  refused([&] { (void)rt.select_grouped(ops::problem_of(a), 4, 16, 256, 256); }, "layout");
+  refused([&] { (void)rt.select_grouped(grouped, 0, 16, 256, 256); }, "groups");
+  refused([&] { (void)rt.select_grouped(grouped, 4, 0, 256, 256); }, "expected_m");
+  refused([&] { (void)rt.select_grouped(grouped, 4, 16, 256, 100); }, "k = 100");
+  GemmProblem group_scaled = grouped;
+  group_scaled.scale = ScaleMode::group;
+  refused([&] { (void)rt.select_grouped(group_scaled, 4, 16, 256, 256); }, "scale");
+}
+
 // The scale granularity of each mode, and the sizes GemmArgs asks for in it.
 TEST(GemmScaleGranularity, EachModesOperands) {
   EXPECT_EQ(gemm_scale_granularity_a(ScaleMode::tensor), Granularity::tensor);
