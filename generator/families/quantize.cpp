@@ -29,6 +29,10 @@ bool needs_amax_pass(const KernelSpec& spec) {
 std::string check(const KernelSpec& spec) {
   if (std::string why = check_config(spec); !why.empty()) return why;
   const Granularity g = granularity_param(spec);
+  if (spec.s("arithmetic") == "deepseek" &&
+      (g != Granularity::group128 || spec.i("transpose") || spec.s("format") != "e4m3"))
+    return "arithmetic = deepseek reproduces DeepSeek-V3's act_quant: granularity 1x128, format e4m3, "
+           "transpose 0";
   if (g == Granularity::row && spec.i("transpose"))
     return "transpose = 1 is not available for per-row scaling (the transposed tensor would need "
            "per-column scales); use tensor, 1x128 or 128x128";
@@ -40,8 +44,9 @@ std::string check(const KernelSpec& spec) {
 }
 
 std::string name_of(const KernelSpec& spec) {
-  return fmt::format("quant_sm90_{}_{}_{}{}{}", spec.s("input"), spec.s("format"),
-                     spec.s("granularity"), spec.i("transpose") ? "_tr" : "", config_suffix(spec));
+  return fmt::format("quant_sm90_{}_{}_{}{}{}{}", spec.s("input"), spec.s("format"), spec.s("granularity"),
+                     spec.i("transpose") ? "_tr" : "", spec.s("arithmetic") == "deepseek" ? "_ds" : "",
+                     config_suffix(spec));
 }
 
 std::string render_body(const KernelSpec& spec) {
@@ -51,8 +56,9 @@ std::string render_body(const KernelSpec& spec) {
   const char *e = dev_elem(p.input), *f = dev_fp8(p.format), *g = dev_gran(p.granularity);
   std::string out;
   if (s == Strategy::stream)
-    out = fmt::format("using Strategy = StreamQuantizer<{}, {}, {}, /*VEC=*/{}, /*THREADS=*/{}, /*UNROLL=*/{}>;\n",
-                      e, f, g, c.vec, c.threads, c.unroll);
+    out = fmt::format(
+        "using Strategy = StreamQuantizer<{}, {}, {}, /*VEC=*/{}, /*THREADS=*/{}, /*UNROLL=*/{}{}>;\n", e, f, g,
+        c.vec, c.threads, c.unroll, p.deepseek_arithmetic ? ", /*DEEPSEEK=*/true" : "");
   else if (s == Strategy::row)
     out = fmt::format("using Strategy = RowQuantizer<{}, {}, /*VEC=*/{}, /*THREADS=*/{}, /*UNROLL=*/{}>;\n",
                       e, f, c.vec, c.threads, c.unroll);
@@ -102,6 +108,10 @@ FamilyDef make_family() {
       {"format", false, {"e4m3", "e5m2"}, "FP8 format of the output"},
       {"granularity", false, {"tensor", "row", "1x128", "128x128"}, "elements sharing one scale"},
       {"transpose", false, {0, 1}, "also write the transposed FP8 tensor"},
+      {"arithmetic", false, {"ieee", "deepseek"},
+       "ieee: IEEE round-to-nearest scales and codes (the host reference's bytes); deepseek: DeepSeek-V3's "
+       "act_quant arithmetic (Triton's approximate divisions, amax floored at 1e-4), its bytes",
+       std::string("ieee")},
   };
   add_config_params(f.params);
   f.check = check;
@@ -126,6 +136,7 @@ KernelSpec make_quantize_spec(const QuantizeProblem& p, const ElementwiseConfig&
                    {"format", std::string(to_string(p.format))},
                    {"granularity", std::string(to_string(p.granularity))},
                    {"transpose", std::int64_t{p.transpose}},
+                   {"arithmetic", std::string(p.deepseek_arithmetic ? "deepseek" : "ieee")},
                    {"vec", std::int64_t{c.vec}},
                    {"threads", std::int64_t{c.threads}},
                    {"unroll", std::int64_t{c.unroll}}}};
@@ -136,7 +147,7 @@ KernelSpec make_quantize_spec(const QuantizeProblem& p, const ElementwiseConfig&
 QuantizeProblem quantize_problem_of(const KernelSpec& spec) {
   if (spec.family != "quantize") throw_invalid("family", spec.family, "expected quantize");
   return {dtype_param(spec, "input"), format_param(spec, "format"), granularity_param(spec),
-          spec.i("transpose") != 0};
+          spec.i("transpose") != 0, spec.s("arithmetic") == "deepseek"};
 }
 
 ElementwiseConfig elementwise_config_of(const KernelSpec& spec) {

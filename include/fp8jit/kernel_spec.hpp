@@ -63,6 +63,12 @@ struct QuantizeProblem {
   Fp8Format format = Fp8Format::e4m3;
   Granularity granularity = Granularity::group128;
   bool transpose = false;  // also write the transposed FP8 tensor
+  // DeepSeek-V3's act_quant arithmetic (inference/kernel.py, Triton) instead of IEEE
+  // round-to-nearest: amax floored at 1e-4, scale = amax / 448 and codes x / scale by
+  // div.full.f32, power-of-two scales (ue8m0) as exp2(ceil(log2(scale))) by ex2/lg2.approx; so
+  // that a drop-in for kernel.py writes its bytes. 1x128, E4M3, no transpose; the host reference
+  // does not model these approximate instructions (kernel.py itself is the reference).
+  bool deepseek_arithmetic = false;
 };
 
 struct DequantizeProblem {

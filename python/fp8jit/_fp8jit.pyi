@@ -45,7 +45,7 @@ def cache_stats() -> dict:
 
 def reset_cache_stats() -> None: ...
 
-def quantize(x: int, input: str, m: int, k: int, ldx: int, q: int, format: str, ldq: int, scales: int, granularity: str, scale_layout: str, pow2_scale: bool, static_scale: int, qt: int, ldqt: int, scales_t: int, amax: int, stream: int) -> None:
+def quantize(x: int, input: str, m: int, k: int, ldx: int, q: int, format: str, ldq: int, scales: int, granularity: str, scale_layout: str, pow2_scale: bool, static_scale: int, qt: int, ldqt: int, scales_t: int, amax: int, stream: int, arithmetic: str = 'ieee') -> None:
     """fp8jit::Runtime::quantize on device pointers (QuantizeArgs)."""
 
 def dequantize(q: int, format: str, m: int, k: int, ldq: int, scales: int, granularity: str, scale_layout: str, y: int, output: str, ldy: int, stream: int) -> None:

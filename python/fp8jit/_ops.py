@@ -159,11 +159,13 @@ def _new_scales(torch, granularity: str, layout: str, m: int, k: int, device):
 
 def quantize(x, format: str = "e4m3", granularity: str = "1x128", *, scale_layout: str = "row_major",
              pow2_scale: bool = False, static_scale: Any = None, transpose: bool = False, return_amax: bool = False,
-             out: Any = None, scales: Any = None, stream: Any = None):
+             out: Any = None, scales: Any = None, stream: Any = None, arithmetic: str = "ieee"):
     """x [..., K] (bf16/fp16/fp32, CUDA) -> (q [..., K] FP8, scales fp32) with scales per
     ``granularity``: 'tensor', 'row', '1x128' (per 128 of a row) or '128x128'. ``pow2_scale``
     rounds scales up to powers of two; ``static_scale`` (per tensor) is used instead of the amax.
-    With ``transpose`` also (qt [K, M], scales_t); with ``return_amax`` also the amax (fp32 [1])."""
+    With ``transpose`` also (qt [K, M], scales_t); with ``return_amax`` also the amax (fp32 [1]).
+    ``arithmetic="deepseek"`` (1x128, e4m3): DeepSeek-V3 kernel.py's act_quant arithmetic, its
+    bytes (amax floored at 1e-4, Triton's approximate divisions) instead of IEEE rounding."""
     T = _torch()
     torch = T.torch
     dev = _check_cuda(T, x, "x")
@@ -203,7 +205,7 @@ def quantize(x, format: str = "e4m3", granularity: str = "1x128", *, scale_layou
     amax = torch.empty((1,), dtype=torch.float32, device=x.device) if return_amax else None
     _launch(T, dev, _fp8jit.quantize, _ptr(x2), _dtype_name(T, x.dtype), m, k, ldx, _ptr(q), fmt, ldq, _ptr(s),
             granularity, scale_layout, pow2_scale, _ptr(static), _ptr(qt), m if qt is not None else 0, _ptr(st),
-            _ptr(amax), _stream(T, dev, stream))
+            _ptr(amax), _stream(T, dev, stream), arithmetic)
     result = [q.reshape(lead + (k,)) if x.dim() != 2 else q, s if x.dim() == 2 or granularity == "tensor"
               else s.reshape(lead + tuple(s.shape[1:]))]
     if transpose:

@@ -5,11 +5,10 @@
 
 Results: ``weight_dequant`` multiplies in fp32 and rounds once, as kernel.py does;
 ``fp8_gemm`` promotes every 128 of K as kernel.py does, in another summation order (expect
-~1e-5 relative differences). ``act_quant`` computes its scales as amax / 448 with fp8jit's own
-arithmetic (an IEEE reciprocal and a smaller amax floor than kernel.py's 1e-4, whose Triton
-division is not IEEE round-to-nearest), so FP8 bytes and scales can differ from kernel.py's in
-their last bit; ``scale_fmt="ue8m0"`` (DeepSeek-V3.1's power-of-two scales) rounds the scales
-up to powers of two as kernel.py does.
+~1e-5 relative differences). ``act_quant`` runs fp8jit's quantize kernel with kernel.py's own
+arithmetic (``arithmetic="deepseek"``: amax floored at 1e-4, scale = amax / 448 and codes x /
+scale with the approximate division Triton emits, ue8m0 scales as exp2(ceil(log2(scale)))),
+so that its bytes are kernel.py's.
 """
 
 from __future__ import annotations
@@ -39,7 +38,7 @@ def act_quant(x, block_size: int = 128, scale_fmt: Optional[str] = None) -> Tupl
         raise ValueError("x: expected a contiguous torch.Tensor")
     if x.dim() < 1 or x.size(-1) % block_size:
         raise ValueError(f"x: shape {tuple(x.shape)}, the last dimension must be a multiple of {block_size}")
-    return quantize(x, "e4m3", "1x128", pow2_scale=scale_fmt == "ue8m0")
+    return quantize(x, "e4m3", "1x128", pow2_scale=scale_fmt == "ue8m0", arithmetic="deepseek")
 
 
 def weight_dequant(x, s, block_size: int = 128):

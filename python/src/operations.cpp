@@ -29,7 +29,9 @@ void quantize(std::uintptr_t x, const std::string& input, std::int64_t m, std::i
               std::uintptr_t scales, const std::string& granularity,
               const std::string& scale_layout, bool pow2_scale, std::uintptr_t static_scale,
               std::uintptr_t qt, std::int64_t ldqt, std::uintptr_t scales_t, std::uintptr_t amax,
-              std::uintptr_t stream) {
+              std::uintptr_t stream, const std::string& arithmetic) {
+  if (arithmetic != "ieee" && arithmetic != "deepseek")
+    throw_invalid("arithmetic", "'" + arithmetic + "'", "ieee or deepseek");
   QuantizeArgs a;
   a.x = ptr<const void>(x);
   a.input = parse_enum<DType>("input", input);
@@ -49,7 +51,16 @@ void quantize(std::uintptr_t x, const std::string& input, std::int64_t m, std::i
   a.scales_t = ptr<float>(scales_t);
   a.amax = ptr<float>(amax);
   nb::gil_scoped_release unlocked;
-  default_runtime().quantize(a, stream_of(stream));
+  if (arithmetic == "ieee") {
+    default_runtime().quantize(a, stream_of(stream));
+    return;
+  }
+  // DeepSeek's arithmetic is a problem parameter the arguments do not carry: the variant the
+  // runtime picks for them, with it (validated: 1x128, E4M3, no transpose).
+  KernelSpec spec = default_runtime().select(a);
+  spec.params["arithmetic"] = std::string("deepseek");
+  validate_spec(spec);
+  default_runtime().quantize(a, spec, stream_of(stream));
 }
 
 void dequantize(std::uintptr_t q, const std::string& format, std::int64_t m, std::int64_t k,
@@ -104,7 +115,7 @@ void fill_operands(Args& g, std::uintptr_t a, const std::string& a_format, std::
 void bind_operations(nb::module_& m) {
   m.def("quantize", &quantize, "x"_a, "input"_a, "m"_a, "k"_a, "ldx"_a, "q"_a, "format"_a, "ldq"_a,
         "scales"_a, "granularity"_a, "scale_layout"_a, "pow2_scale"_a, "static_scale"_a, "qt"_a,
-        "ldqt"_a, "scales_t"_a, "amax"_a, "stream"_a,
+        "ldqt"_a, "scales_t"_a, "amax"_a, "stream"_a, "arithmetic"_a = "ieee",
         "fp8jit::Runtime::quantize on device pointers (QuantizeArgs).");
   m.def("dequantize", &dequantize, "q"_a, "format"_a, "m"_a, "k"_a, "ldq"_a, "scales"_a,
         "granularity"_a, "scale_layout"_a, "y"_a, "output"_a, "ldy"_a, "stream"_a,

@@ -75,11 +75,22 @@ def test_drop_in_against_kernel_py():
     ws = torch.rand(17, 56, device="cuda", dtype=torch.float32) + 0.5
     # weight_dequant: one fp32 multiply and one rounding in both: the same bytes.
     assert torch.equal(ds.weight_dequant(wq, ws), kernel.weight_dequant(wq, ws))
-    # act_quant: the same arithmetic up to the division's last bit.
-    yq, ys = ds.act_quant(x)
+    # act_quant: kernel.py's arithmetic (arithmetic="deepseek"), its bytes; with and without ue8m0,
+    # on values spanning many binades and on all-zero groups (the 1e-4 floor).
+    xs = x * torch.logspace(-6, 6, 7168, device="cuda")
+    xs[:4, :256] = 0
+    for inp in (x, xs):
+        for fmt in (None, "ue8m0"):
+            yq, ys = ds.act_quant(inp, scale_fmt=fmt)
+            kq, ks = kernel.act_quant(inp, scale_fmt=fmt)
+            assert torch.equal(ys, ks), f"scales differ in {(ys != ks).sum().item()} of {ks.numel()} ({fmt})"
+            assert torch.equal(yq.view(torch.uint8), kq.view(torch.uint8)), \
+                f"{(yq.view(torch.uint8) != kq.view(torch.uint8)).sum().item()} FP8 bytes differ ({fmt})"
+    # fp8jit's default IEEE arithmetic: scales within 2 ulp of kernel.py's, nearly every byte equal.
+    iq, iscale = fp8jit.quantize(x)
     kq, ks = kernel.act_quant(x)
-    assert ((ys - ks).abs() <= ks * 2.0 ** -22).all()
-    same = (yq.view(torch.uint8) == kq.view(torch.uint8)).double().mean().item()
+    assert ((iscale - ks).abs() <= ks * 2.0 ** -22).all()
+    same = (iq.view(torch.uint8) == kq.view(torch.uint8)).double().mean().item()
     assert same > 0.999, f"{same:.5f} of the FP8 bytes equal"
     # fp8_gemm on kernel.py's own operands: the same sums in another order.
     c = ds.fp8_gemm(kq, ks, wq, ws)

@@ -146,3 +146,25 @@ def test_deepseek_drop_in_checks_its_arguments_first():
         ds.act_quant(object(), scale_fmt="e8m0")
     with pytest.raises(ValueError, match="block_size"):
         ds.weight_dequant(object(), object(), block_size=256)
+
+
+def test_deepseek_arithmetic_is_a_quantize_problem_parameter():
+    ds = {**QUANT_SPEC, "problem": {**QUANT_SPEC["problem"], "arithmetic": "deepseek"}}
+    assert fp8jit.spec_name(ds) == "quant_sm90_bf16_e4m3_1x128_ds_v8_t256_u2"
+    src = fp8jit.emit(ds)
+    assert "/*DEEPSEEK=*/true" in src
+    assert fp8jit.compile(ds)[:4] == b"\x7fELF"
+    # ieee is the value a spec without the parameter has (specs saved before it still name and
+    # hash the same kernel), and it is left out of the JSON.
+    ieee = {**QUANT_SPEC, "problem": {**QUANT_SPEC["problem"], "arithmetic": "ieee"}}
+    assert fp8jit.spec_name(ieee) == fp8jit.spec_name(QUANT_SPEC)
+    assert '"arithmetic"' not in fp8jit.emit(ieee).splitlines()[0]
+    for problem in ({"granularity": "128x128"}, {"format": "e5m2"}, {"transpose": 1}, {"arithmetic": "triton"}):
+        bad = {**ds, "problem": {**ds["problem"], **problem}}
+        if "granularity" in problem:
+            bad["config"] = {**bad["config"], "unroll": 1}
+        with pytest.raises(ValueError, match="arithmetic"):
+            fp8jit.emit(bad)
+    with pytest.raises(ValueError, match="arithmetic"):
+        _fp8jit.quantize(16, "bf16", 128, 128, 0, 16, "e4m3", 0, 16, "1x128", "row_major", False, 0, 0, 0, 0, 0, 0,
+                         "deepseek-ish")

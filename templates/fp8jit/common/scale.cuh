@@ -39,6 +39,14 @@ FP8JIT_DEVICE ScalePair scale_from_amax(float amax, float fmax, bool pow2) {
   return sp;
 }
 
+// DeepSeek-V3's act_quant (inference/kernel.py): s = max(amax, 1e-4) / 448 with Triton's
+// div.full.f32, ue8m0 as exp2(ceil(log2(s))); the codes are then x / s, not x * inv.
+FP8JIT_DEVICE float scale_deepseek(float amax, bool pow2) {
+  float s = div_full(fmaxf(amax, 1e-4f), 448.0f);
+  if (pow2) s = ex2_approx(ceilf(lg2_approx(s)));
+  return s;
+}
+
 FP8JIT_DEVICE ScalePair scale_from_static(float scale) {
   ScalePair sp;
   sp.scale = scale;

@@ -36,8 +36,10 @@ FP8JIT_DEVICE void publish_amax(const QuantParams& p, float amax) {
   if (threadIdx.x % kWarpSize == 0) atomic_max_nonneg(p.amax_out, amax);
 }
 
-template <int E, int F, int G, int VEC, int THREADS, int UNROLL> struct StreamQuantizer {
+// DEEPSEEK: DeepSeek-V3 act_quant's arithmetic (scale_deepseek, quantize_pack_div), 1x128 only.
+template <int E, int F, int G, int VEC, int THREADS, int UNROLL, bool DEEPSEEK = false> struct StreamQuantizer {
   static_assert(G == kTensor || G == kGroup128, "StreamQuantizer serves tensor and 1x128");
+  static_assert(!DEEPSEEK || (G == kGroup128 && F == kE4M3), "DeepSeek's act_quant: 1x128 groups, E4M3");
   static constexpr int kTeam = kScaleGroup / VEC;
   static_assert(kTeam >= 1 && kTeam <= kWarpSize, "StreamQuantizer: 128/VEC lanes must fit a warp");
   static constexpr int kTeams = THREADS / kTeam;
@@ -86,10 +88,12 @@ template <int E, int F, int G, int VEC, int THREADS, int UNROLL> struct StreamQu
     for (int j = 0; j < UNROLL; ++j) {
       const float amax = group_max<kTeam>(abs_max(v[j], 0.0f));
       thread_amax = fmaxf(thread_amax, amax);
-      if constexpr (G == kGroup128) sp = scale_from_amax(amax, Fp8Max<F>::value, p.pow2 != 0);
+      if constexpr (DEEPSEEK) sp.scale = scale_deepseek(amax, p.pow2 != 0);
+      else if constexpr (G == kGroup128) sp = scale_from_amax(amax, Fp8Max<F>::value, p.pow2 != 0);
       if (row[j] < 0) continue;
       u32 w[VEC / 4];
-      quantize_pack<F, VEC>(v[j], sp.inv, w);
+      if constexpr (DEEPSEEK) quantize_pack_div<F, VEC>(v[j], sp.scale, w);
+      else quantize_pack<F, VEC>(v[j], sp.inv, w);
       store_fp8<VEC>(p.q, p.ldq, row[j], col[j], p.K, p.vector_ok, w);
       if (G == kGroup128 && threadIdx.x % kTeam == 0)
         p.scales[row[j] * p.scale_rs + (col[j] / kScaleGroup) * p.scale_cs] = sp.scale;

@@ -45,6 +45,18 @@ FP8JIT_DEVICE void quantize_pack(const float (&v)[VEC], float inv, u32 (&w)[VEC 
   }
 }
 
+// The same codes as DeepSeek-V3's act_quant writes them: x / scale by div.full.f32.
+template <int F, int VEC>
+FP8JIT_DEVICE void quantize_pack_div(const float (&v)[VEC], float scale, u32 (&w)[VEC / 4]) {
+  static_assert(VEC % 4 == 0, "quantize_pack_div: VEC must be a multiple of 4");
+#pragma unroll
+  for (int i = 0; i < VEC; i += 4) {
+    const u32 lo = f32x2_to_fp8x2<F>(div_full(v[i], scale), div_full(v[i + 1], scale));
+    const u32 hi = f32x2_to_fp8x2<F>(div_full(v[i + 2], scale), div_full(v[i + 3], scale));
+    w[i / 4] = lo | (hi << 16);
+  }
+}
+
 // Stores FP8 words at q[row, col ..), cutting at K.
 template <int VEC>
 FP8JIT_DEVICE void store_fp8(void* q, i64 ld, int row, int col, int K, bool vec_ok,
