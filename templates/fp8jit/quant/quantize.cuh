@@ -92,8 +92,7 @@ template <int E, int F, int G, int VEC, int THREADS, int UNROLL, bool DEEPSEEK =
       else if constexpr (G == kGroup128) sp = scale_from_amax(amax, Fp8Max<F>::value, p.pow2 != 0);
       if (row[j] < 0) continue;
       u32 w[VEC / 4];
-      if constexpr (DEEPSEEK) quantize_pack_div<F, VEC>(v[j], sp.scale, w);
-      else quantize_pack<F, VEC>(v[j], sp.inv, w);
+      quantize_pack<F, VEC, DEEPSEEK>(v[j], DEEPSEEK ? sp.scale : sp.inv, w);
       store_fp8<VEC>(p.q, p.ldq, row[j], col[j], p.K, p.vector_ok, w);
       if (G == kGroup128 && threadIdx.x % kTeam == 0)
         p.scales[row[j] * p.scale_rs + (col[j] / kScaleGroup) * p.scale_cs] = sp.scale;

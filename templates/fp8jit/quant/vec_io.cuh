@@ -33,26 +33,17 @@ FP8JIT_DEVICE void load_elems(const void* x, i64 ld, int row, int col, int K, bo
   }
 }
 
-// Packs FP8 codes of v[i] * inv, four to a word, low byte first.
-template <int F, int VEC>
-FP8JIT_DEVICE void quantize_pack(const float (&v)[VEC], float inv, u32 (&w)[VEC / 4]) {
+// Packs FP8 codes of v[i] * factor (IEEE), four to a word, low byte first; with DIV, of
+// v[i] / factor by div.full.f32, as DeepSeek-V3's act_quant computes them
+// (QuantizeProblem::deepseek_arithmetic).
+template <int F, int VEC, bool DIV = false>
+FP8JIT_DEVICE void quantize_pack(const float (&v)[VEC], float factor, u32 (&w)[VEC / 4]) {
   static_assert(VEC % 4 == 0, "quantize_pack: VEC must be a multiple of 4");
+  auto scaled = [factor](float x) { return DIV ? div_full(x, factor) : mul_rn(x, factor); };
 #pragma unroll
   for (int i = 0; i < VEC; i += 4) {
-    const u32 lo = f32x2_to_fp8x2<F>(mul_rn(v[i], inv), mul_rn(v[i + 1], inv));
-    const u32 hi = f32x2_to_fp8x2<F>(mul_rn(v[i + 2], inv), mul_rn(v[i + 3], inv));
-    w[i / 4] = lo | (hi << 16);
-  }
-}
-
-// The same codes as DeepSeek-V3's act_quant writes them: x / scale by div.full.f32.
-template <int F, int VEC>
-FP8JIT_DEVICE void quantize_pack_div(const float (&v)[VEC], float scale, u32 (&w)[VEC / 4]) {
-  static_assert(VEC % 4 == 0, "quantize_pack_div: VEC must be a multiple of 4");
-#pragma unroll
-  for (int i = 0; i < VEC; i += 4) {
-    const u32 lo = f32x2_to_fp8x2<F>(div_full(v[i], scale), div_full(v[i + 1], scale));
-    const u32 hi = f32x2_to_fp8x2<F>(div_full(v[i + 2], scale), div_full(v[i + 3], scale));
+    const u32 lo = f32x2_to_fp8x2<F>(scaled(v[i]), scaled(v[i + 1]));
+    const u32 hi = f32x2_to_fp8x2<F>(scaled(v[i + 2]), scaled(v[i + 3]));
     w[i / 4] = lo | (hi << 16);
   }
 }
