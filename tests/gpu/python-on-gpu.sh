@@ -2,6 +2,7 @@
 # The Python package on a Hopper machine: builds the nanobind module for the python3 on PATH (the
 # one with torch) into build-py, then runs python/tests (the GPU tests included) with pytest.
 # Usage (repo root): bash tests/gpu/python-on-gpu.sh      Logs: $OUT (default /tmp/fp8jit-py)
+# CLIENTS=1 also runs python/tests/host_overhead.py and both clients in python/examples.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/fp8jit-py}
@@ -21,6 +22,16 @@ if ! "$py" -c "import pytest" 2>/dev/null; then
     { echo "pytest is not installed and not in .carry/wheels"; tail -5 "$OUT/pip.log"; exit 1; }
 fi
 echo "=== pytest"
-FP8JIT_CACHE_DIR=${FP8JIT_CACHE_DIR:-/tmp/fp8jit-py-cache} PYTHONPATH=build-py/python \
-  "$py" -m pytest -q -p no:cacheprovider -rs python/tests 2>&1 | tee "$OUT/pytest.txt" | tail -40
-exit "${PIPESTATUS[0]}"
+export FP8JIT_CACHE_DIR=${FP8JIT_CACHE_DIR:-/tmp/fp8jit-py-cache} PYTHONPATH=build-py/python
+"$py" -m pytest -q -p no:cacheprovider -rs python/tests 2>&1 | tee "$OUT/pytest.txt" | tail -40
+status=${PIPESTATUS[0]}
+if [ "${CLIENTS:-0}" = 1 ]; then
+  # The host cost per call and both real clients (python/examples), each with its own log.
+  for run in "host_overhead:python/tests/host_overhead.py" "deepseek_v3:python/examples/deepseek_v3_client.py" \
+             "hf_fp8:python/examples/hf_fp8_client.py"; do
+    echo "=== ${run%%:*}"
+    timeout 300 "$py" "${run#*:}" > "$OUT/${run%%:*}.txt" 2>&1; echo "exit $?" >> "$OUT/${run%%:*}.txt"
+    tail -12 "$OUT/${run%%:*}.txt"
+  done
+fi
+exit "$status"
