@@ -186,7 +186,10 @@ def quantize(x, format: str = "e4m3", granularity: str = "1x128", *, scale_layou
         _check_cuda(T, out, "out", dev)
         if out.dtype != qdtype or tuple(out.shape) not in ((m, k), lead + (k,)):
             raise ValueError(f"out: {out.dtype} {tuple(out.shape)}, expected {qdtype} {lead + (k,)}")
-        q = out.reshape(m, k)
+        try:
+            q = out.view(m, k)  # a view: the kernel must write into `out` itself
+        except RuntimeError as e:
+            raise ValueError(f"out: strides {out.stride()} cannot be viewed as [{m}, {k}]") from e
     ldq = _rows(q, "out")
     if granularity not in ("tensor", "row", "1x128", "128x128"):
         raise ValueError(f"granularity '{granularity}': expected 'tensor', 'row', '1x128' or '128x128'")
@@ -206,8 +209,11 @@ def quantize(x, format: str = "e4m3", granularity: str = "1x128", *, scale_layou
     _launch(T, dev, _fp8jit.quantize, _ptr(x2), _dtype_name(T, x.dtype), m, k, ldx, _ptr(q), fmt, ldq, _ptr(s),
             granularity, scale_layout, pow2_scale, _ptr(static), _ptr(qt), m if qt is not None else 0, _ptr(st),
             _ptr(amax), _stream(T, dev, stream), arithmetic)
-    result = [q.reshape(lead + (k,)) if x.dim() != 2 else q, s if x.dim() == 2 or granularity == "tensor"
-              else s.reshape(lead + tuple(s.shape[1:]))]
+    # Per-row scale sets take x's leading dimensions (as DeepSeek's act_quant returns them) where
+    # that is a view; 128x128, tensor and column-major scales keep their own shape.
+    per_row = granularity in ("1x128", "row") and scale_layout == "row_major" and s.is_contiguous()
+    result = [q.view(lead + (k,)) if x.dim() != 2 else q,
+              s.view(lead + tuple(s.shape[1:])) if x.dim() != 2 and per_row else s]
     if transpose:
         result += [qt, st if st is not None else s]
     if return_amax:
