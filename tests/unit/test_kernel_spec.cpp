@@ -73,9 +73,10 @@ std::string allowed_set(const FamilyDef& f, const std::string& name) {
 
 std::size_t quantize_count() {
   // Per input x format: tensor (2 transposes), row, 1x128 with all configs; 1x128 transposed and
-  // 128x128 (2 transposes) on the tile strategy.
+  // 128x128 (2 transposes) on the tile strategy. Per input: DeepSeek's act_quant arithmetic
+  // (1x128, E4M3, no transpose) with all configs.
   const FamilyDef& f = quantize_family();
-  return 3 * 2 * (4 * configs_per_problem(f) + 3 * tile_configs(f));
+  return 3 * 2 * (4 * configs_per_problem(f) + 3 * tile_configs(f)) + 3 * configs_per_problem(f);
 }
 std::size_t dequantize_count() { return 2 * 3 * 4 * configs_per_problem(dequantize_family()); }
 
