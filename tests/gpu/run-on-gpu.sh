@@ -78,6 +78,16 @@ if [ "$MODE" != "quick" ] && [ "${BENCH:-1}" != 0 ]; then
     --out="$OUT" --benchmark_out="$OUT/bench_gemm.json" --benchmark_out_format=json > "$OUT/bench_gemm.txt" 2>&1
   sed -n '/^GEMM on/,$p' "$OUT/bench_gemm.txt"
 fi
+# The Python package's tests, GPU ones included (tests/gpu/python-on-gpu.sh: its own build for the
+# python3 that has torch). Where pytest is neither installed nor carried (.carry/wheels), say so.
+if python3 -c "import torch, nanobind" >/dev/null 2>&1; then
+  step "python package"
+  if python3 -c "import pytest" >/dev/null 2>&1 || ls .carry/wheels/pytest-*.whl >/dev/null 2>&1; then
+    OUT="$OUT/python" bash tests/gpu/python-on-gpu.sh || status=1
+  else
+    echo "skipped: no pytest here and none in .carry/wheels (lab/README.md says how it travels)"
+  fi
+fi
 if [ "${CATALOGUE:-0}" = 1 ]; then
   step "catalogue of bad inputs and faults, with the GPU"
   python3 tests/catalogue/catalogue.py --cli ./$B/fp8jit > "$OUT/catalogue.log" 2>&1 || status=1
