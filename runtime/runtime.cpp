@@ -129,13 +129,15 @@ struct Runtime::Impl {
 
   // Grouped GEMMs (normalized arguments): database row or heuristic (lookup_grouped_gemm).
   // Without a GPU to key the database with: the heuristic for an H100/H200.
-  GemmLookup select_grouped(const GroupedGemmArgs& a) const {
-    const GemmProblem p = ops::problem_of(a);
+  GemmLookup select_grouped(const GemmProblem& p, std::int64_t groups, std::int64_t expected_m, std::int64_t n,
+                            std::int64_t k) const {
     if (!driver::available())
-      return {default_grouped_gemm_spec(p, a.groups, a.expected_m, a.n, a.k),
-              LookupSource::heuristic};
-    return lookup_grouped_gemm(p, a.groups, a.expected_m, a.n, a.k, options.db_path, options.tune,
-                               current_gpu_key(), driver::device_info().max_smem_optin);
+      return {default_grouped_gemm_spec(p, groups, expected_m, n, k), LookupSource::heuristic};
+    return lookup_grouped_gemm(p, groups, expected_m, n, k, options.db_path, options.tune, current_gpu_key(),
+                               driver::device_info().max_smem_optin);
+  }
+  GemmLookup select_grouped(const GroupedGemmArgs& a) const {
+    return select_grouped(ops::problem_of(a), a.groups, a.expected_m, a.n, a.k);
   }
 
   // The variant for a problem and shape: database row or heuristic (see lookup_gemm). Without
@@ -299,26 +301,20 @@ KernelSpec Runtime::select(const GemmProblem& problem, const GemmShape& shape) c
 
 KernelSpec Runtime::select_grouped(const GemmProblem& problem, std::int64_t groups, std::int64_t expected_m,
                                    std::int64_t n, std::int64_t k) const {
-  if (problem.layout == GemmLayout::dense)
-    throw_invalid("problem.layout", "dense", "select_grouped takes contiguous, masked or indexed");
-  if (groups < 1) throw_invalid("groups", std::to_string(groups), "at least one group");
+  // The operand checks' rules on what there is without operands: a group of expected_m rows.
+  GroupedGemmArgs shape;
+  shape.layout = problem.layout;
+  shape.groups = groups;
+  shape.m = expected_m;
+  shape.n = n;
+  shape.k = k;
   if (expected_m < 1) throw_invalid("expected_m", std::to_string(expected_m), "at least one row per group");
+  check_gemm_dims(expected_m, n, k);
+  ops::check_group_shape(shape);
   if (problem.scale == ScaleMode::group)
     throw_invalid("problem.scale", "group", "grouped GEMMs take tensor, rowwise or block scaling");
   if (problem.bias) throw_invalid("problem.bias", "true", "grouped GEMMs take no bias");
-  check_gemm_dims(expected_m, n, k);
-  GroupedGemmArgs a;
-  a.layout = problem.layout;
-  a.groups = groups;
-  a.expected_m = expected_m;
-  a.n = n;
-  a.k = k;
-  a.a_format = problem.a_format;
-  a.b_format = problem.b_format;
-  a.d_dtype = problem.out;
-  a.scale_mode = problem.scale;
-  a.fast_accum = problem.fast_accum;
-  return impl_->select_grouped(a).spec;
+  return impl_->select_grouped(problem, groups, expected_m, n, k).spec;
 }
 
 KernelSpec Runtime::select(const GroupedGemmArgs& args) const {

@@ -106,9 +106,9 @@ def _floats_reachable(t) -> int:
     return min(extent, t.untyped_storage().nbytes() // 4 - t.storage_offset())
 
 
-def _scale_tensor(T, t, what: str, need: int, device: int) -> int:
-    """Checks a fp32 scale tensor reaching at least `need` floats; returns how many it reaches."""
-    _check_cuda(T, t, what, device)
+def _scale_tensor(T, t, what: str, need: int) -> int:
+    """Checks a fp32 scale tensor (a CUDA tensor on the operands' device: _check_cuda first) reaching
+    at least `need` floats; returns how many it reaches."""
     if t.dtype != T.torch.float32:
         raise ValueError(f"{what}: dtype {t.dtype}, expected torch.float32")
     reach = _floats_reachable(t)
@@ -194,13 +194,18 @@ def quantize(x, format: str = "e4m3", granularity: str = "1x128", *, scale_layou
     if granularity not in ("tensor", "row", "1x128", "128x128"):
         raise ValueError(f"granularity '{granularity}': expected 'tensor', 'row', '1x128' or '128x128'")
     need = _fp8jit.scale_count(granularity, scale_layout, m, k)
-    s = _new_scales(torch, granularity, scale_layout, m, k, x.device) if scales is None else scales
-    _scale_tensor(T, s, "scales", need, dev)
+    if scales is None:
+        s = _new_scales(torch, granularity, scale_layout, m, k, x.device)
+    else:
+        _check_cuda(T, scales, "scales", dev)
+        s = scales
+    _scale_tensor(T, s, "scales", need)
     static = None
     if static_scale is not None:
         static = static_scale if isinstance(static_scale, torch.Tensor) else torch.tensor(
             [float(static_scale)], dtype=torch.float32, device=x.device)
-        _scale_tensor(T, static, "static_scale", 1, dev)
+        _check_cuda(T, static, "static_scale", dev)
+        _scale_tensor(T, static, "static_scale", 1)
     qt = st = None
     if transpose:
         qt = torch.empty((k, m), dtype=qdtype, device=x.device)
@@ -235,7 +240,7 @@ def dequantize(q, scales, granularity: str = "128x128", *, dtype: Any = None, ou
         raise ValueError(f"granularity '{granularity}': expected 'tensor', 'row', '1x128' or '128x128'")
     _check_cuda(T, scales, "scales", dev)
     layout = _scale_layout_of(scales, m) if granularity == "1x128" else "row_major"
-    _scale_tensor(T, scales, "scales", _fp8jit.scale_count(granularity, layout, m, k), dev)
+    _scale_tensor(T, scales, "scales", _fp8jit.scale_count(granularity, layout, m, k))
     dtype = torch.bfloat16 if dtype is None else dtype
     out_name = _dtype_name(T, dtype)
     if out is None:
@@ -266,8 +271,8 @@ def _gemm_scales(T, scale: str, sa, sb, m: int, n: int, k: int, groups: int, dev
     _check_cuda(T, sb, "scale_b", device)
     la = _scale_layout_of(sa, m) if gran_a == "1x128" else "row_major"
     lb = _scale_layout_of(sb, n) if gran_b == "1x128" else "row_major"
-    na = _scale_tensor(T, sa, "scale_a", _fp8jit.scale_count(gran_a, la, m, k), device)
-    nb = _scale_tensor(T, sb, "scale_b", _fp8jit.scale_count(gran_b, lb, n, k) * groups, device)
+    na = _scale_tensor(T, sa, "scale_a", _fp8jit.scale_count(gran_a, la, m, k))
+    nb = _scale_tensor(T, sb, "scale_b", _fp8jit.scale_count(gran_b, lb, n, k) * groups)
     return la, lb, na, nb
 
 

@@ -62,13 +62,18 @@ def test_compile_returns_a_cubin_and_caches_it():
 
 
 def test_precompile_compiles_the_selected_kernels():
-    assert fp8jit.precompile([(64, 256, 512)], scale="tensor", jobs=1) >= 0
+    assert fp8jit.precompile([(64, 256, 512), (64, 256, 512)], scale="tensor", jobs=1) == 1  # one kernel
+    assert fp8jit.precompile([]) == 0
     with pytest.raises(ValueError, match="triples"):
         fp8jit.precompile([(64, 256)])
 
 
 @pytest.mark.parametrize("call, match", [
     (lambda: fp8jit.select_gemm(0, 16, 16), "m = 0"),
+    (lambda: fp8jit.select_gemm(1 << 40, 16, 16), "m = 1099511627776"),
+    (lambda: fp8jit.select_grouped_gemm("masked", 1 << 40, 16, 256, 256), "groups"),
+    (lambda: fp8jit.emit(""), "not valid JSON"),
+    (lambda: fp8jit.emit({}), "family"),
     (lambda: fp8jit.select_gemm(16, 16, 16, scale="bogus"), "scale"),
     (lambda: fp8jit.select_gemm(16, 16, 16, out="int8"), "out"),
     (lambda: fp8jit.select_gemm(16, 16, 16, a_format="e3m4"), "a_format"),

@@ -20,14 +20,7 @@ static_assert(int{kGemmGroupOffsetsClamped} == int{dev::kGroupOffsetsClamped} &&
               "host and device status bits agree");
 static_assert(kGemmIndexedAlignment == dev::kGemmIndexedAlignment, "host and device agree on the alignment");
 
-namespace {
-
-// Floats of B's scales per group (one GemmArgs-sized set each).
-std::int64_t scales_b_per_group(const GroupedGemmArgs& a) {
-  return scale_floats_b(a.scale_mode, a.scale_b_layout, a.n, a.k);
-}
-
-void check_groups(const GroupedGemmArgs& a) {
+void check_group_shape(const GroupedGemmArgs& a) {
   if (a.layout == GemmLayout::dense)
     throw_invalid("layout", "dense", "grouped GEMMs take contiguous, masked or indexed; a dense GEMM is gemm()");
   if (a.layout != GemmLayout::contiguous && a.layout != GemmLayout::masked && a.layout != GemmLayout::indexed)
@@ -40,6 +33,17 @@ void check_groups(const GroupedGemmArgs& a) {
   if (a.layout == GemmLayout::masked && a.groups * a.m > kMaxDim)
     throw_invalid("groups*m", fmt::format("{}x{}", a.groups, a.m),
                   "masked A [groups * m, k] must have fewer than 2^31 rows");
+}
+
+namespace {
+
+// Floats of B's scales per group (one GemmArgs-sized set each).
+std::int64_t scales_b_per_group(const GroupedGemmArgs& a) {
+  return scale_floats_b(a.scale_mode, a.scale_b_layout, a.n, a.k);
+}
+
+void check_groups(const GroupedGemmArgs& a) {
+  check_group_shape(a);
   require_ptr(a.group_rows, a.layout == GemmLayout::contiguous ? "group_rows (offsets)"
                             : a.layout == GemmLayout::masked   ? "group_rows (masked_m)"
                                                                : "group_rows (m_indices)");

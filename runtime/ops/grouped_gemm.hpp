@@ -13,6 +13,9 @@ namespace fp8jit::ops {
 // Fills defaults (ld = 0 -> dense, expected_m = 0 -> its default) and throws
 // Error(invalid_argument) naming the first bad argument. Touches no GPU.
 GroupedGemmArgs normalize(const GroupedGemmArgs& a);
+// The layout, the group count and the row counts it implies (no pointers read): what a grouped
+// GEMM's shape must satisfy, with or without operands.
+void check_group_shape(const GroupedGemmArgs& a);
 GemmProblem problem_of(const GroupedGemmArgs& a);
 void check_matches(const KernelSpec& spec, const GroupedGemmArgs& a);
 // Rows of A and D: contiguous m, masked groups * m.

@@ -425,6 +425,9 @@ TEST(GemmArgsRuntime, SelectWithoutOperandsMatchesSelectWithThem) {
   refused([&] { (void)rt.select(grouped, GemmShape{16, 16, 16}); }, "layout");
   refused([&] { (void)rt.select_grouped(ops::problem_of(a), 4, 16, 256, 256); }, "layout");
   refused([&] { (void)rt.select_grouped(grouped, 0, 16, 256, 256); }, "groups");
+  refused([&] { (void)rt.select_grouped(grouped, std::int64_t{1} << 40, 16, 256, 256); }, "groups");
+  refused([&] { (void)rt.select_grouped(grouped, 1 << 20, 16, 1 << 12, 256); }, "groups*n");
+  refused([&] { (void)rt.select(ops::problem_of(a), GemmShape{std::int64_t{1} << 40, 16, 16}); }, "2^31-1");
   refused([&] { (void)rt.select_grouped(grouped, 4, 0, 256, 256); }, "expected_m");
   refused([&] { (void)rt.select_grouped(grouped, 4, 16, 256, 100); }, "k = 100");
   GemmProblem group_scaled = grouped;
