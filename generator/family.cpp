@@ -9,7 +9,8 @@
 namespace fp8jit {
 
 const std::vector<const FamilyDef*>& all_families() {
-  static const std::vector<const FamilyDef*> families = {&quantize_family(), &dequantize_family(), &gemm_family()};
+  static const std::vector<const FamilyDef*> families = {&quantize_family(), &dequantize_family(),
+                                                         &gemm_family()};
   return families;
 }
 
@@ -36,31 +37,58 @@ std::string param_repr(const ParamValue& v) {
 
 namespace {
 
-// Walks the cartesian product of the selected parameters' allowed values, depth first in the
-// family's parameter order, calling `emit` for every spec that passes the family's rules.
-void walk(const FamilyDef& family, KernelSpec& spec, std::size_t index, bool configs_only,
-          const std::function<void(const KernelSpec&)>& emit) {
+// Walks the cartesian product of the allowed values of the parameters `vary` picks, depth first
+// in the family's parameter order, calling `emit` for every combination (unchecked).
+void walk(const FamilyDef& family, KernelSpec& spec, std::size_t index,
+          bool (*vary)(const ParamDef&), const std::function<void(const KernelSpec&)>& emit) {
   if (index == family.params.size()) {
-    if (family.check(spec).empty()) emit(spec);
+    emit(spec);
     return;
   }
   const ParamDef& def = family.params[index];
-  if (configs_only && !def.is_config) {
-    walk(family, spec, index + 1, configs_only, emit);
+  if (!vary(def)) {
+    walk(family, spec, index + 1, vary, emit);
     return;
   }
   for (const ParamValue& v : def.allowed) {
     spec.params[def.name] = v;
-    walk(family, spec, index + 1, configs_only, emit);
+    walk(family, spec, index + 1, vary, emit);
   }
+}
+
+bool is_problem(const ParamDef& def) {
+  return !def.is_config;
+}
+bool is_config(const ParamDef& def) {
+  return def.is_config;
+}
+
+// Every valid config of `problem`: the family's own walk where it has one, else every config
+// combination through `check`.
+void walk_valid_configs(const FamilyDef& family, const KernelSpec& problem,
+                        const std::function<void(const KernelSpec&)>& emit) {
+  if (family.walk_configs) {
+    family.walk_configs(problem, emit);
+    return;
+  }
+  KernelSpec spec = problem;
+  walk(family, spec, 0, is_config, [&](const KernelSpec& s) {
+    if (family.check(s).empty()) emit(s);
+  });
 }
 
 }  // namespace
 
+void for_each_spec(const FamilyDef& family, const std::function<void(const KernelSpec&)>& emit) {
+  KernelSpec problem{family.name, {}};
+  // Problems outermost, as the parameters are declared: the same order as one walk over all.
+  walk(family, problem, 0, is_problem,
+       [&](const KernelSpec& p) { walk_valid_configs(family, p, emit); });
+}
+
 std::vector<KernelSpec> enumerate_specs(const FamilyDef& family) {
   std::vector<KernelSpec> out;
-  KernelSpec spec{family.name, {}};
-  walk(family, spec, 0, false, [&](const KernelSpec& s) { out.push_back(s); });
+  for_each_spec(family, [&](const KernelSpec& s) { out.push_back(s); });
   return out;
 }
 
@@ -102,10 +130,11 @@ std::vector<KernelSpec> enumerate_configs(const FamilyDef& family, const KernelS
   for (const ParamDef& def : family.params) {
     if (def.is_config) continue;
     auto it = problem_spec.params.find(def.name);
-    if (it == problem_spec.params.end()) throw_invalid(def.name, "<missing>", "problem parameter required");
+    if (it == problem_spec.params.end())
+      throw_invalid(def.name, "<missing>", "problem parameter required");
     spec.params[def.name] = it->second;
   }
-  walk(family, spec, 0, true, [&](const KernelSpec& s) { out.push_back(s); });
+  walk_valid_configs(family, spec, [&](const KernelSpec& s) { out.push_back(s); });
   return out;
 }
 

@@ -2,6 +2,7 @@
 // parameters together, and how a valid spec becomes a name and CUDA source.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -39,6 +40,12 @@ struct FamilyDef {
   int (*dynamic_smem)(const KernelSpec&);
   int (*block_threads)(const KernelSpec&);
   int (*cluster_size)(const KernelSpec&) = nullptr;  // CTAs per cluster of the main kernel; null: 1
+  // Optional: calls `emit` with every valid config of `problem` (its problem params set), in the
+  // generic walk's order and with the same verdicts as `check`. For a family whose space is too
+  // large to check spec by spec from the string-keyed map (gemm: 8 million combinations would
+  // take seconds on every `fp8jit list` and enumeration); null: the generic walk.
+  void (*walk_configs)(const KernelSpec& problem,
+                       const std::function<void(const KernelSpec&)>& emit) = nullptr;
   // Part of the tuning database's key (with the params): bump it by hand when a change to the
   // family's templates or codegen changes a config's speed or what a config means, so that rows
   // tuned for the old kernels are no longer used and get re-tuned. Edits that leave every
@@ -49,8 +56,11 @@ struct FamilyDef {
 const std::vector<const FamilyDef*>& all_families();
 const FamilyDef& find_family(std::string_view name);  // throws naming the known families
 
-// Every valid spec of the family (problem x config), in a fixed order.
+// Every valid spec of the family (problem x config), in a fixed order: problems outermost, each
+// parameter's values in their declared order.
 std::vector<KernelSpec> enumerate_specs(const FamilyDef& family);
+// The same specs in the same order, one at a time: for spaces too large to hold at once.
+void for_each_spec(const FamilyDef& family, const std::function<void(const KernelSpec&)>& emit);
 // Every valid config for the problem parameters of `problem_spec` (its config params ignored).
 std::vector<KernelSpec> enumerate_configs(const FamilyDef& family, const KernelSpec& problem_spec);
 

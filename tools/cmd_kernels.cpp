@@ -76,12 +76,14 @@ int info() {
 
 int list(const std::string& families, bool json) {
   for (const FamilyDef* f : selected_families(families)) {
-    const std::vector<KernelSpec> specs = enumerate_specs(*f);
-    if (json) {
-      for (const KernelSpec& s : specs) fmt::print("{}\n", spec_to_json(s));
-      continue;
-    }
-    fmt::print("{} ({} valid variants, header {})\n", f->name, specs.size(), f->header);
+    // Streamed: the gemm space's specs (hundreds of thousands) are never all held at once.
+    std::size_t count = 0;
+    for_each_spec(*f, [&](const KernelSpec& s) {
+      if (json) fmt::print("{}\n", spec_to_json(s));
+      ++count;
+    });
+    if (json) continue;
+    fmt::print("{} ({} valid variants, header {})\n", f->name, count, f->header);
     for (const ParamDef& p : f->params) {
       std::vector<std::string> vals;
       for (const auto& v : p.allowed) vals.push_back(param_to_string(v));

@@ -67,9 +67,14 @@ void require_gpu() {
 
 namespace {
 
+// Set once a failed write to stdout has been reported: what is still buffered fails again at the
+// final flush, and the user should read the reason once.
+bool g_output_failure_reported = false;
+
 // Output that could not be written (a full disk, a closed pipe) is a failure of the command.
 int finish(int status) {
   if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+    if (g_output_failure_reported) return status == 0 ? 1 : status;
     fmt::print(stderr, "fp8jit: cannot write the output: {}\n", std::strerror(errno));
     return 1;
   }
@@ -114,6 +119,7 @@ int run(int argc, char** argv) {
     return 1;
   } catch (const std::system_error& e) {  // fmt's failed writes to stdout
     report(command_path(app), std::string("cannot write the output: ") + e.code().message());
+    g_output_failure_reported = true;
     return 1;
   } catch (const std::exception& e) {
     report(command_path(app), std::string("unexpected error: ") + e.what());

@@ -14,72 +14,171 @@ using elementwise::dev_fp8;
 
 const char* dev_scale(ScaleMode m) {
   switch (m) {
-    case ScaleMode::tensor: return "kPerTensor";
-    case ScaleMode::rowwise: return "kPerRow";
-    case ScaleMode::block: return "kBlockScale";
-    case ScaleMode::group: return "kGroupScale";
+    case ScaleMode::tensor:
+      return "kPerTensor";
+    case ScaleMode::rowwise:
+      return "kPerRow";
+    case ScaleMode::block:
+      return "kBlockScale";
+    case ScaleMode::group:
+      return "kGroupScale";
   }
   throw Error(ErrorKind::internal, "dev_scale: bad ScaleMode");
 }
 
-std::string check(const KernelSpec& spec) {
-  const GemmProblem p = gemm_problem_of(spec);
-  const GemmConfig c = gemm_config_of(spec);
+// The cross-parameter rules on typed values. `why` null: the verdict only, so enumerating the
+// space's millions of combinations formats no messages; else the reason of a rejection.
+bool rules_pass(const GemmProblem& p, const GemmConfig& c, std::string* why) {
   const GemmGeometry g = gemm_geometry(p, c);
+  const auto reject = [why](auto&& message) {
+    if (why) *why = message();
+    return false;
+  };
   if (p.a_format == Fp8Format::e5m2 && p.b_format == Fp8Format::e5m2)
-    return "a_format = b_format = e5m2: FP8 GEMMs need at least one E4M3 operand";
+    return reject(
+        [&] { return "a_format = b_format = e5m2: FP8 GEMMs need at least one E4M3 operand"; });
   if (p.fast_accum && (p.scale == ScaleMode::block || p.scale == ScaleMode::group))
-    return fmt::format("accum = fast is for tensor and rowwise scaling; {} scaling promotes every 128 of K",
-                       to_string(p.scale));
+    return reject([&] {
+      return fmt::format(
+          "accum = fast is for tensor and rowwise scaling; {} scaling promotes every 128 of K",
+          to_string(p.scale));
+    });
   if (p.layout != GemmLayout::dense) {
     if (p.scale == ScaleMode::group)
-      return fmt::format("layout = {} takes tensor, rowwise or block scaling, not group", to_string(p.layout));
-    if (p.bias) return fmt::format("layout = {}: grouped GEMMs take no bias", to_string(p.layout));
+      return reject([&] {
+        return fmt::format("layout = {} takes tensor, rowwise or block scaling, not group",
+                           to_string(p.layout));
+      });
+    if (p.bias)
+      return reject([&] {
+        return fmt::format("layout = {}: grouped GEMMs take no bias", to_string(p.layout));
+      });
     if (c.cluster_m != 1)
-      return fmt::format("layout = {}: cluster_m = 2 would pair tiles of different groups; use cluster_n", to_string(p.layout));
+      return reject([&] {
+        return fmt::format(
+            "layout = {}: cluster_m = 2 would pair tiles of different groups; use cluster_n",
+            to_string(p.layout));
+      });
     if (p.layout == GemmLayout::indexed && dev::kGemmIndexedAlignment % c.block_m != 0)
-      return fmt::format("layout = indexed: block_m = {} tiles would span groups, whose rows start every {} rows",
-                         c.block_m, dev::kGemmIndexedAlignment);
+      return reject([&] {
+        return fmt::format(
+            "layout = indexed: block_m = {} tiles would span groups, whose rows start every {} "
+            "rows",
+            c.block_m, dev::kGemmIndexedAlignment);
+      });
   }
   if (g.smem_bytes > kGemmSmemLimit)
-    return fmt::format("stages = {} with {}x{} tiles ({} out) needs {} bytes of shared memory; the limit is {}",
-                       c.stages, c.block_m, c.block_n, to_string(p.out), g.smem_bytes, kGemmSmemLimit);
+    return reject([&] {
+      return fmt::format(
+          "stages = {} with {}x{} tiles ({} out) needs {} bytes of shared memory; the limit is {}",
+          c.stages, c.block_m, c.block_n, to_string(p.out), g.smem_bytes, kGemmSmemLimit);
+    });
   if (g.accumulators > g.max_accumulators)
-    return fmt::format("{}x{} tiles need {} accumulator registers per thread ({} scaling{}); at most {} fit",
-                       c.block_m, c.block_n, g.accumulators, to_string(p.scale),
-                       p.fast_accum ? ", fast accumulation" : "", g.max_accumulators);
+    return reject([&] {
+      return fmt::format(
+          "{}x{} tiles need {} accumulator registers per thread ({} scaling{}); at most {} fit",
+          c.block_m, c.block_n, g.accumulators, to_string(p.scale),
+          p.fast_accum ? ", fast accumulation" : "", g.max_accumulators);
+    });
   if (c.cluster_m * c.cluster_n > 2)
-    return fmt::format("cluster_m = {} and cluster_n = {}: clusters have at most 2 CTAs, along M or N", c.cluster_m,
-                       c.cluster_n);
+    return reject([&] {
+      return fmt::format(
+          "cluster_m = {} and cluster_n = {}: clusters have at most 2 CTAs, along M or N",
+          c.cluster_m, c.cluster_n);
+    });
   if (g.cluster_spills)
-    return fmt::format("{} = 2: 2-CTA clusters with {} scaling and {}-row tiles spill registers; use "
-                       "cluster_m = cluster_n = 1",
-                       c.cluster_m == 2 ? "cluster_m" : "cluster_n", to_string(p.scale), c.block_m);
+    return reject([&] {
+      return fmt::format(
+          "{} = 2: 2-CTA clusters with {} scaling and {}-row tiles spill registers; use "
+          "cluster_m = cluster_n = 1",
+          c.cluster_m == 2 ? "cluster_m" : "cluster_n", to_string(p.scale), c.block_m);
+    });
   if (c.cluster_m == 2 && c.block_n % 16 != 0)
-    return fmt::format("cluster_m = 2 multicasts halves of B's tile: block_n = {} must be a multiple of 16",
-                       c.block_n);
+    return reject([&] {
+      return fmt::format(
+          "cluster_m = 2 multicasts halves of B's tile: block_n = {} must be a multiple of 16",
+          c.block_n);
+    });
   if (g.straddles_three_b_blocks)
-    return fmt::format("block_n = {} lets a tile straddle three 128x128 scale blocks of B", c.block_n);
+    return reject([&] {
+      return fmt::format("block_n = {} lets a tile straddle three 128x128 scale blocks of B",
+                         c.block_n);
+    });
   if (g.chunks == 2 && c.block_n % 16 != 0)
-    return fmt::format("block_n = {} (> {}, precise) is computed in two halves: it must be a multiple of 16",
-                       c.block_n, dev::kGemmUnchunkedMaxN);
+    return reject([&] {
+      return fmt::format(
+          "block_n = {} (> {}, precise) is computed in two halves: it must be a multiple of 16",
+          c.block_n, dev::kGemmUnchunkedMaxN);
+    });
   if (g.grouped_spills)
-    return fmt::format("layout = {} with {} scaling and block_n = {} (> {}, computed in halves) spills registers",
-                       to_string(p.layout), to_string(p.scale), c.block_n, dev::kGemmUnchunkedMaxN);
+    return reject([&] {
+      return fmt::format(
+          "layout = {} with {} scaling and block_n = {} (> {}, computed in halves) spills "
+          "registers",
+          to_string(p.layout), to_string(p.scale), c.block_n, dev::kGemmUnchunkedMaxN);
+    });
   if (g.bias_spills)
-    return fmt::format("block_n = {} with bias spills registers (precise accumulation); at most {} columns",
-                       c.block_n, dev::kGemmChunkedBiasMaxN);
-  return "";
+    return reject([&] {
+      return fmt::format(
+          "block_n = {} with bias spills registers (precise accumulation); at most {} columns",
+          c.block_n, dev::kGemmChunkedBiasMaxN);
+    });
+  return true;
+}
+
+std::string check(const KernelSpec& spec) {
+  std::string why;
+  rules_pass(gemm_problem_of(spec), gemm_config_of(spec), &why);
+  return why;
+}
+
+// FamilyDef::walk_configs: the problem parsed once, each config combination built from typed
+// values.
+void walk_configs(const KernelSpec& problem, const std::function<void(const KernelSpec&)>& emit) {
+  const GemmProblem p = gemm_problem_of(problem);
+  const std::vector<ParamDef>& params = gemm_family().params;
+  std::vector<const ParamDef*> defs;
+  std::vector<int GemmConfig::*> fields;
+  for (const ParamDef& def : params) {
+    if (!def.is_config) continue;
+    defs.push_back(&def);
+    fields.push_back(def.name == "block_m"     ? &GemmConfig::block_m
+                     : def.name == "block_n"   ? &GemmConfig::block_n
+                     : def.name == "stages"    ? &GemmConfig::stages
+                     : def.name == "group_m"   ? &GemmConfig::group_m
+                     : def.name == "cluster_m" ? &GemmConfig::cluster_m
+                     : def.name == "cluster_n"
+                         ? &GemmConfig::cluster_n
+                         : throw Error(ErrorKind::internal, "gemm walk_configs: " + def.name));
+  }
+  // An odometer over the config params, the last one turning fastest: the generic walk's order.
+  std::vector<std::size_t> at(defs.size(), 0);
+  GemmConfig c;
+  while (true) {
+    for (std::size_t i = 0; i < defs.size(); ++i)
+      c.*fields[i] = static_cast<int>(std::get<std::int64_t>(defs[i]->allowed[at[i]]));
+    if (rules_pass(p, c, nullptr)) {
+      KernelSpec spec = problem;
+      for (std::size_t i = 0; i < defs.size(); ++i)
+        spec.params[defs[i]->name] = defs[i]->allowed[at[i]];
+      emit(spec);
+    }
+    std::size_t i = defs.size();
+    while (i > 0 && ++at[i - 1] == defs[i - 1]->allowed.size()) at[--i] = 0;
+    if (i == 0) return;
+  }
 }
 
 std::string name_of(const KernelSpec& spec) {
   const GemmProblem p = gemm_problem_of(spec);
   const GemmConfig c = gemm_config_of(spec);
   const std::string cluster = c.cluster_m == 2 ? "_c2m" : c.cluster_n == 2 ? "_c2n" : "";
-  const std::string layout = p.layout == GemmLayout::dense ? "" : fmt::format("_{}", to_string(p.layout));
-  return fmt::format("gemm_sm90_{}{}_{}_{}{}{}{}_{}x{}x128_s{}_g{}{}", to_string(p.a_format), to_string(p.b_format),
-                     to_string(p.out), to_string(p.scale), p.fast_accum ? "_fast" : "", p.bias ? "_bias" : "", layout,
-                     c.block_m, c.block_n, c.stages, c.group_m, cluster);
+  const std::string layout =
+      p.layout == GemmLayout::dense ? "" : fmt::format("_{}", to_string(p.layout));
+  return fmt::format("gemm_sm90_{}{}_{}_{}{}{}{}_{}x{}x128_s{}_g{}{}", to_string(p.a_format),
+                     to_string(p.b_format), to_string(p.out), to_string(p.scale),
+                     p.fast_accum ? "_fast" : "", p.bias ? "_bias" : "", layout, c.block_m,
+                     c.block_n, c.stages, c.group_m, cluster);
 }
 
 // The m64nNk32 FP8 wgmma with its N/2 accumulator operands spelt out.
@@ -95,7 +194,8 @@ std::string render_wgmma(int n, Fp8Format a, Fp8Format b) {
       "  static FP8JIT_DEVICE void mma(u64 desc_a, u64 desc_b, float (&d)[{3}], int scale_d) {{\n"
       "    asm volatile(\n"
       "        \"{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{6}, 0;\\n\"\n"
-      "        \"wgmma.mma_async.sync.aligned.m64n{0}k32.f32.{7}.{8} {{{4}}}, %{3}, %{5}, p, 1, 1;\\n}}\\n\"\n"
+      "        \"wgmma.mma_async.sync.aligned.m64n{0}k32.f32.{7}.{8} {{{4}}}, %{3}, %{5}, p, 1, "
+      "1;\\n}}\\n\"\n"
       "        : {9}\n"
       "        : \"l\"(desc_a), \"l\"(desc_b), \"r\"(scale_d));\n"
       "  }}\n}};\n",
@@ -107,10 +207,11 @@ std::string render_wgmma(int n, Fp8Format a, Fp8Format b) {
 std::string render_scheduler(const GemmProblem& p, const GemmConfig& c) {
   if (p.layout == GemmLayout::dense) return "";
   if (p.layout == GemmLayout::indexed)
-    return fmt::format(",\n    IndexedTileScheduler<{}, {}, {}, /*CLUSTER_N=*/{}>", c.block_m, c.block_n, c.group_m,
-                       c.cluster_n);
-  return fmt::format(",\n    GroupedTileScheduler<{}, {}, {}, /*CLUSTER_N=*/{}, {}>", c.block_m, c.block_n, c.group_m,
-                     c.cluster_n, p.layout == GemmLayout::contiguous ? "kContiguousLayout" : "kMaskedLayout");
+    return fmt::format(",\n    IndexedTileScheduler<{}, {}, {}, /*CLUSTER_N=*/{}>", c.block_m,
+                       c.block_n, c.group_m, c.cluster_n);
+  return fmt::format(",\n    GroupedTileScheduler<{}, {}, {}, /*CLUSTER_N=*/{}, {}>", c.block_m,
+                     c.block_n, c.group_m, c.cluster_n,
+                     p.layout == GemmLayout::contiguous ? "kContiguousLayout" : "kMaskedLayout");
 }
 
 std::string render_body(const KernelSpec& spec) {
@@ -118,32 +219,44 @@ std::string render_body(const KernelSpec& spec) {
   const GemmConfig c = gemm_config_of(spec);
   const GemmGeometry g = gemm_geometry(p, c);
   // Grouped launches never split K: no reduction kernel.
-  const std::string reduce =
-      p.layout != GemmLayout::dense
-          ? ""
-          : fmt::format("\nextern \"C\" __global__ void fp8jit_gemm_reduce(const __grid_constant__ GemmParams p) {{\n"
-                        "  Sm90GemmReduce<{}, {}>::run(p);\n}}\n",
-                        dev_elem(p.out), p.bias ? "true" : "false");
+  const std::string reduce = p.layout != GemmLayout::dense
+                                 ? ""
+                                 : fmt::format(
+                                       "\nextern \"C\" __global__ void fp8jit_gemm_reduce(const "
+                                       "__grid_constant__ GemmParams p) {{\n"
+                                       "  Sm90GemmReduce<{}, {}>::run(p);\n}}\n",
+                                       dev_elem(p.out), p.bias ? "true" : "false");
   return fmt::format(
       "{}\n"
-      "using Kernel = Sm90Fp8Gemm</*BLOCK_M=*/{}, /*BLOCK_N=*/{}, /*kStages=*/{}, {}, {}, {}, {}, /*kBias=*/{}, "
+      "using Kernel = Sm90Fp8Gemm</*BLOCK_M=*/{}, /*BLOCK_N=*/{}, /*kStages=*/{}, {}, {}, {}, {}, "
+      "/*kBias=*/{}, "
       "/*GROUP_M=*/{}, /*kFastAccum=*/{}, /*CLUSTER_M=*/{}, /*CLUSTER_N=*/{}{}>;\n\n"
-      "extern \"C\" __global__ void __launch_bounds__({}, 1) fp8jit_gemm(const __grid_constant__ GemmParams p) {{\n"
+      "extern \"C\" __global__ void __launch_bounds__({}, 1) fp8jit_gemm(const __grid_constant__ "
+      "GemmParams p) {{\n"
       "  extern __shared__ __align__(1024) u8 smem[];\n"
       "  Kernel::run(p, smem);\n}}\n{}",
-      render_wgmma(g.chunk_n, p.a_format, p.b_format), c.block_m, c.block_n, c.stages, dev_scale(p.scale),
-      dev_elem(p.out), dev_fp8(p.a_format), dev_fp8(p.b_format), p.bias ? "true" : "false", c.group_m,
-      p.fast_accum ? "true" : "false", c.cluster_m, c.cluster_n, render_scheduler(p, c), g.threads, reduce);
+      render_wgmma(g.chunk_n, p.a_format, p.b_format), c.block_m, c.block_n, c.stages,
+      dev_scale(p.scale), dev_elem(p.out), dev_fp8(p.a_format), dev_fp8(p.b_format),
+      p.bias ? "true" : "false", c.group_m, p.fast_accum ? "true" : "false", c.cluster_m,
+      c.cluster_n, render_scheduler(p, c), g.threads, reduce);
 }
 
 std::vector<std::string> entry_points(const KernelSpec& spec) {
   if (gemm_problem_of(spec).layout != GemmLayout::dense) return {"fp8jit_gemm"};
   return {"fp8jit_gemm", "fp8jit_gemm_reduce"};
 }
-GemmGeometry geometry_of(const KernelSpec& spec) { return gemm_geometry(gemm_problem_of(spec), gemm_config_of(spec)); }
-int dynamic_smem(const KernelSpec& spec) { return geometry_of(spec).smem_bytes; }
-int block_threads(const KernelSpec& spec) { return geometry_of(spec).threads; }
-int cluster_size(const KernelSpec& spec) { return geometry_of(spec).cluster; }
+GemmGeometry geometry_of(const KernelSpec& spec) {
+  return gemm_geometry(gemm_problem_of(spec), gemm_config_of(spec));
+}
+int dynamic_smem(const KernelSpec& spec) {
+  return geometry_of(spec).smem_bytes;
+}
+int block_threads(const KernelSpec& spec) {
+  return geometry_of(spec).threads;
+}
+int cluster_size(const KernelSpec& spec) {
+  return geometry_of(spec).cluster;
+}
 
 std::vector<ParamValue> range(int from, int to, int step) {
   std::vector<ParamValue> v;
@@ -162,20 +275,33 @@ FamilyDef make_family() {
       {"out", false, {"bf16", "fp16", "fp32"}, "element type of D"},
       {"scale", false, {"tensor", "rowwise", "block", "group"}, "scale mode"},
       {"bias", false, {0, 1}, "add bias[N]"},
-      {"accum", false, {"precise", "fast"}, "precise: promote every 128 of K into FP32; fast: tensor-core accumulation"},
-      {"layout", false, {"dense", "contiguous", "masked", "indexed"},
-       "dense: one GEMM; contiguous / masked / indexed: grouped (mixture-of-experts) GEMMs, a B per group",
+      {"accum",
+       false,
+       {"precise", "fast"},
+       "precise: promote every 128 of K into FP32; fast: tensor-core accumulation"},
+      {"layout",
+       false,
+       {"dense", "contiguous", "masked", "indexed"},
+       "dense: one GEMM; contiguous / masked / indexed: grouped (mixture-of-experts) GEMMs, a B "
+       "per group",
        std::string("dense")},
       {"block_m", true, {64, 128, 256}, "rows of D per tile"},
       {"block_n", true, range(16, 256, 8), "columns of D per tile"},
       {"stages", true, range(2, 8, 1), "shared-memory pipeline depth"},
       {"group_m", true, {1, 4, 8, 16}, "tile-rows per raster group"},
-      {"cluster_m", true, {1, 2}, "2: CTA pairs on neighbouring tile-rows share B's tile (TMA multicast)",
+      {"cluster_m",
+       true,
+       {1, 2},
+       "2: CTA pairs on neighbouring tile-rows share B's tile (TMA multicast)",
        std::int64_t{1}},
-      {"cluster_n", true, {1, 2}, "2: CTA pairs on neighbouring tile-columns share A's tile (TMA multicast)",
+      {"cluster_n",
+       true,
+       {1, 2},
+       "2: CTA pairs on neighbouring tile-columns share A's tile (TMA multicast)",
        std::int64_t{1}},
   };
   f.check = check;
+  f.walk_configs = walk_configs;
   f.name_of = name_of;
   f.render_body = render_body;
   f.entry_points = entry_points;
@@ -217,13 +343,18 @@ GemmProblem gemm_problem_of(const KernelSpec& spec) {
   if (!scale) throw_invalid("scale", spec.s("scale"), "tensor, rowwise, block or group");
   auto layout = parse_gemm_layout(spec.s("layout"));
   if (!layout) throw_invalid("layout", spec.s("layout"), "dense, contiguous, masked or indexed");
-  return {elementwise::format_param(spec, "a_format"), elementwise::format_param(spec, "b_format"),
-          elementwise::dtype_param(spec, "out"), *scale, spec.i("bias") != 0, spec.s("accum") == "fast", *layout};
+  return {elementwise::format_param(spec, "a_format"),
+          elementwise::format_param(spec, "b_format"),
+          elementwise::dtype_param(spec, "out"),
+          *scale,
+          spec.i("bias") != 0,
+          spec.s("accum") == "fast",
+          *layout};
 }
 
 GemmConfig gemm_config_of(const KernelSpec& spec) {
-  return {static_cast<int>(spec.i("block_m")), static_cast<int>(spec.i("block_n")),
-          static_cast<int>(spec.i("stages")), static_cast<int>(spec.i("group_m")),
+  return {static_cast<int>(spec.i("block_m")),   static_cast<int>(spec.i("block_n")),
+          static_cast<int>(spec.i("stages")),    static_cast<int>(spec.i("group_m")),
           static_cast<int>(spec.i("cluster_m")), static_cast<int>(spec.i("cluster_n"))};
 }
 

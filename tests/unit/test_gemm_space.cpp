@@ -207,6 +207,55 @@ TEST(GemmSpecEnumeration, ExactlyTheSpecsTheRulesAllow) {
   EXPECT_EQ(by_cluster, pinned);
 }
 
+// The family's typed walk (FamilyDef::walk_configs) against the string-keyed rules it stands in
+// for: every config combination of a spread of problems, in the generic walk's order, kept where
+// `check` passes it.
+TEST(GemmSpecEnumeration, TypedWalkAgreesWithCheckSpecBySpec) {
+  const FamilyDef& f = gemm_family();
+  ASSERT_NE(f.walk_configs, nullptr);
+  std::vector<const ParamDef*> configs;
+  for (const ParamDef& def : f.params)
+    if (def.is_config) configs.push_back(&def);
+  std::vector<KernelSpec> problems;
+  for (const KernelSpec& s : enumerate_specs(f)) {
+    KernelSpec p{"gemm", {}};
+    for (const ParamDef& def : f.params)
+      if (!def.is_config) p.params[def.name] = s.params.at(def.name);
+    if (problems.empty() || !(problems.back() == p)) problems.push_back(p);
+  }
+  ASSERT_GT(problems.size(), 100u);
+  std::size_t compared = 0;
+  for (std::size_t i = 0; i < problems.size(); i += 23) {
+    std::vector<KernelSpec> expected;
+    std::vector<std::size_t> at(configs.size(), 0);
+    for (bool more = true; more;) {
+      KernelSpec s = problems[i];
+      for (std::size_t j = 0; j < configs.size(); ++j) s.params[configs[j]->name] = configs[j]->allowed[at[j]];
+      if (f.check(s).empty()) expected.push_back(s);
+      std::size_t j = configs.size();
+      while (j > 0 && ++at[j - 1] == configs[j - 1]->allowed.size()) at[--j] = 0;
+      more = j > 0;
+    }
+    const std::vector<KernelSpec> walked = enumerate_configs(f, problems[i]);
+    ASSERT_FALSE(walked.empty()) << spec_to_json(problems[i]);
+    EXPECT_EQ(walked, expected) << spec_to_json(problems[i]);
+    compared += walked.size();
+  }
+  EXPECT_GT(compared, 10000u);
+}
+
+// for_each_spec promises problems outermost in declared order; that is one depth-first walk
+// only while every family declares its problem parameters before its config parameters.
+TEST(FamilySpaces, ProblemParametersComeFirst) {
+  for (const FamilyDef* f : all_families()) {
+    bool seen_config = false;
+    for (const ParamDef& def : f->params) {
+      EXPECT_FALSE(seen_config && !def.is_config) << f->name << "." << def.name;
+      seen_config |= def.is_config;
+    }
+  }
+}
+
 TEST(GemmSpecSample, SpreadSampleCoversTheExtremes) {
   const std::vector<KernelSpec> sample = spread_sample(gemm_family(), 60);
   EXPECT_GE(sample.size(), 60u);
