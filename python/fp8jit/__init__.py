@@ -11,6 +11,7 @@ Operations on CUDA tensors (torch; the current stream unless ``stream`` is given
 
     q, s = fp8jit.quantize(x)                            # bf16 [M, K] -> e4m3 + 1x128 scales
     d = fp8jit.gemm(q, w, s, w_s)                        # block-scaled GEMM, bf16 out
+    fp8jit.tune(q, w, s, w_s)                            # time candidates, keep the fastest (FP8JIT_DB)
 
 Bad arguments raise ValueError and launch nothing; other failures raise RuntimeError. The runtime
 is process-wide and thread-safe; it is configured by the FP8JIT_* environment variables (cache
@@ -23,7 +24,7 @@ import json as _json
 from typing import Any, Iterable, Mapping, Sequence, Union
 
 from . import _fp8jit
-from ._ops import dequantize, gemm, grouped_gemm, quantize
+from ._ops import TuneResult, dequantize, gemm, grouped_gemm, quantize, tune, tune_grouped
 
 __version__: str = _fp8jit.__version__
 
@@ -45,6 +46,9 @@ __all__ = [
     "select_gemm",
     "select_grouped_gemm",
     "spec_name",
+    "tune",
+    "tune_grouped",
+    "TuneResult",
 ]
 
 

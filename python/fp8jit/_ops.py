@@ -286,13 +286,8 @@ def _output(T, out, dtype, shape, device):
     return out, out_name
 
 
-def gemm(a, b, scale_a, scale_b, *, scale: str = "block", out_dtype: Any = None, bias: Any = None,
-         fast_accum: bool = False, out: Any = None, stream: Any = None):
-    """D [M, N] = (A [M, K] scaled) @ (B [N, K] scaled)^T (+ bias [N]), A and B FP8 with K
-    contiguous. ``scale``: 'block' (A 1x128 [M, ceil(K/128)], row-major or column-major padded to 4
-    rows; B 128x128 [ceil(N/128), ceil(K/128)]), 'tensor' (one each), 'rowwise' ([M] and [N]) or
-    'group' (1x128 both). ``out_dtype`` torch.bfloat16 (default), float16 or float32."""
-    T = _torch()
+def _gemm_operands(T, a, b, scale_a, scale_b, scale, out_dtype, bias, fast_accum, out):
+    """(device, D, the raw binding's operand arguments) of a checked dense GEMM."""
     torch = T.torch
     dev = _check_cuda(T, a, "a")
     _check_cuda(T, b, "b", dev)
@@ -309,22 +304,78 @@ def gemm(a, b, scale_a, scale_b, *, scale: str = "block", out_dtype: Any = None,
         _check_cuda(T, bias, "bias", dev)
         if bias.dtype != d.dtype or tuple(bias.shape) != (n,) or not bias.is_contiguous():
             raise ValueError(f"bias: {bias.dtype} {tuple(bias.shape)}, expected a contiguous {d.dtype} ({n},)")
-    _launch(T, dev, _fp8jit.gemm, _ptr(a), fa, lda, _ptr(b), fb, ldb, _ptr(d), out_name, ldd, m, n, k, scale,
-            _ptr(scale_a), na, la, _ptr(scale_b), nb, lb, _ptr(bias), fast_accum, _stream(T, dev, stream))
+    return dev, d, (_ptr(a), fa, lda, _ptr(b), fb, ldb, _ptr(d), out_name, ldd, m, n, k, scale, _ptr(scale_a), na,
+                    la, _ptr(scale_b), nb, lb, _ptr(bias), fast_accum)
+
+
+def gemm(a, b, scale_a, scale_b, *, scale: str = "block", out_dtype: Any = None, bias: Any = None,
+         fast_accum: bool = False, out: Any = None, stream: Any = None):
+    """D [M, N] = (A [M, K] scaled) @ (B [N, K] scaled)^T (+ bias [N]), A and B FP8 with K
+    contiguous. ``scale``: 'block' (A 1x128 [M, ceil(K/128)], row-major or column-major padded to 4
+    rows; B 128x128 [ceil(N/128), ceil(K/128)]), 'tensor' (one each), 'rowwise' ([M] and [N]) or
+    'group' (1x128 both). ``out_dtype`` torch.bfloat16 (default), float16 or float32."""
+    T = _torch()
+    dev, d, args = _gemm_operands(T, a, b, scale_a, scale_b, scale, out_dtype, bias, fast_accum, out)
+    _launch(T, dev, _fp8jit.gemm, *args, _stream(T, dev, stream))
     return d
 
 
-def grouped_gemm(layout: str, a, b, scale_a, scale_b, group_rows, *, expected_m: int = 0, scale: str = "block",
-                 out_dtype: Any = None, fast_accum: bool = False, status: Any = None, out: Any = None,
-                 stream: Any = None):
-    """Mixture-of-experts GEMMs in one launch, B [G, N, K] one weight per expert (FP8, K
-    contiguous). ``layout``: 'contiguous' (A [M, K], group_rows G+1 int32 row offsets), 'indexed'
-    (A [M, K], group_rows M int32 expert per row, -1 padding, groups starting on 128-row chunks)
-    or 'masked' (A [G, M_max, K], group_rows G int32 valid rows per group). Scales as for
-    ``gemm`` over all of A's rows, B's one set per expert. ``expected_m``: the rows per group the
-    kernel is chosen for (0: derived from the shapes). ``status``: optional int32 [1] CUDA tensor
-    the kernel ORs clamping flags into. Returns D ([M, N], masked [G, M_max, N])."""
+class TuneResult:
+    """What tuning one shape found: ``candidates`` (dicts: spec, name, status, median_us, p20_us,
+    p80_us, error) in the order timed, and ``best`` (the winner's dict, stored in the tuning
+    database and used from now on; None when no candidate passed)."""
+
+    def __init__(self, raw):
+        import json
+
+        candidates, best = raw
+        self.candidates = [
+            {"spec": json.loads(spec), "name": _fp8jit.spec_name(spec), "status": status, "median_us": med,
+             "p20_us": p20, "p80_us": p80, "error": error}
+            for spec, status, med, p20, p80, error in candidates]
+        self.best = None if best is None else self.candidates[best]
+
+    def __repr__(self) -> str:
+        if self.best is None:
+            return f"TuneResult(no candidate passed of {len(self.candidates)})"
+        return f"TuneResult(best={self.best['name']} {self.best['median_us']:.2f} us of {len(self.candidates)})"
+
+
+def _tune_options(top_k: int, warmup: int, iters: int, jobs: int):
+    """The options, checked before any tensor is (the binding checks the ranges again)."""
+    for name, v, low in (("top_k", top_k, 0), ("warmup", warmup, 0), ("iters", iters, 1), ("jobs", jobs, 0)):
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise ValueError(f"{name}: expected an int, got {type(v).__name__}")
+        if v < low:
+            raise ValueError(f"{name}: {v}, expected {low} or more")
+    return top_k, warmup, iters, jobs
+
+
+def _tune_on(T, device: int, fn, args, options) -> TuneResult:
+    # The tuner launches on the legacy default stream, not the caller's: whatever is still
+    # producing the operands on another stream must finish first.
+    T.torch.cuda.synchronize(device)
+    result = []
+    _launch(T, device, lambda: result.append(fn(*args, *options)))
+    return TuneResult(result[0])
+
+
+def tune(a, b, scale_a, scale_b, *, scale: str = "block", out_dtype: Any = None, bias: Any = None,
+         fast_accum: bool = False, out: Any = None, top_k: int = 32, warmup: int = 3, iters: int = 20,
+         jobs: int = 0) -> TuneResult:
+    """Times the ``top_k`` best-ranked kernels of ``gemm``'s problem on these operands (D is
+    overwritten; every candidate is checked against a reference), stores the fastest in the
+    tuning database (FP8JIT_DB) and uses it from now on. Synchronizes the device. Arguments as
+    for ``gemm``; ``jobs`` compile threads (0: one per core)."""
+    options = _tune_options(top_k, warmup, iters, jobs)
     T = _torch()
+    dev, _, args = _gemm_operands(T, a, b, scale_a, scale_b, scale, out_dtype, bias, fast_accum, out)
+    return _tune_on(T, dev, _fp8jit.tune_gemm, args, options)
+
+
+def _grouped_operands(T, layout, a, b, scale_a, scale_b, group_rows, expected_m, scale, out_dtype, fast_accum,
+                      status, out):
+    """(device, D, the raw binding's arguments but the stream) of checked grouped GEMMs."""
     torch = T.torch
     if layout not in ("contiguous", "masked", "indexed"):
         raise ValueError(f"layout '{layout}': expected 'contiguous', 'masked' or 'indexed'")
@@ -358,8 +409,35 @@ def grouped_gemm(layout: str, a, b, scale_a, scale_b, group_rows, *, expected_m:
     d, out_name = _output(T, out, torch.bfloat16 if out_dtype is None else out_dtype, shape, dev)
     if not d.is_contiguous():
         raise ValueError(f"out: strides {d.stride()}, expected contiguous")
-    _launch(T, dev, _fp8jit.grouped_gemm, layout, groups, _ptr(group_rows), _ptr(a2), fa, lda, _ptr(b), fb, k,
-            _ptr(d), out_name, n, m, n, k, expected_m, scale, _ptr(scale_a), na, la, _ptr(scale_b), nb, lb,
-            _ptr(status), fast_accum, _stream(T, dev, stream))
+    return dev, d, (layout, groups, _ptr(group_rows), _ptr(a2), fa, lda, _ptr(b), fb, k, _ptr(d), out_name, n, m, n,
+                    k, expected_m, scale, _ptr(scale_a), na, la, _ptr(scale_b), nb, lb, _ptr(status), fast_accum)
+
+
+def grouped_gemm(layout: str, a, b, scale_a, scale_b, group_rows, *, expected_m: int = 0, scale: str = "block",
+                 out_dtype: Any = None, fast_accum: bool = False, status: Any = None, out: Any = None,
+                 stream: Any = None):
+    """Mixture-of-experts GEMMs in one launch, B [G, N, K] one weight per expert (FP8, K
+    contiguous). ``layout``: 'contiguous' (A [M, K], group_rows G+1 int32 row offsets), 'indexed'
+    (A [M, K], group_rows M int32 expert per row, -1 padding, groups starting on 128-row chunks)
+    or 'masked' (A [G, M_max, K], group_rows G int32 valid rows per group). Scales as for
+    ``gemm`` over all of A's rows, B's one set per expert. ``expected_m``: the rows per group the
+    kernel is chosen for (0: derived from the shapes). ``status``: optional int32 [1] CUDA tensor
+    the kernel ORs clamping flags into. Returns D ([M, N], masked [G, M_max, N])."""
+    T = _torch()
+    dev, d, args = _grouped_operands(T, layout, a, b, scale_a, scale_b, group_rows, expected_m, scale, out_dtype,
+                                     fast_accum, status, out)
+    _launch(T, dev, _fp8jit.grouped_gemm, *args, _stream(T, dev, stream))
     return d
 
+
+def tune_grouped(layout: str, a, b, scale_a, scale_b, group_rows, *, expected_m: int = 0, scale: str = "block",
+                 out_dtype: Any = None, fast_accum: bool = False, out: Any = None, top_k: int = 32, warmup: int = 3,
+                 iters: int = 20, jobs: int = 0) -> TuneResult:
+    """``tune`` for ``grouped_gemm``: keyed by layout, group count, expected rows per group, N and
+    K. The group table must be one the kernel would not clamp (every candidate is checked group
+    by group)."""
+    options = _tune_options(top_k, warmup, iters, jobs)
+    T = _torch()
+    dev, _, args = _grouped_operands(T, layout, a, b, scale_a, scale_b, group_rows, expected_m, scale, out_dtype,
+                                     fast_accum, None, out)
+    return _tune_on(T, dev, _fp8jit.tune_grouped_gemm, args, options)

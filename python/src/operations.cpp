@@ -2,7 +2,11 @@
 // tensor layer checks the tensors they come from). The runtime checks every argument before it
 // launches; a bad one is a ValueError and nothing runs.
 #include <nanobind/nanobind.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
 
 #include <cstdint>
 #include <string>
@@ -110,6 +114,100 @@ void fill_operands(Args& g, std::uintptr_t a, const std::string& a_format, std::
   g.fast_accum = fast_accum;
 }
 
+GemmArgs gemm_args(std::uintptr_t a, const std::string& a_format, std::int64_t lda,
+                   std::uintptr_t b, const std::string& b_format, std::int64_t ldb,
+                   std::uintptr_t d, const std::string& d_dtype, std::int64_t ldd, std::int64_t m,
+                   std::int64_t n, std::int64_t k, const std::string& scale_mode,
+                   std::uintptr_t scale_a, std::int64_t scale_a_size,
+                   const std::string& scale_a_layout, std::uintptr_t scale_b,
+                   std::int64_t scale_b_size, const std::string& scale_b_layout,
+                   std::uintptr_t bias, bool fast_accum) {
+  GemmArgs g;
+  fill_operands(g, a, a_format, lda, b, b_format, ldb, d, d_dtype, ldd, scale_mode, scale_a,
+                scale_a_size, scale_a_layout, scale_b, scale_b_size, scale_b_layout, fast_accum);
+  g.m = m;
+  g.n = n;
+  g.k = k;
+  g.bias = ptr<const void>(bias);
+  return g;
+}
+
+GroupedGemmArgs grouped_args(
+    const std::string& layout, std::int64_t groups, std::uintptr_t group_rows, std::uintptr_t a,
+    const std::string& a_format, std::int64_t lda, std::uintptr_t b, const std::string& b_format,
+    std::int64_t ldb, std::uintptr_t d, const std::string& d_dtype, std::int64_t ldd,
+    std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t expected_m,
+    const std::string& scale_mode, std::uintptr_t scale_a, std::int64_t scale_a_size,
+    const std::string& scale_a_layout, std::uintptr_t scale_b, std::int64_t scale_b_size,
+    const std::string& scale_b_layout, std::uintptr_t status, bool fast_accum) {
+  GroupedGemmArgs g;
+  fill_operands(g, a, a_format, lda, b, b_format, ldb, d, d_dtype, ldd, scale_mode, scale_a,
+                scale_a_size, scale_a_layout, scale_b, scale_b_size, scale_b_layout, fast_accum);
+  g.layout = parse_enum<GemmLayout>("layout", layout);
+  g.groups = groups;
+  g.group_rows = ptr<const int>(group_rows);
+  g.m = m;
+  g.n = n;
+  g.k = k;
+  g.expected_m = expected_m;
+  g.status = ptr<int>(status);
+  return g;
+}
+
+// TuneOptions from the Python keywords, checked here: the tuner takes them as they are.
+TuneOptions tune_options(std::int64_t top_k, int warmup, int iters, int jobs) {
+  if (top_k < 0) throw_invalid("top_k", std::to_string(top_k), "0 (the whole space) or more");
+  if (warmup < 0) throw_invalid("warmup", std::to_string(warmup), "0 or more");
+  if (iters < 1) throw_invalid("iters", std::to_string(iters), "1 or more");
+  if (jobs < 0) throw_invalid("jobs", std::to_string(jobs), "0 (the runtime's) or more");
+  TuneOptions o;
+  o.top_k = static_cast<std::size_t>(top_k);
+  o.warmup = warmup;
+  o.iters = iters;
+  o.jobs = jobs;
+  return o;
+}
+
+// A TuneResult as Python values: (candidates, index of the winner or None), each candidate
+// (spec JSON, status, median us, p20 us, p80 us, error).
+using Candidate = std::tuple<std::string, std::string, double, double, double, std::string>;
+std::pair<std::vector<Candidate>, std::optional<std::size_t>> tune_result(const TuneResult& r) {
+  std::vector<Candidate> out;
+  for (const CandidateResult& c : r.candidates)
+    out.emplace_back(spec_to_json(c.spec), std::string(to_string(c.status)), c.timing.median_us,
+                     c.timing.p20_us, c.timing.p80_us, c.error);
+  return {out, r.best};
+}
+
+void run(const GemmArgs& a, CUstream s) {
+  default_runtime().gemm(a, s);
+}
+void run(const GroupedGemmArgs& a, CUstream s) {
+  default_runtime().grouped_gemm(a, s);
+}
+
+// The launching and the tuning entry point of one operation, both taking `Make`'s parameters
+// (the operands) and then the stream, or the tuning options.
+template <auto Make>
+struct Entry;
+template <class Args, class... P, Args (*Make)(P...)>
+struct Entry<Make> {
+  static void launch(P... p, std::uintptr_t stream) {
+    const Args a = Make(p...);
+    nb::gil_scoped_release unlocked;
+    run(a, stream_of(stream));
+  }
+  static std::pair<std::vector<Candidate>, std::optional<std::size_t>> tune(P... p,
+                                                                            std::int64_t top_k,
+                                                                            int warmup, int iters,
+                                                                            int jobs) {
+    const Args a = Make(p...);
+    const TuneOptions o = tune_options(top_k, warmup, iters, jobs);
+    nb::gil_scoped_release unlocked;
+    return tune_result(default_runtime().tune(a, o));
+  }
+};
+
 }  // namespace
 
 void bind_operations(nb::module_& m) {
@@ -120,60 +218,29 @@ void bind_operations(nb::module_& m) {
   m.def("dequantize", &dequantize, "q"_a, "format"_a, "m"_a, "k"_a, "ldq"_a, "scales"_a,
         "granularity"_a, "scale_layout"_a, "y"_a, "output"_a, "ldy"_a, "stream"_a,
         "fp8jit::Runtime::dequantize on device pointers (DequantizeArgs).");
+#define FP8JIT_GEMM_ARGS                                                                          \
+  "a"_a, "a_format"_a, "lda"_a, "b"_a, "b_format"_a, "ldb"_a, "d"_a, "d_dtype"_a, "ldd"_a, "m"_a, \
+      "n"_a, "k"_a, "scale_mode"_a, "scale_a"_a, "scale_a_size"_a, "scale_a_layout"_a,            \
+      "scale_b"_a, "scale_b_size"_a, "scale_b_layout"_a, "bias"_a, "fast_accum"_a
+#define FP8JIT_GROUPED_ARGS                                                                      \
+  "layout"_a, "groups"_a, "group_rows"_a, "a"_a, "a_format"_a, "lda"_a, "b"_a, "b_format"_a,     \
+      "ldb"_a, "d"_a, "d_dtype"_a, "ldd"_a, "m"_a, "n"_a, "k"_a, "expected_m"_a, "scale_mode"_a, \
+      "scale_a"_a, "scale_a_size"_a, "scale_a_layout"_a, "scale_b"_a, "scale_b_size"_a,          \
+      "scale_b_layout"_a, "status"_a, "fast_accum"_a
+  m.def("gemm", &Entry<&gemm_args>::launch, FP8JIT_GEMM_ARGS, "stream"_a,
+        "fp8jit::Runtime::gemm on device pointers (GemmArgs).");
   m.def(
-      "gemm",
-      [](std::uintptr_t a, const std::string& a_format, std::int64_t lda, std::uintptr_t b,
-         const std::string& b_format, std::int64_t ldb, std::uintptr_t d,
-         const std::string& d_dtype, std::int64_t ldd, std::int64_t mm, std::int64_t n,
-         std::int64_t k, const std::string& scale_mode, std::uintptr_t scale_a,
-         std::int64_t scale_a_size, const std::string& scale_a_layout, std::uintptr_t scale_b,
-         std::int64_t scale_b_size, const std::string& scale_b_layout, std::uintptr_t bias,
-         bool fast_accum, std::uintptr_t stream) {
-        GemmArgs g;
-        fill_operands(g, a, a_format, lda, b, b_format, ldb, d, d_dtype, ldd, scale_mode, scale_a,
-                      scale_a_size, scale_a_layout, scale_b, scale_b_size, scale_b_layout,
-                      fast_accum);
-        g.m = mm;
-        g.n = n;
-        g.k = k;
-        g.bias = ptr<const void>(bias);
-        nb::gil_scoped_release unlocked;
-        default_runtime().gemm(g, stream_of(stream));
-      },
-      "a"_a, "a_format"_a, "lda"_a, "b"_a, "b_format"_a, "ldb"_a, "d"_a, "d_dtype"_a, "ldd"_a,
-      "m"_a, "n"_a, "k"_a, "scale_mode"_a, "scale_a"_a, "scale_a_size"_a, "scale_a_layout"_a,
-      "scale_b"_a, "scale_b_size"_a, "scale_b_layout"_a, "bias"_a, "fast_accum"_a, "stream"_a,
-      "fp8jit::Runtime::gemm on device pointers (GemmArgs).");
-  m.def(
-      "grouped_gemm",
-      [](const std::string& layout, std::int64_t groups, std::uintptr_t group_rows,
-         std::uintptr_t a, const std::string& a_format, std::int64_t lda, std::uintptr_t b,
-         const std::string& b_format, std::int64_t ldb, std::uintptr_t d,
-         const std::string& d_dtype, std::int64_t ldd, std::int64_t mm, std::int64_t n,
-         std::int64_t k, std::int64_t expected_m, const std::string& scale_mode,
-         std::uintptr_t scale_a, std::int64_t scale_a_size, const std::string& scale_a_layout,
-         std::uintptr_t scale_b, std::int64_t scale_b_size, const std::string& scale_b_layout,
-         std::uintptr_t status, bool fast_accum, std::uintptr_t stream) {
-        GroupedGemmArgs g;
-        fill_operands(g, a, a_format, lda, b, b_format, ldb, d, d_dtype, ldd, scale_mode, scale_a,
-                      scale_a_size, scale_a_layout, scale_b, scale_b_size, scale_b_layout,
-                      fast_accum);
-        g.layout = parse_enum<GemmLayout>("layout", layout);
-        g.groups = groups;
-        g.group_rows = ptr<const int>(group_rows);
-        g.m = mm;
-        g.n = n;
-        g.k = k;
-        g.expected_m = expected_m;
-        g.status = ptr<int>(status);
-        nb::gil_scoped_release unlocked;
-        default_runtime().grouped_gemm(g, stream_of(stream));
-      },
-      "layout"_a, "groups"_a, "group_rows"_a, "a"_a, "a_format"_a, "lda"_a, "b"_a, "b_format"_a,
-      "ldb"_a, "d"_a, "d_dtype"_a, "ldd"_a, "m"_a, "n"_a, "k"_a, "expected_m"_a, "scale_mode"_a,
-      "scale_a"_a, "scale_a_size"_a, "scale_a_layout"_a, "scale_b"_a, "scale_b_size"_a,
-      "scale_b_layout"_a, "status"_a, "fast_accum"_a, "stream"_a,
-      "fp8jit::Runtime::grouped_gemm on device pointers (GroupedGemmArgs).");
+      "tune_gemm", &Entry<&gemm_args>::tune, FP8JIT_GEMM_ARGS, "top_k"_a, "warmup"_a, "iters"_a,
+      "jobs"_a,
+      "fp8jit::Runtime::tune on device pointers (GemmArgs; D is overwritten): (candidates, best).");
+  m.def("grouped_gemm", &Entry<&grouped_args>::launch, FP8JIT_GROUPED_ARGS, "stream"_a,
+        "fp8jit::Runtime::grouped_gemm on device pointers (GroupedGemmArgs).");
+  m.def("tune_grouped_gemm", &Entry<&grouped_args>::tune, FP8JIT_GROUPED_ARGS, "top_k"_a,
+        "warmup"_a, "iters"_a, "jobs"_a,
+        "fp8jit::Runtime::tune on device pointers (GroupedGemmArgs; D is overwritten): "
+        "(candidates, best).");
+#undef FP8JIT_GEMM_ARGS
+#undef FP8JIT_GROUPED_ARGS
 }
 
 }  // namespace fp8jit::python

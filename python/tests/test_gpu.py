@@ -106,11 +106,17 @@ def test_gemm_runs_on_the_current_stream_and_under_graph_capture():
     assert torch.equal(d, ref)
 
 
-def test_masked_grouped_gemm_writes_only_the_valid_rows():
-    groups, m_max, n, k = 4, 64, 256, 512
+def _masked_operands(groups, m_max, n, k):
+    """A [G * M_max, K] e4m3 with 1x128 scales (column-major), B [G * N, K] with 128x128 scales."""
     a, sa = fp8jit.quantize(torch.randn(groups * m_max, k, dtype=torch.bfloat16, device=DEV),
                             scale_layout="col_major_tma")
     b, sb = fp8jit.quantize(torch.randn(groups * n, k, dtype=torch.bfloat16, device=DEV), granularity="128x128")
+    return a, b, sa, sb
+
+
+def test_masked_grouped_gemm_writes_only_the_valid_rows():
+    groups, m_max, n, k = 4, 64, 256, 512
+    a, b, sa, sb = _masked_operands(groups, m_max, n, k)
     counts = torch.tensor([0, 5, 64, 33], dtype=torch.int32, device=DEV)
     out = poisoned((groups, m_max, n), torch.bfloat16)
     d = fp8jit.grouped_gemm("masked", a.view(groups, m_max, k), b.view(groups, n, k), sa,
@@ -121,6 +127,48 @@ def test_masked_grouped_gemm_writes_only_the_valid_rows():
         if c:
             assert rel_err(d[g, :c], ad[g, :c] @ bd[g].t()) < 1e-2
         assert d[g, c:].isnan().all()
+
+
+def _block_operands(m, n, k):
+    a, sa = fp8jit.quantize(torch.randn(m, k, dtype=torch.bfloat16, device=DEV), scale_layout="col_major_tma")
+    b, sb = fp8jit.quantize(torch.randn(n, k, dtype=torch.bfloat16, device=DEV), granularity="128x128")
+    return a, b, sa, sb
+
+
+def test_tune_times_candidates_and_gemm_stays_right():
+    m, n, k = 192, 1536, 1024
+    a, b, sa, sb = _block_operands(m, n, k)
+    r = fp8jit.tune(a, b, sa, sb, top_k=4, warmup=1, iters=5)
+    assert 1 <= len(r.candidates) <= 4
+    assert r.best is not None and r.best["status"] == "passed" and r.best["median_us"] > 0
+    assert r.best["name"] == fp8jit.spec_name(r.best["spec"])
+    d = fp8jit.gemm(a, b, sa, sb, out=poisoned((m, n), torch.bfloat16))
+    assert rel_err(d, dequant_1x128(a, sa) @ dequant_128x128(b, sb).t()) < 1e-2
+    with pytest.raises(ValueError, match="iters"):
+        fp8jit.tune(a, b, sa, sb, iters=0)
+    with pytest.raises(ValueError, match="top_k"):
+        fp8jit.tune(a, b, sa, sb, top_k=-1)
+
+
+def test_tuned_kernel_is_selected_from_the_database():
+    import os
+    if not os.environ.get("FP8JIT_DB"):
+        pytest.skip("FP8JIT_DB is not set: tune() keeps its winner in this runtime only")
+    m, n, k = 320, 2048, 512
+    a, b, sa, sb = _block_operands(m, n, k)
+    r = fp8jit.tune(a, b, sa, sb, top_k=3, warmup=1, iters=5)
+    assert r.best is not None
+    assert fp8jit.select_gemm(m, n, k) == r.best["spec"]
+
+
+def test_tune_grouped_masked():
+    groups, m_max, n, k = 4, 64, 256, 512
+    a, b, sa, sb = _masked_operands(groups, m_max, n, k)
+    counts = torch.tensor([3, 64, 17, 40], dtype=torch.int32, device=DEV)
+    r = fp8jit.tune_grouped("masked", a.view(groups, m_max, k), b.view(groups, n, k), sa,
+                            sb.view(groups, n // 128, k // 128), counts, expected_m=32, top_k=3, warmup=1, iters=5)
+    assert r.best is not None and r.best["status"] == "passed"
+    assert r.best["spec"]["problem"]["layout"] == "masked"
 
 
 def test_bad_tensors_raise_value_error_and_launch_nothing():

@@ -106,6 +106,22 @@ def test_raw_operations_check_arguments_before_any_launch():
         _fp8jit.dequantize(16, "e4m3", 128, 128, 0, 16, "64x64", "row_major", 16, "bf16", 0, 0)
 
 
+def test_tune_checks_its_options_before_anything_else():
+    # Refused before torch is imported or a tensor looked at: the same error with or without either.
+    for kw, match in (({"iters": 0}, "iters"), ({"top_k": -1}, "top_k"), ({"warmup": -2}, "warmup"),
+                      ({"jobs": -1}, "jobs"), ({"iters": 2.5}, "iters"), ({"top_k": True}, "top_k")):
+        with pytest.raises(ValueError, match=match):
+            fp8jit.tune(object(), object(), object(), object(), **kw)
+        with pytest.raises(ValueError, match=match):
+            fp8jit.tune_grouped("masked", object(), object(), object(), object(), object(), **kw)
+    args = (16, "e4m3", 128, 16, "e4m3", 128, 16, "bf16", 128, 128, 128, 128, "block", 16, 1, "row_major", 16, 1,
+            "row_major", 0, False)
+    with pytest.raises(ValueError, match="iters"):
+        _fp8jit.tune_gemm(*args, 8, 1, 0, 0)
+    with pytest.raises(ValueError, match="scale_mode"):
+        _fp8jit.tune_gemm(*args[:12], "nope", *args[13:], 8, 1, 5, 0)
+
+
 def test_scale_count_follows_the_layouts():
     assert _fp8jit.scale_count("1x128", "row_major", 5, 300) == 15
     assert _fp8jit.scale_count("1x128", "col_major_tma", 5, 300) == 24  # 5 rows padded to 8

@@ -22,7 +22,9 @@ if ! "$py" -c "import pytest" 2>/dev/null; then
     { echo "pytest is not installed and not in .carry/wheels"; tail -5 "$OUT/pip.log"; exit 1; }
 fi
 echo "=== pytest"
-export FP8JIT_CACHE_DIR=${FP8JIT_CACHE_DIR:-/tmp/fp8jit-py-cache} PYTHONPATH=build-py/python
+# A tuning database of its own: the tune tests store rows and read them back.
+export FP8JIT_CACHE_DIR=${FP8JIT_CACHE_DIR:-/tmp/fp8jit-py-cache} FP8JIT_DB=${FP8JIT_DB:-/tmp/fp8jit-py-tune.db} \
+  PYTHONPATH=build-py/python
 "$py" -m pytest -q -p no:cacheprovider -rs python/tests 2>&1 | tee "$OUT/pytest.txt" | tail -40
 status=${PIPESTATUS[0]}
 if [ "${CLIENTS:-0}" = 1 ]; then
