@@ -54,7 +54,7 @@ const RuntimeOptions& applied(const RuntimeOptions& o) {
 }
 
 QuantizeProblem problem_of(const QuantizeArgs& a) {
-  return {a.input, a.format, a.granularity, a.qt != nullptr};
+  return {a.input, a.format, a.granularity, a.qt != nullptr, a.deepseek_arithmetic};
 }
 DequantizeProblem problem_of(const DequantizeArgs& a) { return {a.format, a.output, a.granularity}; }
 

@@ -29,6 +29,10 @@ struct QuantizeArgs {
   std::int64_t ldqt = 0;
   float* scales_t = nullptr;  // 1x128 only: scale_count(group128, scale_layout, k, m) floats
   float* amax = nullptr;      // optional: max |x| over the tensor (NaNs ignored)
+  // DeepSeek-V3 kernel.py's act_quant arithmetic instead of IEEE rounding, its bytes (see
+  // QuantizeProblem::deepseek_arithmetic): 1x128, E4M3, no transposed output. The host reference
+  // (fp8jit::reference::quantize) refuses it: it models IEEE arithmetic only.
+  bool deepseek_arithmetic = false;
 };
 
 // q [m, k] FP8 and scales -> y [m, k] (row stride ldy elements).

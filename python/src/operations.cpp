@@ -54,17 +54,9 @@ void quantize(std::uintptr_t x, const std::string& input, std::int64_t m, std::i
   a.ldqt = ldqt;
   a.scales_t = ptr<float>(scales_t);
   a.amax = ptr<float>(amax);
+  a.deepseek_arithmetic = arithmetic == "deepseek";
   nb::gil_scoped_release unlocked;
-  if (arithmetic == "ieee") {
-    default_runtime().quantize(a, stream_of(stream));
-    return;
-  }
-  // DeepSeek's arithmetic is a problem parameter the arguments do not carry: the variant the
-  // runtime picks for them, with it (validated: 1x128, E4M3, no transpose).
-  KernelSpec spec = default_runtime().select(a);
-  spec.params["arithmetic"] = std::string("deepseek");
-  validate_spec(spec);
-  default_runtime().quantize(a, spec, stream_of(stream));
+  default_runtime().quantize(a, stream_of(stream));
 }
 
 void dequantize(std::uintptr_t q, const std::string& format, std::int64_t m, std::int64_t k,

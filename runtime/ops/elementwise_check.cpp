@@ -64,6 +64,11 @@ QuantizeArgs normalize(const QuantizeArgs& in) {
     throw_invalid("qt", ptr_str(a.qt), "per-row scaling has no transposed output; use tensor, 1x128 or 128x128");
   if (a.qt) a.ldqt = leading_dim(a.ldqt, a.m, "ldqt");
   else if (a.ldqt != 0) throw_invalid("ldqt", std::to_string(a.ldqt), "given without qt");
+  if (a.deepseek_arithmetic && (a.granularity != Granularity::group128 || a.format != Fp8Format::e4m3 || a.qt))
+    throw_invalid("deepseek_arithmetic", "true",
+                  fmt::format("DeepSeek's act_quant arithmetic is 1x128 E4M3 without a transposed output; "
+                              "here granularity {}, format {}{}",
+                              to_string(a.granularity), to_string(a.format), a.qt ? ", qt given" : ""));
   const bool wants_scales_t = a.qt && a.granularity == Granularity::group128;
   if (wants_scales_t) {
     require_ptr(a.scales_t, "scales_t");
@@ -104,8 +109,9 @@ int max_vec(const DequantizeArgs& a) {
 void check_matches(const KernelSpec& spec, const QuantizeArgs& a) {
   const QuantizeProblem p = quantize_problem_of(spec);
   if (p.input != a.input || p.format != a.format || p.granularity != a.granularity ||
-      p.transpose != (a.qt != nullptr))
-    throw_invalid("spec", spec_name(spec), "does not match the arguments' dtypes, granularity or transpose");
+      p.transpose != (a.qt != nullptr) || p.deepseek_arithmetic != a.deepseek_arithmetic)
+    throw_invalid("spec", spec_name(spec),
+                  "does not match the arguments' dtypes, granularity, transpose or arithmetic");
   if (max_vec(a) < elementwise_config_of(spec).vec)
     throw_invalid("x/q", fmt::format("{}/{} (ldx {}, ldq {})", a.x, a.q, a.ldx, a.ldq),
                   fmt::format("misaligned for the spec's vector width {}", elementwise_config_of(spec).vec));

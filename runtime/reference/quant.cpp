@@ -6,6 +6,7 @@
 #include <limits>
 #include <vector>
 
+#include "fp8jit/error.hpp"
 #include "fp8jit/fp8.hpp"
 #include "runtime/ops/elementwise.hpp"
 
@@ -58,6 +59,12 @@ ScalePair scale_from_static(float scale) { return {scale, 1.0f / scale}; }
 
 void quantize(const QuantizeArgs& in) {
   const QuantizeArgs a = ops::normalize(in);
+  // The GPU's approximate division and log2/exp2 (div.full, lg2.approx, ex2.approx) have no
+  // bit-exact host model: a result here would only look like the kernel's bytes.
+  if (a.deepseek_arithmetic)
+    throw_invalid("deepseek_arithmetic", "true",
+                  "the host reference computes IEEE arithmetic only; compare DeepSeek's arithmetic "
+                  "with kernel.py's act_quant on the GPU");
   const std::int64_t m = a.m, k = a.k;
   auto x = [&](std::int64_t r, std::int64_t c) { return fp8::load_as_float(a.x, r * a.ldx + c, a.input); };
   auto* q = static_cast<std::uint8_t*>(a.q);

@@ -10,6 +10,7 @@
 
 #include "fp8jit/error.hpp"
 #include "fp8jit/kernel_spec.hpp"
+#include "fp8jit/reference.hpp"
 #include "fp8jit/runtime.hpp"
 #include "runtime/jit/driver.hpp"
 #include "runtime/jit/kernel_cache.hpp"
@@ -259,6 +260,12 @@ TEST(KernelCacheRuntime, InvalidQuantizeArgsNamedBeforeDriverUse) {
       {"invalid qt", [](QuantizeArgs& a) { a.granularity = Granularity::row, a.qt = fake(0x700000); }},
       {"invalid scales_t = nullptr", [](QuantizeArgs& a) { a.qt = fake(0x700000); }},
       {"invalid ldqt = 256", [](QuantizeArgs& a) { a.ldqt = 256; }},
+      {"invalid deepseek_arithmetic = true: DeepSeek's act_quant arithmetic is 1x128 E4M3 without a "
+       "transposed output; here granularity 128x128",
+       [](QuantizeArgs& a) { a.deepseek_arithmetic = true, a.granularity = Granularity::block128; }},
+      {"format e5m2", [](QuantizeArgs& a) { a.deepseek_arithmetic = true, a.format = Fp8Format::e5m2; }},
+      {"qt given",
+       [](QuantizeArgs& a) { a.deepseek_arithmetic = true, a.qt = fake(0x700000), a.scales_t = fake_f(0x600000); }},
   };
   for (const Case& c : cases) {
     QuantizeArgs a = valid_quantize_args();
@@ -275,7 +282,48 @@ TEST(KernelCacheRuntime, InvalidQuantizeArgsNamedBeforeDriverUse) {
     rt.quantize(valid_quantize_args(), default_quantize_spec({DType::fp16, Fp8Format::e4m3, Granularity::group128, false}), nullptr);
   });
   EXPECT_NE(msg.find("invalid spec = quant_sm90_fp16_e4m3_1x128"), std::string::npos) << msg;
+  // So is the IEEE kernel for DeepSeek's arithmetic, and the reverse: the bytes would differ.
+  QuantizeArgs ds = valid_quantize_args();
+  ds.deepseek_arithmetic = true;
+  QuantizeProblem ds_problem;
+  ds_problem.deepseek_arithmetic = true;
+  for (const auto& [args, spec] : {std::pair{ds, default_quantize_spec({})},
+                                   std::pair{valid_quantize_args(), default_quantize_spec(ds_problem)}}) {
+    const std::string m = test::error_message(ErrorKind::invalid_argument, [&] { rt.quantize(args, spec, nullptr); });
+    EXPECT_NE(m.find("transpose or arithmetic"), std::string::npos) << m;
+  }
   EXPECT_EQ(rt.cache_stats().compiles, 0u);
+}
+
+TEST(KernelCacheRuntime, DeepSeekArithmeticIsPartOfTheSelectedKernel) {
+  Runtime rt(RuntimeOptions{""});
+  QuantizeArgs a = valid_quantize_args();
+  a.deepseek_arithmetic = true;
+  const KernelSpec spec = rt.select(a);
+  EXPECT_EQ(spec.s("arithmetic"), "deepseek");
+  EXPECT_TRUE(quantize_problem_of(spec).deepseek_arithmetic);
+  EXPECT_EQ(spec_name(spec).find("_ds_") != std::string::npos, true) << spec_name(spec);
+  EXPECT_EQ(rt.select(valid_quantize_args()).s("arithmetic"), "ieee");
+}
+
+TEST(KernelCacheRuntime, HostReferenceRefusesDeepSeekArithmetic) {
+  std::vector<std::uint16_t> x(4 * 128, 0x3f80);  // bf16 1.0
+  std::vector<std::uint8_t> q(x.size(), 0xAB);
+  std::vector<float> scales(4, -1.0f);
+  QuantizeArgs a;
+  a.x = x.data();
+  a.m = 4;
+  a.k = 128;
+  a.q = q.data();
+  a.scales = scales.data();
+  a.deepseek_arithmetic = true;
+  const std::string msg = test::error_message(ErrorKind::invalid_argument, [&] { reference::quantize(a); });
+  EXPECT_NE(msg.find("IEEE arithmetic only"), std::string::npos) << msg;
+  EXPECT_EQ(q, std::vector<std::uint8_t>(x.size(), 0xAB));  // nothing written
+  a.deepseek_arithmetic = false;
+  reference::quantize(a);
+  EXPECT_EQ(scales[0], 1.0f / 448.0f);
+  EXPECT_EQ(q[0], 0x7E);  // 448 in E4M3
 }
 
 TEST(KernelCacheRuntime, InvalidDequantizeArgsNamedBeforeDriverUse) {
