@@ -18,6 +18,7 @@ void add_gemm_commands(CLI::App& app);    // gemm, select-gemm
 void add_tune_commands(CLI::App& app);    // tune, precompile
 void add_db_command(CLI::App& app);       // db list|show|export|import|prune|rebuild
 void add_bench_command(CLI::App& app);    // bench
+void add_cast_command(CLI::App& app);     // cast
 
 // Runs `body` as the subcommand's action; its return value becomes the process's exit status.
 void on_run(CLI::App* sub, std::function<int()> body);

@@ -95,6 +95,7 @@ int run(int argc, char** argv) {
   add_tune_commands(app);
   add_db_command(app);
   add_bench_command(app);
+  add_cast_command(app);
   if (argc < 2) {
     fmt::print(stderr, "{}", app.help());
     return 2;
