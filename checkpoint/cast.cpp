@@ -40,7 +40,8 @@ std::vector<std::int64_t> block_shape(const std::vector<std::int64_t>& s) {
   return {(s[0] + 127) / 128, (s[1] + 127) / 128};
 }
 bool ends_with(const std::string& s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 enum class Step { copy, dequantize, quantize };
@@ -49,7 +50,7 @@ enum class Step { copy, dequantize, quantize };
 struct Item {
   Step step = Step::copy;
   const TensorInfo* in = nullptr;
-  const TensorInfo* scale = nullptr;         // dequantize: the input's scale
+  const TensorInfo* scale = nullptr;            // dequantize: the input's scale
   const SafetensorsFile* scale_file = nullptr;  // and its shard (any of the checkpoint's)
 };
 
@@ -60,8 +61,10 @@ struct ShardPlan {
   std::vector<TensorDecl> decls;
 };
 
-[[noreturn]] void bad_tensor(const SafetensorsFile& f, const std::string& name, const std::string& what) {
-  throw Error(ErrorKind::invalid_argument, fmt::format("{}: tensor \"{}\": {}", printable(f.path), printable(name), what));
+[[noreturn]] void bad_tensor(const SafetensorsFile& f, const std::string& name,
+                             const std::string& what) {
+  throw Error(ErrorKind::invalid_argument,
+              fmt::format("{}: tensor \"{}\": {}", printable(f.path), printable(name), what));
 }
 
 bool default_keep(const std::string& name) {
@@ -70,7 +73,9 @@ bool default_keep(const std::string& name) {
 }
 
 bool quantizable(const TensorInfo& t, const Checkpoint& c, const CastOptions& o) {
-  if (!ends_with(t.name, ".weight") || t.shape.size() != 2 || !float_of(t.dtype) || default_keep(t.name)) return false;
+  if (!ends_with(t.name, ".weight") || t.shape.size() != 2 || !float_of(t.dtype) ||
+      default_keep(t.name))
+    return false;
   if (c.find(t.name + kScaleSuffix)) return false;  // already has block scales
   for (const std::string& p : o.skip)
     if (::fnmatch(p.c_str(), t.name.c_str(), 0) == 0) return false;
@@ -81,16 +86,21 @@ bool quantizable(const TensorInfo& t, const Checkpoint& c, const CastOptions& o)
 const TensorInfo* scale_of(const Checkpoint& c, const SafetensorsFile& f, const TensorInfo& t) {
   const TensorInfo* s = c.find(t.name + kScaleSuffix);
   if (!s)
-    bad_tensor(f, t.name,
-               fmt::format("{} weight without {}{}: it cannot be dequantized (fp8_cast_bf16.py would keep it in "
-                           "FP8 inside a BF16 checkpoint; fp8jit refuses)",
-                           to_string(t.dtype), t.name, kScaleSuffix));
+    bad_tensor(
+        f, t.name,
+        fmt::format(
+            "{} weight without {}{}: it cannot be dequantized (fp8_cast_bf16.py would keep it in "
+            "FP8 inside a BF16 checkpoint; fp8jit refuses)",
+            to_string(t.dtype), t.name, kScaleSuffix));
   if (t.shape.size() != 2)
-    bad_tensor(f, t.name, fmt::format("{}-D FP8 weight: 128x128 block scales need a 2-D weight", t.shape.size()));
+    bad_tensor(
+        f, t.name,
+        fmt::format("{}-D FP8 weight: 128x128 block scales need a 2-D weight", t.shape.size()));
   if (s->dtype != StDtype::F32 || s->shape != block_shape(t.shape))
     bad_tensor(f, s->name,
-               fmt::format("{} {}, expected F32 {} for weight {} {}", to_string(s->dtype), json(s->shape).dump(),
-                           json(block_shape(t.shape)).dump(), printable(t.name), json(t.shape).dump()));
+               fmt::format("{} {}, expected F32 {} for weight {} {}", to_string(s->dtype),
+                           json(s->shape).dump(), json(block_shape(t.shape)).dump(),
+                           printable(t.name), json(t.shape).dump()));
   return s;
 }
 
@@ -103,7 +113,9 @@ std::vector<ShardPlan> plan(const Checkpoint& c, const CastOptions& o) {
     for (const TensorInfo& t : f.tensors) {
       if (o.to == CastTarget::bf16) {
         const bool is_scale = ends_with(t.name, kScaleSuffix);
-        const TensorInfo* weight = is_scale ? c.find(t.name.substr(0, t.name.size() - std::strlen(kScaleSuffix))) : nullptr;
+        const TensorInfo* weight =
+            is_scale ? c.find(t.name.substr(0, t.name.size() - std::strlen(kScaleSuffix)))
+                     : nullptr;
         if (weight && fp8_of(weight->dtype)) continue;  // dropped: its weight is dequantized
         if (fp8_of(t.dtype)) {
           const TensorInfo* s = scale_of(c, f, t);
@@ -113,7 +125,8 @@ std::vector<ShardPlan> plan(const Checkpoint& c, const CastOptions& o) {
         }
       } else if (quantizable(t, c, o)) {
         p.items[t.name] = p.items[t.name + kScaleSuffix] = {Step::quantize, &t};
-        p.decls.push_back({t.name, o.format == Fp8Format::e4m3 ? StDtype::F8_E4M3 : StDtype::F8_E5M2, t.shape});
+        p.decls.push_back(
+            {t.name, o.format == Fp8Format::e4m3 ? StDtype::F8_E4M3 : StDtype::F8_E5M2, t.shape});
         p.decls.push_back({t.name + kScaleSuffix, StDtype::F32, block_shape(t.shape)});
         continue;
       }
@@ -131,10 +144,12 @@ bool complete(const std::string& path, const Layout& layout) {
   if (!fs::is_regular_file(path, ec)) return false;
   try {
     const SafetensorsFile f = read_safetensors(path);
-    if (f.file_size != layout.total_bytes() || f.tensors.size() != layout.tensors.size()) return false;
+    if (f.file_size != layout.total_bytes() || f.tensors.size() != layout.tensors.size())
+      return false;
     for (std::size_t i = 0; i < f.tensors.size(); ++i) {
       const TensorInfo &a = f.tensors[i], &b = layout.tensors[i];
-      if (a.name != b.name || a.dtype != b.dtype || a.shape != b.shape || a.begin != b.begin || a.end != b.end)
+      if (a.name != b.name || a.dtype != b.dtype || a.shape != b.shape || a.begin != b.begin ||
+          a.end != b.end)
         return false;
     }
     return true;
@@ -143,13 +158,15 @@ bool complete(const std::string& path, const Layout& layout) {
   }
 }
 
-std::string as_bytes(const void* p, std::size_t n) { return std::string(static_cast<const char*>(p), n); }
-
+std::string as_bytes(const void* p, std::size_t n) {
+  return std::string(static_cast<const char*>(p), n);
+}
 
 // Runs a plan: shard by shard, tensor by tensor in the output's layout order.
 class Caster {
  public:
-  Caster(const CastOptions& o, Converter& conv, const std::function<void(const CastProgress&)>& progress)
+  Caster(const CastOptions& o, Converter& conv,
+         const std::function<void(const CastProgress&)>& progress)
       : o_(o), conv_(conv), progress_(progress) {}
 
   void write_shard(const ShardPlan& p, const std::string& path, CastProgress& at, CastReport& r) {
@@ -184,7 +201,8 @@ class Caster {
       read_tensor(f, t, in_);
       read_tensor(*item.scale_file, *item.scale, scales_);
       std::string y(elems * 2, '\0');
-      conv_.dequantize(in_.data(), *fp8_of(t.dtype), n, k, reinterpret_cast<const float*>(scales_.data()),
+      conv_.dequantize(in_.data(), *fp8_of(t.dtype), n, k,
+                       reinterpret_cast<const float*>(scales_.data()),
                        reinterpret_cast<std::uint16_t*>(y.data()));
       return y;
     }
@@ -196,9 +214,10 @@ class Caster {
       return q;
     }
     read_tensor(f, t, in_);
-    std::string q(elems, '\0'), s(static_cast<std::size_t>(block_shape(t.shape)[0] * block_shape(t.shape)[1]) * 4, '\0');
-    conv_.quantize(in_.data(), *float_of(t.dtype), n, k, o_.format, o_.ue8m0, reinterpret_cast<std::uint8_t*>(q.data()),
-                   reinterpret_cast<float*>(s.data()));
+    std::string q(elems, '\0'),
+        s(static_cast<std::size_t>(block_shape(t.shape)[0] * block_shape(t.shape)[1]) * 4, '\0');
+    conv_.quantize(in_.data(), *float_of(t.dtype), n, k, o_.format, o_.ue8m0,
+                   reinterpret_cast<std::uint8_t*>(q.data()), reinterpret_cast<float*>(s.data()));
     const bool weight_first = name == t.name;
     pending_[weight_first ? t.name + kScaleSuffix : t.name] = std::move(weight_first ? s : q);
     return weight_first ? q : s;
@@ -232,7 +251,8 @@ std::string output_index(const Checkpoint& c, const std::vector<ShardPlan>& shar
     total += l.tensors.empty() ? 0 : l.tensors.back().end;
   }
   index["weight_map"] = map;
-  if (!index.contains("metadata") || !index["metadata"].is_object()) index["metadata"] = json::object();
+  if (!index.contains("metadata") || !index["metadata"].is_object())
+    index["metadata"] = json::object();
   index["metadata"]["total_size"] = total;
   return index.dump(2) + "\n";
 }
@@ -272,15 +292,17 @@ bool side_file(const fs::path& p) {
 void check_folders(const std::string& in_dir, const std::string& out_dir) {
   std::error_code ec;
   if (fs::exists(out_dir, ec) && fs::equivalent(in_dir, out_dir, ec))
-    throw_invalid("output folder", printable(out_dir), "is the input folder; cast into another folder");
+    throw_invalid("output folder", printable(out_dir),
+                  "is the input folder; cast into another folder");
   if (fs::exists(out_dir, ec) && !fs::is_directory(out_dir, ec))
     throw_invalid("output folder", printable(out_dir), "exists and is not a directory");
 }
 
 }  // namespace
 
-CastReport cast_checkpoint(const std::string& in_dir, const std::string& out_dir, const CastOptions& o,
-                           Converter& converter, const std::function<void(const CastProgress&)>& progress) {
+CastReport cast_checkpoint(const std::string& in_dir, const std::string& out_dir,
+                           const CastOptions& o, Converter& converter,
+                           const std::function<void(const CastProgress&)>& progress) {
   const auto t0 = std::chrono::steady_clock::now();
   check_folders(in_dir, out_dir);
   const Checkpoint c = open_checkpoint(in_dir);
@@ -288,7 +310,9 @@ CastReport cast_checkpoint(const std::string& in_dir, const std::string& out_dir
   // Everything is checked; only now does anything get written.
   std::error_code ec;
   fs::create_directories(out_dir, ec);
-  if (ec) throw Error(ErrorKind::io, fmt::format("cannot create {}: {}", printable(out_dir), ec.message()));
+  if (ec)
+    throw Error(ErrorKind::io,
+                fmt::format("cannot create {}: {}", printable(out_dir), ec.message()));
   const std::string stamp = stamp_of(c, o), stamp_path = (fs::path(out_dir) / kStampName).string();
   std::string old_stamp;
   if (fs::is_regular_file(stamp_path, ec)) old_stamp = read_regular_file(stamp_path, "cast stamp");
@@ -320,7 +344,8 @@ CastReport cast_checkpoint(const std::string& in_dir, const std::string& out_dir
     ++r.shards_written;
   }
   for (const ShardPlan& p : shards)
-    for (const auto& entry : p.items) r.dropped += entry.second.step == Step::dequantize;  // their scales
+    for (const auto& entry : p.items)
+      r.dropped += entry.second.step == Step::dequantize;  // their scales
   // The index and the side files last: a folder with an index holds every shard it names.
   OutputFiles last;
   for (const fs::directory_entry& e : fs::directory_iterator(in_dir, ec)) {

@@ -45,7 +45,8 @@ struct CastReport {
 // Reads and checks the whole input (every header, the index, the pairing of weights and scales)
 // before writing anything. Throws Error(invalid_argument) naming the file and tensor of bad
 // input, or when `out_dir` is `in_dir`; Error(io) when a file cannot be read or written.
-CastReport cast_checkpoint(const std::string& in_dir, const std::string& out_dir, const CastOptions& options,
-                           Converter& converter, const std::function<void(const CastProgress&)>& progress = {});
+CastReport cast_checkpoint(const std::string& in_dir, const std::string& out_dir,
+                           const CastOptions& options, Converter& converter,
+                           const std::function<void(const CastProgress&)>& progress = {});
 
 }  // namespace fp8jit::checkpoint

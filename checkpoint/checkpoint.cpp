@@ -23,7 +23,8 @@ using json = nlohmann::json;
 void check_shard_name(const std::string& index_path, const std::string& name) {
   if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos ||
       name.find('\0') != std::string::npos)
-    bad(index_path, fmt::format("shard name \"{}\" is not a file name in the checkpoint's folder", printable(name)));
+    bad(index_path, fmt::format("shard name \"{}\" is not a file name in the checkpoint's folder",
+                                printable(name)));
 }
 
 }  // namespace
@@ -53,7 +54,8 @@ Checkpoint open_checkpoint(const std::string& dir) {
     if (!index.is_object() || !index.contains("weight_map") || !index["weight_map"].is_object())
       bad(index_path, "no \"weight_map\" object (tensor name -> shard file)");
     for (const auto& [tensor, shard] : index["weight_map"].items()) {
-      if (!shard.is_string()) bad(index_path, fmt::format("weight_map[\"{}\"] is not a file name", printable(tensor)));
+      if (!shard.is_string())
+        bad(index_path, fmt::format("weight_map[\"{}\"] is not a file name", printable(tensor)));
       const std::string name = shard.get<std::string>();
       check_shard_name(index_path, name);
       if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
@@ -62,12 +64,14 @@ Checkpoint open_checkpoint(const std::string& dir) {
   } else if (fs::exists(fs::path(dir) / kSingleName, ec)) {
     names.push_back(kSingleName);
   } else {
-    bad(dir, fmt::format("no {} or {}: not a Hugging Face safetensors checkpoint", kIndexName, kSingleName));
+    bad(dir, fmt::format("no {} or {}: not a Hugging Face safetensors checkpoint", kIndexName,
+                         kSingleName));
   }
   c.shards.reserve(names.size());  // `tensors` points into the shards: no reallocation after
   for (const std::string& name : names) {
     const std::string path = (fs::path(dir) / name).string();
-    if (!fs::exists(path, ec)) bad(index_path, fmt::format("names shard {}, which does not exist", printable(name)));
+    if (!fs::exists(path, ec))
+      bad(index_path, fmt::format("names shard {}, which does not exist", printable(name)));
     c.shards.push_back(read_safetensors(path));
   }
   for (std::size_t i = 0; i < c.shards.size(); ++i) {
@@ -75,17 +79,18 @@ Checkpoint open_checkpoint(const std::string& dir) {
       if (c.sharded) {
         const auto it = placed.find(t.name);
         if (it == placed.end() || it->second != names[i])
-          bad(c.shards[i].path, fmt::format("tensor \"{}\" is not placed in this shard by {}", printable(t.name),
-                                            kIndexName));
+          bad(c.shards[i].path, fmt::format("tensor \"{}\" is not placed in this shard by {}",
+                                            printable(t.name), kIndexName));
       }
       if (!c.tensors.emplace(t.name, std::pair{i, &t}).second)
-        bad(c.shards[i].path, fmt::format("tensor \"{}\" is also in another shard", printable(t.name)));
+        bad(c.shards[i].path,
+            fmt::format("tensor \"{}\" is also in another shard", printable(t.name)));
     }
   }
   for (const auto& [tensor, shard] : placed)
     if (!c.tensors.count(tensor))
-      bad(index_path, fmt::format("places tensor \"{}\" in {}, which does not hold it", printable(tensor),
-                                  printable(shard)));
+      bad(index_path, fmt::format("places tensor \"{}\" in {}, which does not hold it",
+                                  printable(tensor), printable(shard)));
   return c;
 }
 

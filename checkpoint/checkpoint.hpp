@@ -17,9 +17,9 @@ inline constexpr const char* kSingleName = "model.safetensors";
 
 struct Checkpoint {
   std::string dir;
-  bool sharded = false;                  // an index names the shards
-  std::string index_text;                // the index as read (its other fields are kept)
-  std::vector<SafetensorsFile> shards;   // in the index's order of first mention
+  bool sharded = false;                 // an index names the shards
+  std::string index_text;               // the index as read (its other fields are kept)
+  std::vector<SafetensorsFile> shards;  // in the index's order of first mention
   // Every tensor: its shard (index into `shards`) and its entry there.
   std::map<std::string, std::pair<std::size_t, const TensorInfo*>> tensors;
 

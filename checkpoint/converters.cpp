@@ -12,13 +12,17 @@
 namespace fp8jit::checkpoint {
 namespace {
 
-std::int64_t block_scales(std::int64_t n, std::int64_t k) { return ((n + 127) / 128) * ((k + 127) / 128); }
+std::int64_t block_scales(std::int64_t n, std::int64_t k) {
+  return ((n + 127) / 128) * ((k + 127) / 128);
+}
 
 // Adds the seconds of the scope to `total`.
 class Stopwatch {
  public:
   explicit Stopwatch(double& total) : total_(total), start_(std::chrono::steady_clock::now()) {}
-  ~Stopwatch() { total_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count(); }
+  ~Stopwatch() {
+    total_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
 
  private:
   double& total_;
@@ -27,20 +31,22 @@ class Stopwatch {
 
 class HostConverter final : public Converter {
  public:
-  void dequantize(const std::uint8_t* q, Fp8Format format, std::int64_t n, std::int64_t k, const float* scales,
-                  std::uint16_t* y) override {
+  void dequantize(const std::uint8_t* q, Fp8Format format, std::int64_t n, std::int64_t k,
+                  const float* scales, std::uint16_t* y) override {
     Stopwatch w(seconds);
     reference::dequantize(args(q, format, n, k, scales, y));
   }
-  void quantize(const void* x, DType input, std::int64_t n, std::int64_t k, Fp8Format format, bool pow2,
-                std::uint8_t* q, float* scales) override {
+  void quantize(const void* x, DType input, std::int64_t n, std::int64_t k, Fp8Format format,
+                bool pow2, std::uint8_t* q, float* scales) override {
     Stopwatch w(seconds);
     reference::quantize(args(x, input, n, k, format, pow2, q, scales));
   }
-  std::string name() const override { return "host reference (no GPU: the kernels' bytes, slowly)"; }
+  std::string name() const override {
+    return "host reference (no GPU: the kernels' bytes, slowly)";
+  }
 
-  static DequantizeArgs args(const void* q, Fp8Format format, std::int64_t n, std::int64_t k, const float* scales,
-                             void* y) {
+  static DequantizeArgs args(const void* q, Fp8Format format, std::int64_t n, std::int64_t k,
+                             const float* scales, void* y) {
     DequantizeArgs a;
     a.q = q;
     a.format = format;
@@ -52,8 +58,8 @@ class HostConverter final : public Converter {
     a.output = DType::bf16;
     return a;
   }
-  static QuantizeArgs args(const void* x, DType input, std::int64_t n, std::int64_t k, Fp8Format format, bool pow2,
-                           void* q, float* scales) {
+  static QuantizeArgs args(const void* x, DType input, std::int64_t n, std::int64_t k,
+                           Fp8Format format, bool pow2, void* q, float* scales) {
     QuantizeArgs a;
     a.x = x;
     a.input = input;
@@ -75,10 +81,11 @@ class GpuConverter final : public Converter {
     driver::require_sm90(d);
     name_ = fmt::format("GPU ({})", d.name);
   }
-  void dequantize(const std::uint8_t* q, Fp8Format format, std::int64_t n, std::int64_t k, const float* scales,
-                  std::uint16_t* y) override {
+  void dequantize(const std::uint8_t* q, Fp8Format format, std::int64_t n, std::int64_t k,
+                  const float* scales, std::uint16_t* y) override {
     Stopwatch w(seconds);
-    const std::size_t elems = static_cast<std::size_t>(n * k), ns = static_cast<std::size_t>(block_scales(n, k));
+    const std::size_t elems = static_cast<std::size_t>(n * k),
+                      ns = static_cast<std::size_t>(block_scales(n, k));
     DeviceBuffer& dq = grown(a_, elems);
     DeviceBuffer& ds = grown(s_, ns * 4);
     DeviceBuffer& dy = grown(b_, elems * 2);
@@ -87,15 +94,17 @@ class GpuConverter final : public Converter {
     rt_.dequantize(HostConverter::args(dq.get(), format, n, k, ds.f32(), dy.get()), nullptr);
     dy.download(y, elems * 2);  // synchronous: waits for the kernel on the legacy stream
   }
-  void quantize(const void* x, DType input, std::int64_t n, std::int64_t k, Fp8Format format, bool pow2,
-                std::uint8_t* q, float* scales) override {
+  void quantize(const void* x, DType input, std::int64_t n, std::int64_t k, Fp8Format format,
+                bool pow2, std::uint8_t* q, float* scales) override {
     Stopwatch w(seconds);
-    const std::size_t elems = static_cast<std::size_t>(n * k), ns = static_cast<std::size_t>(block_scales(n, k));
+    const std::size_t elems = static_cast<std::size_t>(n * k),
+                      ns = static_cast<std::size_t>(block_scales(n, k));
     DeviceBuffer& dx = grown(a_, elems * dtype_size(input));
     DeviceBuffer& ds = grown(s_, ns * 4);
     DeviceBuffer& dq = grown(b_, elems);
     dx.upload(x, elems * dtype_size(input));
-    rt_.quantize(HostConverter::args(dx.get(), input, n, k, format, pow2, dq.get(), ds.f32()), nullptr);
+    rt_.quantize(HostConverter::args(dx.get(), input, n, k, format, pow2, dq.get(), ds.f32()),
+                 nullptr);
     dq.download(q, elems);
     ds.download(scales, ns * 4);
   }
@@ -118,7 +127,11 @@ class GpuConverter final : public Converter {
 
 }  // namespace
 
-std::unique_ptr<Converter> host_converter() { return std::make_unique<HostConverter>(); }
-std::unique_ptr<Converter> gpu_converter(Runtime& runtime) { return std::make_unique<GpuConverter>(runtime); }
+std::unique_ptr<Converter> host_converter() {
+  return std::make_unique<HostConverter>();
+}
+std::unique_ptr<Converter> gpu_converter(Runtime& runtime) {
+  return std::make_unique<GpuConverter>(runtime);
+}
 
 }  // namespace fp8jit::checkpoint

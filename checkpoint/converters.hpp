@@ -25,8 +25,8 @@ class Converter {
                           const float* scales, std::uint16_t* y) = 0;
   // x [n, k] (bf16, fp16 or fp32) -> q [n, k] FP8 and scales (host memory in and out);
   // `pow2` rounds every scale up to a power of two (ue8m0).
-  virtual void quantize(const void* x, DType input, std::int64_t n, std::int64_t k, Fp8Format format,
-                        bool pow2, std::uint8_t* q, float* scales) = 0;
+  virtual void quantize(const void* x, DType input, std::int64_t n, std::int64_t k,
+                        Fp8Format format, bool pow2, std::uint8_t* q, float* scales) = 0;
   virtual std::string name() const = 0;  // "gpu (NVIDIA H100 ...)" or "host reference"
   // Seconds spent converting (copies to and from the GPU included), for the I/O-vs-kernel split.
   double seconds = 0;

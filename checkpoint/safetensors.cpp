@@ -22,23 +22,26 @@ namespace {
 using json = nlohmann::json;
 
 constexpr std::array<std::string_view, 16> kDtypeNames = {
-    "BOOL", "U8", "I8", "F8_E5M2", "F8_E4M3", "F8_E8M0", "I16", "U16",
-    "F16",  "BF16", "I32", "U32", "F32", "F64", "I64", "U64"};
-constexpr std::array<std::size_t, 16> kDtypeSizes = {1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 4, 4, 4, 8, 8, 8};
+    "BOOL", "U8",   "I8",  "F8_E5M2", "F8_E4M3", "F8_E8M0", "I16", "U16",
+    "F16",  "BF16", "I32", "U32",     "F32",     "F64",     "I64", "U64"};
+constexpr std::array<std::size_t, 16> kDtypeSizes = {1, 1, 1, 1, 1, 1, 2, 2,
+                                                     2, 2, 4, 4, 4, 8, 8, 8};
 
 [[noreturn]] void bad_file(const std::string& path, const std::string& what) {
   throw Error(ErrorKind::invalid_argument,
               fmt::format("{}: not a valid safetensors file: {}", printable(path), what));
 }
 
-[[noreturn]] void bad_tensor(const std::string& path, const std::string& name, const std::string& what) {
+[[noreturn]] void bad_tensor(const std::string& path, const std::string& name,
+                             const std::string& what) {
   bad_file(path, fmt::format("tensor \"{}\": {}", printable(name), what));
 }
 
 // Reads exactly n bytes at `offset`; false on a short read or an error (errno set).
 bool read_at(int fd, std::uint64_t offset, char* buf, std::uint64_t n) {
   while (n > 0) {
-    const ssize_t got = ::pread(fd, buf, std::min<std::uint64_t>(n, 1u << 30), static_cast<off_t>(offset));
+    const ssize_t got =
+        ::pread(fd, buf, std::min<std::uint64_t>(n, 1u << 30), static_cast<off_t>(offset));
     if (got < 0 && errno == EINTR) continue;
     if (got <= 0) {
       if (got == 0) errno = 0;
@@ -51,26 +54,33 @@ bool read_at(int fd, std::uint64_t offset, char* buf, std::uint64_t n) {
 
 int open_for_reading(const std::string& path) {
   if (const std::string kind = special_file_kind(path); !kind.empty())
-    throw Error(ErrorKind::io, fmt::format("cannot read {}: is {}, not a safetensors file", printable(path), kind));
+    throw Error(ErrorKind::io, fmt::format("cannot read {}: is {}, not a safetensors file",
+                                           printable(path), kind));
   const int fd = io::open_retry(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) throw Error(ErrorKind::io, fmt::format("cannot read {}: {}", printable(path), io::errno_text(errno)));
+  if (fd < 0)
+    throw Error(ErrorKind::io,
+                fmt::format("cannot read {}: {}", printable(path), io::errno_text(errno)));
   return fd;
 }
 
-std::int64_t checked_int(const json& v, const std::string& path, const std::string& name, const char* what) {
-  if (!v.is_number_unsigned() || v.get<std::uint64_t>() > std::uint64_t(std::numeric_limits<std::int64_t>::max()))
+std::int64_t checked_int(const json& v, const std::string& path, const std::string& name,
+                         const char* what) {
+  if (!v.is_number_unsigned() ||
+      v.get<std::uint64_t>() > std::uint64_t(std::numeric_limits<std::int64_t>::max()))
     bad_tensor(path, name, fmt::format("{} {} is not a non-negative integer", what, v.dump()));
   return v.get<std::int64_t>();
 }
 
 TensorInfo parse_entry(const std::string& path, const std::string& name, const json& v) {
-  if (!v.is_object()) bad_tensor(path, name, "expected an object with dtype, shape and data_offsets");
+  if (!v.is_object())
+    bad_tensor(path, name, "expected an object with dtype, shape and data_offsets");
   TensorInfo t;
   t.name = name;
   const auto dtype = v.find("dtype");
   if (dtype == v.end() || !dtype->is_string()) bad_tensor(path, name, "no dtype string");
   const auto parsed = parse_st_dtype(dtype->get<std::string>());
-  if (!parsed) bad_tensor(path, name, fmt::format("unknown dtype {}", printable(dtype->dump(), 40)));
+  if (!parsed)
+    bad_tensor(path, name, fmt::format("unknown dtype {}", printable(dtype->dump(), 40)));
   t.dtype = *parsed;
   const auto shape = v.find("shape");
   if (shape == v.end() || !shape->is_array()) bad_tensor(path, name, "no shape array");
@@ -80,7 +90,8 @@ TensorInfo parse_entry(const std::string& path, const std::string& name, const j
     bad_tensor(path, name, "data_offsets is not a pair [begin, end]");
   t.begin = static_cast<std::uint64_t>(checked_int((*offsets)[0], path, name, "data offset"));
   t.end = static_cast<std::uint64_t>(checked_int((*offsets)[1], path, name, "data offset"));
-  if (t.end < t.begin) bad_tensor(path, name, fmt::format("data_offsets [{}, {}] end before begin", t.begin, t.end));
+  if (t.end < t.begin)
+    bad_tensor(path, name, fmt::format("data_offsets [{}, {}] end before begin", t.begin, t.end));
   // Bytes of dtype x shape, without overflow: a hostile shape must not wrap to a small size.
   std::uint64_t bytes = element_size(t.dtype);
   for (std::int64_t d : t.shape) {
@@ -101,7 +112,8 @@ json parse_header(const std::string& path, const std::string& text) {
   std::set<std::string> keys;
   std::string duplicate;
   const json::parser_callback_t callback = [&](int depth, json::parse_event_t event, json& parsed) {
-    if (depth == 1 && event == json::parse_event_t::key && !keys.insert(parsed.get<std::string>()).second)
+    if (depth == 1 && event == json::parse_event_t::key &&
+        !keys.insert(parsed.get<std::string>()).second)
       duplicate = parsed.get<std::string>();
     return true;
   };
@@ -118,7 +130,9 @@ json parse_header(const std::string& path, const std::string& text) {
 
 }  // namespace
 
-std::string_view to_string(StDtype d) { return kDtypeNames.at(static_cast<std::size_t>(d)); }
+std::string_view to_string(StDtype d) {
+  return kDtypeNames.at(static_cast<std::size_t>(d));
+}
 
 std::optional<StDtype> parse_st_dtype(std::string_view name) {
   for (std::size_t i = 0; i < kDtypeNames.size(); ++i)
@@ -126,7 +140,9 @@ std::optional<StDtype> parse_st_dtype(std::string_view name) {
   return std::nullopt;
 }
 
-std::size_t element_size(StDtype d) { return kDtypeSizes.at(static_cast<std::size_t>(d)); }
+std::size_t element_size(StDtype d) {
+  return kDtypeSizes.at(static_cast<std::size_t>(d));
+}
 
 std::int64_t TensorInfo::elements() const {
   std::int64_t n = 1;
@@ -144,7 +160,8 @@ SafetensorsFile read_safetensors(const std::string& path) {
   io::Fd fd(open_for_reading(path));
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0)
-    throw Error(ErrorKind::io, fmt::format("cannot read {}: {}", printable(path), io::errno_text(errno)));
+    throw Error(ErrorKind::io,
+                fmt::format("cannot read {}: {}", printable(path), io::errno_text(errno)));
   SafetensorsFile f;
   f.path = path;
   f.file_size = static_cast<std::uint64_t>(st.st_size);
@@ -153,56 +170,70 @@ SafetensorsFile read_safetensors(const std::string& path) {
     bad_file(path, fmt::format("{} bytes, shorter than the 8-byte header length", f.file_size));
   std::uint64_t n = 0;
   for (int i = 7; i >= 0; --i) n = n << 8 | prefix[i];
-  if (n > kMaxHeaderBytes) bad_file(path, fmt::format("header length {} is over the limit of {}", n, kMaxHeaderBytes));
+  if (n > kMaxHeaderBytes)
+    bad_file(path, fmt::format("header length {} is over the limit of {}", n, kMaxHeaderBytes));
   if (n > f.file_size - 8)
-    bad_file(path, fmt::format("header length {} runs past the end of the file ({} bytes)", n, f.file_size));
+    bad_file(path, fmt::format("header length {} runs past the end of the file ({} bytes)", n,
+                               f.file_size));
   std::string text(n, '\0');
   if (!read_at(fd.get(), 8, text.data(), n))
-    throw Error(ErrorKind::io, fmt::format("cannot read {}: {}", printable(path), io::errno_text(errno)));
+    throw Error(ErrorKind::io,
+                fmt::format("cannot read {}: {}", printable(path), io::errno_text(errno)));
   f.data_offset = 8 + n;
   const json header = parse_header(path, text);
   for (const auto& [key, value] : header.items()) {
     if (key == "__metadata__") {
       if (!value.is_object()) bad_file(path, "__metadata__ is not an object of strings");
       for (const auto& [k, v] : value.items()) {
-        if (!v.is_string()) bad_file(path, fmt::format("__metadata__ entry \"{}\" is not a string", printable(k)));
+        if (!v.is_string())
+          bad_file(path, fmt::format("__metadata__ entry \"{}\" is not a string", printable(k)));
         f.metadata[k] = v.get<std::string>();
       }
       continue;
     }
     f.tensors.push_back(parse_entry(path, key, value));
   }
-  std::sort(f.tensors.begin(), f.tensors.end(),
-            [](const TensorInfo& a, const TensorInfo& b) { return std::tie(a.begin, a.end) < std::tie(b.begin, b.end); });
+  std::sort(f.tensors.begin(), f.tensors.end(), [](const TensorInfo& a, const TensorInfo& b) {
+    return std::tie(a.begin, a.end) < std::tie(b.begin, b.end);
+  });
   // The ranges must tile the data section: no overlap, no unindexed bytes, nothing past the end.
   std::uint64_t at = 0;
   for (const TensorInfo& t : f.tensors) {
     if (t.begin < at)
-      bad_tensor(path, t.name, fmt::format("data_offsets [{}, {}] overlap the previous tensor (ending at {})",
-                                           t.begin, t.end, at));
+      bad_tensor(path, t.name,
+                 fmt::format("data_offsets [{}, {}] overlap the previous tensor (ending at {})",
+                             t.begin, t.end, at));
     if (t.begin > at)
-      bad_tensor(path, t.name, fmt::format("data_offsets [{}, {}] leave bytes [{}, {}) unindexed", t.begin,
-                                           t.end, at, t.begin));
+      bad_tensor(path, t.name,
+                 fmt::format("data_offsets [{}, {}] leave bytes [{}, {}) unindexed", t.begin, t.end,
+                             at, t.begin));
     at = t.end;
   }
   const std::uint64_t data_bytes = f.file_size - f.data_offset;
   if (at > data_bytes)
-    bad_file(path, fmt::format("the tensors need {} bytes of data, the file holds {} (truncated?)", at, data_bytes));
-  if (at < data_bytes) bad_file(path, fmt::format("{} bytes after the last tensor", data_bytes - at));
+    bad_file(path, fmt::format("the tensors need {} bytes of data, the file holds {} (truncated?)",
+                               at, data_bytes));
+  if (at < data_bytes)
+    bad_file(path, fmt::format("{} bytes after the last tensor", data_bytes - at));
   return f;
 }
 
 void read_tensor(const SafetensorsFile& file, const TensorInfo& t, std::vector<std::uint8_t>& out) {
   io::Fd fd(open_for_reading(file.path));
   out.resize(t.bytes());
-  if (!read_at(fd.get(), file.data_offset + t.begin, reinterpret_cast<char*>(out.data()), t.bytes()))
+  if (!read_at(fd.get(), file.data_offset + t.begin, reinterpret_cast<char*>(out.data()),
+               t.bytes()))
     throw Error(ErrorKind::io, fmt::format("cannot read tensor \"{}\" of {}: {}", printable(t.name),
-                                           printable(file.path), errno ? io::errno_text(errno) : "file shortened"));
+                                           printable(file.path),
+                                           errno ? io::errno_text(errno) : "file shortened"));
 }
 
-std::uint64_t Layout::total_bytes() const { return header.size() + (tensors.empty() ? 0 : tensors.back().end); }
+std::uint64_t Layout::total_bytes() const {
+  return header.size() + (tensors.empty() ? 0 : tensors.back().end);
+}
 
-Layout layout_of(std::vector<TensorDecl> tensors, const std::map<std::string, std::string>& metadata) {
+Layout layout_of(std::vector<TensorDecl> tensors,
+                 const std::map<std::string, std::string>& metadata) {
   // The safetensors library's order: descending dtype (its alignment order), then name.
   std::sort(tensors.begin(), tensors.end(), [](const TensorDecl& a, const TensorDecl& b) {
     return a.dtype != b.dtype ? a.dtype > b.dtype : a.name < b.name;
@@ -215,7 +246,8 @@ Layout layout_of(std::vector<TensorDecl> tensors, const std::map<std::string, st
   std::uint64_t offset = 0;
   for (std::size_t i = 0; i < tensors.size(); ++i) {
     const TensorDecl& d = tensors[i];
-    if (d.name == "__metadata__") throw_invalid("tensor name", d.name, "reserved for the header's metadata");
+    if (d.name == "__metadata__")
+      throw_invalid("tensor name", d.name, "reserved for the header's metadata");
     TensorInfo t{d.name, d.dtype, d.shape, offset, 0};
     std::uint64_t bytes = element_size(d.dtype);
     for (std::int64_t s : d.shape) {
@@ -224,8 +256,9 @@ Layout layout_of(std::vector<TensorDecl> tensors, const std::map<std::string, st
     }
     t.end = offset + bytes;
     offset = t.end;
-    text += fmt::format("{}{}:{{\"dtype\":\"{}\",\"shape\":{},\"data_offsets\":[{},{}]}}", i ? "," : "",
-                        json(d.name).dump(), to_string(d.dtype), json(d.shape).dump(), t.begin, t.end);
+    text +=
+        fmt::format("{}{}:{{\"dtype\":\"{}\",\"shape\":{},\"data_offsets\":[{},{}]}}", i ? "," : "",
+                    json(d.name).dump(), to_string(d.dtype), json(d.shape).dump(), t.begin, t.end);
     layout.tensors.push_back(std::move(t));
   }
   text += "}";
@@ -240,11 +273,13 @@ SafetensorsWriter::SafetensorsWriter(std::string path, Layout layout)
     : path_(std::move(path)), temp_(io::temp_name_for(path_)), layout_(std::move(layout)) {
   fd_ = io::open_retry(temp_, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd_ < 0)
-    throw Error(ErrorKind::io, fmt::format("cannot write {}: {}", printable(path_), io::errno_text(errno)));
+    throw Error(ErrorKind::io,
+                fmt::format("cannot write {}: {}", printable(path_), io::errno_text(errno)));
   if (!io::write_all(fd_, layout_.header)) {
     const int err = errno;
     ::close(fd_), ::unlink(temp_.c_str()), fd_ = -1;
-    throw Error(ErrorKind::io, fmt::format("cannot write {}: {}", printable(path_), io::errno_text(err)));
+    throw Error(ErrorKind::io,
+                fmt::format("cannot write {}: {}", printable(path_), io::errno_text(err)));
   }
 }
 
@@ -261,20 +296,25 @@ const TensorInfo* SafetensorsWriter::next() const {
 
 void SafetensorsWriter::write(std::string_view bytes) {
   const TensorInfo* t = next();
-  if (fd_ < 0 || !t) throw Error(ErrorKind::internal, "SafetensorsWriter::write past the last tensor of " + path_);
+  if (fd_ < 0 || !t)
+    throw Error(ErrorKind::internal, "SafetensorsWriter::write past the last tensor of " + path_);
   if (bytes.size() != t->bytes())
-    throw Error(ErrorKind::internal, fmt::format("SafetensorsWriter: tensor \"{}\" is {} bytes, {} given", t->name,
-                                                 t->bytes(), bytes.size()));
+    throw Error(ErrorKind::internal,
+                fmt::format("SafetensorsWriter: tensor \"{}\" is {} bytes, {} given", t->name,
+                            t->bytes(), bytes.size()));
   if (!io::write_all(fd_, bytes))
-    throw Error(ErrorKind::io, fmt::format("cannot write tensor \"{}\" to {}: {}", printable(t->name),
-                                           printable(path_), io::errno_text(errno)));
+    throw Error(ErrorKind::io,
+                fmt::format("cannot write tensor \"{}\" to {}: {}", printable(t->name),
+                            printable(path_), io::errno_text(errno)));
   ++written_;
 }
 
 void SafetensorsWriter::commit() {
   if (fd_ < 0) throw Error(ErrorKind::internal, "SafetensorsWriter::commit twice: " + path_);
   if (const TensorInfo* t = next())
-    throw Error(ErrorKind::internal, fmt::format("SafetensorsWriter: {} committed before tensor \"{}\"", path_, t->name));
+    throw Error(
+        ErrorKind::internal,
+        fmt::format("SafetensorsWriter: {} committed before tensor \"{}\"", path_, t->name));
   const int fd = fd_;
   fd_ = -1;
   const bool synced = ::fsync(fd) == 0;
@@ -282,12 +322,14 @@ void SafetensorsWriter::commit() {
   if (::close(fd) != 0 && synced) err = errno;
   if (err != 0) {
     ::unlink(temp_.c_str());
-    throw Error(ErrorKind::io, fmt::format("cannot write {}: {}", printable(path_), io::errno_text(err)));
+    throw Error(ErrorKind::io,
+                fmt::format("cannot write {}: {}", printable(path_), io::errno_text(err)));
   }
   if (::rename(temp_.c_str(), path_.c_str()) != 0) {
     const int err = errno;
     ::unlink(temp_.c_str());
-    throw Error(ErrorKind::io, fmt::format("cannot write {}: {}", printable(path_), io::errno_text(err)));
+    throw Error(ErrorKind::io,
+                fmt::format("cannot write {}: {}", printable(path_), io::errno_text(err)));
   }
   io::fsync_dir(io::parent_of(path_));
 }

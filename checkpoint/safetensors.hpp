@@ -17,7 +17,22 @@ namespace fp8jit::checkpoint {
 
 // In the safetensors library's order (increasing alignment), which decides the file layout.
 enum class StDtype : std::uint8_t {
-  BOOL, U8, I8, F8_E5M2, F8_E4M3, F8_E8M0, I16, U16, F16, BF16, I32, U32, F32, F64, I64, U64
+  BOOL,
+  U8,
+  I8,
+  F8_E5M2,
+  F8_E4M3,
+  F8_E8M0,
+  I16,
+  U16,
+  F16,
+  BF16,
+  I32,
+  U32,
+  F32,
+  F64,
+  I64,
+  U64
 };
 
 std::string_view to_string(StDtype d);
@@ -70,7 +85,8 @@ struct Layout {
   std::vector<TensorInfo> tensors;
   std::uint64_t total_bytes() const;  // header + data: the file's size
 };
-Layout layout_of(std::vector<TensorDecl> tensors, const std::map<std::string, std::string>& metadata);
+Layout layout_of(std::vector<TensorDecl> tensors,
+                 const std::map<std::string, std::string>& metadata);
 
 // Writes a file of a Layout tensor by tensor, in the layout's order, to a temporary name beside
 // `path`; commit() checks every tensor was written, syncs and renames it into place. A writer

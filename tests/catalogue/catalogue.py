@@ -575,6 +575,7 @@ COMMANDS = {  # each command and the options its --help must list
     "precompile": ["--suite", "--shapes", "--op", "--scale", "--out", "--fast-accum", "--db", "--jobs"],
     "bench": ["--suite", "--shapes", "--scale", "--providers", "--out", "--dry-run"],
     "db": ["list", "show", "export", "import", "prune", "rebuild"],
+    "cast": ["--to", "IN_DIR", "OUT_DIR", "--format", "--scale-fmt", "--skip", "--device"],
 }
 DB_SUBS = {
     "list": ["--db", "--gpu"],
@@ -592,6 +593,7 @@ MINIMAL = {
     "gemm": ["gemm", "--m", "128", "--n", "128", "--k", "128"], "select-gemm": ["select-gemm"],
     "tune": ["tune", "--suite", "deepseek-v3"], "precompile": ["precompile", "--suite", "deepseek-v3"],
     "bench": ["bench", "--suite", "deepseek-v3", "--dry-run"], "db": ["db", "list"],
+    "cast": ["cast", "--to", "bf16", "in", "out"],
 }
 ESC = "\x1b[31mred\x1b]0;title\x07"
 
@@ -605,7 +607,13 @@ def help_and_version():
              out_needles=['"family":"gemm"']),
         Case("basic/compile-gemm-spec", lambda c: ["compile", "--spec", json.dumps(GEMM_SPEC)], OK, timeout=300),
         Case("basic/precompile-one-shape", ["precompile", "--shapes", "one.csv"], OK, timeout=300,
-             setup=lambda c: c.write("one.csv", ONE_SHAPE), out_needles=["1 shapes"]))
+             setup=lambda c: c.write("one.csv", ONE_SHAPE), out_needles=["1 shapes"]),
+        Case("basic/cast-missing-input", ["cast", "--to", "bf16", "nope", "out"], ERROR, needles=["not a directory"]),
+        Case("basic/cast-not-a-checkpoint", ["cast", "--to", "fp8", "empty", "out"], ERROR,
+             setup=lambda c: c.mkdir("empty"), needles=["not a Hugging Face safetensors checkpoint"]),
+        Case("basic/cast-into-itself", ["cast", "--to", "bf16", "empty", "empty"], ERROR,
+             setup=lambda c: c.mkdir("empty"), needles=["is the input folder"]),
+        Case("basic/cast-bad-to", ["cast", "--to", "fp4", "a", "b"], USAGE, needles=["--to"]))
     add(Case("help/version", ["--version"], OK, out_needles=["fp8jit "]),
         Case("help/top", ["--help"], OK, out_needles=list(COMMANDS)),
         Case("help/top-short", ["-h"], OK, out_needles=["precompile"]),

@@ -40,8 +40,9 @@ TEST(Safetensors, LayoutIsTheLibrarysByteForByte) {
   // safetensors.torch.save_file({"b": torch.zeros(2), "a": torch.zeros(1, 2, dtype=torch.bfloat16),
   // "c": torch.zeros(3, dtype=torch.float8_e4m3fn)}, metadata={"format": "pt"}): descending dtype,
   // then name; dtype, shape, data_offsets in that order; compact; spaces to a multiple of 8.
-  const Layout l = layout_of({{"a", StDtype::BF16, {1, 2}}, {"c", StDtype::F8_E4M3, {3}}, {"b", StDtype::F32, {2}}},
-                             {{"format", "pt"}});
+  const Layout l = layout_of(
+      {{"a", StDtype::BF16, {1, 2}}, {"c", StDtype::F8_E4M3, {3}}, {"b", StDtype::F32, {2}}},
+      {{"format", "pt"}});
   const std::string json =
       R"({"__metadata__":{"format":"pt"},"b":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
       R"("a":{"dtype":"BF16","shape":[1,2],"data_offsets":[8,12]},"c":{"dtype":"F8_E4M3","shape":[3],)"
@@ -58,8 +59,10 @@ TEST(Safetensors, LayoutIsTheLibrarysByteForByte) {
 TEST(Safetensors, WriteThenReadRoundTrips) {
   test::TempDir dir("fp8jit_st");
   const std::string path = dir.path() + "/m.safetensors";
-  SafetensorsWriter w(path, layout_of({{"w", StDtype::BF16, {2, 3}}, {"s", StDtype::F32, {1}}, {"e", StDtype::U8, {0}}},
-                                      {{"format", "pt"}}));
+  SafetensorsWriter w(
+      path,
+      layout_of({{"w", StDtype::BF16, {2, 3}}, {"s", StDtype::F32, {1}}, {"e", StDtype::U8, {0}}},
+                {{"format", "pt"}}));
   EXPECT_FALSE(fs::exists(path));  // only the temporary until commit
   std::vector<std::string> order;
   while (const TensorInfo* t = w.next()) {
@@ -88,9 +91,11 @@ TEST(Safetensors, UnfinishedWriterLeavesNothing) {
   {
     SafetensorsWriter w(path, layout_of({{"a", StDtype::F32, {4}}, {"b", StDtype::F32, {4}}}, {}));
     w.write(std::string(16, 'x'));
-    EXPECT_NE(test::error_message(ErrorKind::internal, [&] { w.commit(); }).find("before tensor \"b\""),
-              std::string::npos);
-    EXPECT_NE(test::error_message(ErrorKind::internal, [&] { w.write("short"); }).find("16 bytes, 5 given"),
+    EXPECT_NE(
+        test::error_message(ErrorKind::internal, [&] { w.commit(); }).find("before tensor \"b\""),
+        std::string::npos);
+    EXPECT_NE(test::error_message(ErrorKind::internal, [&] { w.write("short"); })
+                  .find("16 bytes, 5 given"),
               std::string::npos);
   }
   EXPECT_TRUE(fs::is_empty(dir.path()));
@@ -119,24 +124,29 @@ TEST(Safetensors, HostileAndTruncatedFilesAreRefusedByName) {
       {"end before begin", raw_file(R"({"w":{"dtype":"U8","shape":[0],"data_offsets":[4,0]}})", 4),
        "end before begin"},
       {"overlap",
-       raw_file(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
-                8),
+       raw_file(
+           R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+           8),
        "tensor \"b\": data_offsets [4, 8] overlap"},
       {"hole",
-       raw_file(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"b":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}})",
-                12),
+       raw_file(
+           R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"b":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}})",
+           12),
        "leave bytes [4, 8) unindexed"},
       {"truncated data", raw_file(ok, 5), "need 8 bytes of data, the file holds 5 (truncated?)"},
       {"trailing bytes", raw_file(ok, 9), "1 bytes after the last tensor"},
       {"duplicate name",
-       raw_file(R"({"w":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},"w":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}})",
-                1),
+       raw_file(
+           R"({"w":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},"w":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}})",
+           1),
        "tensor \"w\": named twice"},
-      {"metadata not strings", raw_file(R"({"__metadata__":{"a":1}})", 0), "__metadata__ entry \"a\""},
+      {"metadata not strings", raw_file(R"({"__metadata__":{"a":1}})", 0),
+       "__metadata__ entry \"a\""},
       {"overflowing shape",
        raw_file(R"({"w":{"dtype":"F64","shape":[4294967296,4294967296],"data_offsets":[0,0]}})", 0),
        "shape overflows 64 bits"},
-      {"missing offsets", raw_file(R"({"w":{"dtype":"U8","shape":[1]}})", 1), "data_offsets is not a pair"},
+      {"missing offsets", raw_file(R"({"w":{"dtype":"U8","shape":[1]}})", 1),
+       "data_offsets is not a pair"},
   };
   test::TempDir dir("fp8jit_st");
   for (const BadCase& c : cases) {
@@ -156,9 +166,12 @@ TEST(Safetensors, HostileAndTruncatedFilesAreRefusedByName) {
 
 TEST(Safetensors, MissingOrSpecialFilesAreIoErrors) {
   test::TempDir dir("fp8jit_st");
-  EXPECT_NE(test::error_message(ErrorKind::io, [&] { (void)read_safetensors(dir.path() + "/nope"); }).find("no such file"),
-            std::string::npos);
-  EXPECT_NE(test::error_message(ErrorKind::io, [&] { (void)read_safetensors(dir.path()); }).find("directory"),
+  EXPECT_NE(
+      test::error_message(ErrorKind::io, [&] { (void)read_safetensors(dir.path() + "/nope"); })
+          .find("no such file"),
+      std::string::npos);
+  EXPECT_NE(test::error_message(ErrorKind::io, [&] { (void)read_safetensors(dir.path()); })
+                .find("directory"),
             std::string::npos);
 }
 
