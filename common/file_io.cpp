@@ -4,11 +4,13 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <stdlib.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cctype>
+#include <filesystem>
 #include <functional>
 #include <random>
 #include <set>
@@ -320,6 +322,25 @@ std::optional<WriteFailure> write_new_file(const std::string& path,
   fd.close_now();
   ::unlink(path.c_str());
   return WriteFailure{failed, err};
+}
+
+FileLock::FileLock(const std::string& path) {
+  std::error_code ec;
+  std::filesystem::create_directories(parent_of(path), ec);
+  const int fd = open_retry(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+  if (fd < 0) return;
+  int r;
+  do r = ::flock(fd, LOCK_EX);
+  while (r != 0 && errno == EINTR);
+  if (r != 0) {
+    ::close(fd);
+    return;
+  }
+  fd_ = fd;
+}
+
+FileLock::~FileLock() {
+  if (fd_ >= 0) ::close(fd_);  // closing the only descriptor releases the flock
 }
 
 void fsync_dir(const std::string& dir) {

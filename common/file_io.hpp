@@ -104,5 +104,21 @@ std::optional<WriteFailure> write_new_file(const std::string& path,
 // Makes renames in `dir` durable. Best effort.
 void fsync_dir(const std::string& dir);
 
+// An exclusive lock on the file `path` (created, with its folder, if missing) held for the
+// object's life: flock(2), so the system releases it when the holder dies, and two opens in one
+// process exclude each other too. Waits for the lock. locked() is false where the file could not
+// be created or locked (a read-only cache, say): the caller goes on without it.
+class FileLock {
+ public:
+  explicit FileLock(const std::string& path);
+  ~FileLock();
+  FileLock(const FileLock&) = delete;
+  FileLock& operator=(const FileLock&) = delete;
+  bool locked() const { return fd_ >= 0; }
+
+ private:
+  int fd_ = -1;
+};
+
 }  // namespace io
 }  // namespace fp8jit

@@ -62,6 +62,7 @@ Settings Settings::from_env() {
     else throw_invalid("FP8JIT_SPLIT_SUM", v, "expected cluster or workspace");
   }
   if (const char* v = env("FP8JIT_FFMA_REUSE")) s.ffma_reuse = parse_bool("FP8JIT_FFMA_REUSE", v);
+  if (const char* v = env("FP8JIT_JIT")) s.jit = parse_bool("FP8JIT_JIT", v);
   return s;
 }
 
@@ -80,6 +81,8 @@ std::vector<std::pair<std::string, std::string>> Settings::documented() {
       {"FP8JIT_JOBS", "compile threads (default: all cores)"},
       {"FP8JIT_KEEP_SOURCE", "1 writes each generated .cu beside its cubin"},
       {"FP8JIT_SPLIT_SUM", "cluster | workspace: how split-K ranges are summed (default cluster, where it fits)"},
+      {"FP8JIT_JIT", "on | off: off, launching a kernel missing from the memory and disk caches is an error "
+                     "instead of a compile on the request path (precompile first; default on)"},
       {"FP8JIT_FFMA_REUSE", "1: every FFMA of a run of 16+ that shares its scale operand with the next keeps it in the "
                             "operand reuse cache (default 1; 0: as ptxas left it)"},
   };

@@ -164,6 +164,35 @@ fp8jit_status fp8jit_runtime_create_with_cache_dir(const char* cache_dir, fp8jit
   return create("fp8jit_runtime_create_with_cache_dir", out, false, cache_dir);
 }
 
+void fp8jit_runtime_options_init(fp8jit_runtime_options* options) {
+  if (!options) return;
+  const fp8jit::RuntimeOptions defaults;
+  *options = fp8jit_runtime_options{sizeof(fp8jit_runtime_options), nullptr, nullptr, defaults.jit ? 1 : 0};
+}
+
+fp8jit_status fp8jit_runtime_create_with_options(const fp8jit_runtime_options* options, fp8jit_runtime** out) {
+  if (out != nullptr) *out = nullptr;
+  return guarded([&] {
+    const char* fn = "fp8jit_runtime_create_with_options";
+    require(out, "out", fn, "a place for the new runtime (fp8jit_runtime**)");
+    require(options, "options", fn, "an fp8jit_runtime_options pointer (fp8jit_runtime_options_init)");
+    // Only this header's layout is known: a smaller size is an uninitialised struct, a larger
+    // one a caller built against a newer fp8jit whose fields this library would ignore.
+    if (options->struct_size != sizeof(fp8jit_runtime_options))
+      fp8jit::throw_invalid("options->struct_size", std::to_string(options->struct_size),
+                            fmt::format("{} (fill the struct with fp8jit_runtime_options_init, and build against "
+                                        "this library's fp8jit.h)",
+                                        sizeof(fp8jit_runtime_options)));
+    if (options->jit != 0 && options->jit != 1)
+      fp8jit::throw_invalid("options->jit", std::to_string(options->jit), "0 or 1");
+    fp8jit::RuntimeOptions o;
+    o.cache_dir = options->cache_dir ? options->cache_dir : "";
+    o.db_path = options->db_path ? options->db_path : "";
+    o.jit = options->jit == 1;
+    *out = new fp8jit_runtime(o);
+  });
+}
+
 void fp8jit_runtime_destroy(fp8jit_runtime* runtime) {
   // ~Runtime frees device memory through try_api() and does not throw; guard anyway.
   (void)guarded([&] { delete runtime; });

@@ -38,6 +38,7 @@ RuntimeOptions RuntimeOptions::from_settings() {
   o.tune = s.tune;
   o.jobs = s.jobs;
   o.split_sum = s.split_sum;
+  o.jit = s.jit;
   o.keep_source = s.keep_source;
   o.ffma_reuse = s.ffma_reuse;
   o.log_level = s.log_level;
@@ -104,7 +105,8 @@ const GemmArgs* split_args(const GroupedGemmArgs&) {
 struct Runtime::Impl {
   explicit Impl(const RuntimeOptions& o)
       : options(applied(o)),
-        kernels({options.cache_dir, options.keep_source, gemm_post_passes(options.ffma_reuse), {ops::gemm_load_hook()}}) {}
+        kernels({options.cache_dir, options.keep_source, gemm_post_passes(options.ffma_reuse), {ops::gemm_load_hook()},
+                 options.jit}) {}
 
   RuntimeOptions options;
   KernelCache kernels;
@@ -246,7 +248,13 @@ struct Runtime::Impl {
 };
 
 Runtime::Runtime() : Runtime(RuntimeOptions::from_settings()) {}
-Runtime::Runtime(const RuntimeOptions& options) : impl_(std::make_unique<Impl>(options)) {}
+Runtime::Runtime(const RuntimeOptions& options) {
+  // Tuning on a miss compiles every candidate on the request that missed.
+  if (!options.jit && options.tune == TunePolicy::on_miss)
+    throw_invalid("tune", "on-miss", "tuning on a miss compiles on the request path, which jit = false (FP8JIT_JIT=off) "
+                                     "forbids; use cached or off");
+  impl_ = std::make_unique<Impl>(options);
+}
 Runtime::~Runtime() = default;
 
 KernelSpec Runtime::select(const QuantizeArgs& args) const {
@@ -286,7 +294,7 @@ void Runtime::gemm(const GemmArgs& args, CUstream stream) {
       const TuneResult r = tune(a);  // stores the row and the route
       if (r.best) found.spec = r.candidates[*r.best].spec;
     }
-    route = impl_->remember(key, impl_->kernels.get(found.spec), &a);
+    route = impl_->remember(key, impl_->kernels.get(found.spec, fmt::format("gemm M={} N={} K={}", a.m, a.n, a.k)), &a);
   }
   impl_->run_gemm(*route.kernel, a, key.ctx, route.sm_count, route.splits, stream);
 }
@@ -333,7 +341,8 @@ void Runtime::grouped_gemm(const GroupedGemmArgs& args, CUstream stream) {
       const TuneResult r = tune(a);  // stores the row and the route
       if (r.best) found.spec = r.candidates[*r.best].spec;
     }
-    route = impl_->remember(key, impl_->kernels.get(found.spec));
+    route = impl_->remember(key, impl_->kernels.get(found.spec, fmt::format("{} grouped gemm of {} groups, M={} N={} K={}",
+                                                                        to_string(a.layout), a.groups, a.m, a.n, a.k)));
   }
   ops::launch(*route.kernel, a, route.sm_count, stream);
 }

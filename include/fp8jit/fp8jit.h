@@ -232,6 +232,22 @@ FP8JIT_API fp8jit_status fp8jit_runtime_create(fp8jit_runtime** out);
  * defaults of fp8jit::RuntimeOptions for the rest: no FP8JIT_* variable is read. */
 FP8JIT_API fp8jit_status fp8jit_runtime_create_with_cache_dir(const char* cache_dir,
                                                               fp8jit_runtime** out);
+/* Options of fp8jit_runtime_create_with_options: fill with fp8jit_runtime_options_init, then set
+ * the fields you need. struct_size lets a later fp8jit add fields without breaking callers built
+ * against this header. */
+typedef struct fp8jit_runtime_options {
+  size_t struct_size;    /* sizeof(fp8jit_runtime_options); set by fp8jit_runtime_options_init */
+  const char* cache_dir; /* the binary cache directory; NULL or "": no disk cache */
+  const char* db_path;   /* the tuning database; NULL or "": none (heuristics only) */
+  int jit;               /* 1 (default): a kernel no cache holds is compiled on its first launch;
+                            0: that launch fails with FP8JIT_ERROR_UNSUPPORTED, naming the kernel
+                            and the shape (serving: precompile first, never compile on a request) */
+} fp8jit_runtime_options;
+/* The defaults of fp8jit::RuntimeOptions (no disk cache, no database, jit on); no FP8JIT_*
+ * variable is read. NULL is a no-op. */
+FP8JIT_API void fp8jit_runtime_options_init(fp8jit_runtime_options* options);
+FP8JIT_API fp8jit_status fp8jit_runtime_create_with_options(const fp8jit_runtime_options* options,
+                                                            fp8jit_runtime** out);
 /* Frees the handle and its kernels (call after the work queued with it has finished). NULL ok. */
 FP8JIT_API void fp8jit_runtime_destroy(fp8jit_runtime* runtime);
 /* The disk cache directory ("" when disabled; NULL for a NULL handle). Owned by the handle. */

@@ -33,11 +33,15 @@ struct FP8JIT_API RuntimeOptions {
   SplitSum split_sum = SplitSum::cluster;
   bool keep_source = false;  // write each generated .cu beside its cubin (needs the disk cache)
   bool ffma_reuse = true;    // the FFMA reuse post-pass on compiled cubins
+  // false: a launch whose kernel is in neither the memory nor the disk cache fails (Error
+  // unsupported, naming the kernel and how to precompile it) instead of compiling on the request
+  // path. compile(), precompile() and tune() still compile: they are how the caches get filled.
+  bool jit = true;
   // Diagnostics on stderr: 0 quiet, 1 warnings, 2 info, 3 debug. The level is process-wide: a
   // Runtime sets it when built (the last one built decides).
   int log_level = 1;
   // FP8JIT_CACHE_DIR, FP8JIT_DISK_CACHE, FP8JIT_DB, FP8JIT_TUNE, FP8JIT_JOBS, FP8JIT_SPLIT_SUM,
-  // FP8JIT_KEEP_SOURCE, FP8JIT_FFMA_REUSE, FP8JIT_LOG
+  // FP8JIT_KEEP_SOURCE, FP8JIT_FFMA_REUSE, FP8JIT_LOG, FP8JIT_JIT
   static RuntimeOptions from_settings();
 };
 

@@ -117,9 +117,9 @@ std::string BinaryCache::path_for(std::string_view key) const {
   return dir_ + "/" + h.substr(0, 2) + "/" + h + ".cubin";
 }
 
-std::optional<std::string> BinaryCache::load(std::string_view key) {
+std::optional<std::string> BinaryCache::load(std::string_view key, bool count_miss) {
   if (dir_.empty()) {
-    misses_.fetch_add(1, std::memory_order_relaxed);
+    misses_.fetch_add(count_miss ? 1 : 0, std::memory_order_relaxed);
     return std::nullopt;
   }
   const std::string path = path_for(key);
@@ -129,21 +129,21 @@ std::optional<std::string> BinaryCache::load(std::string_view key) {
     const int err = errno;
     // Absent: a plain miss, nothing to clean up. Otherwise (no permission, or a socket, which
     // fails open with ENXIO) foreign_miss() tells a file that is not ours from a plain miss.
-    if (err != ENOENT) return foreign_miss(path);
-    misses_.fetch_add(1, std::memory_order_relaxed);
+    if (err != ENOENT) return foreign_miss(path, count_miss);
+    misses_.fetch_add(count_miss ? 1 : 0, std::memory_order_relaxed);
     return std::nullopt;
   }
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) {
-    misses_.fetch_add(1, std::memory_order_relaxed);
+    misses_.fetch_add(count_miss ? 1 : 0, std::memory_order_relaxed);
     return std::nullopt;
   }
-  if (!S_ISREG(st.st_mode)) return foreign_miss(path);
+  if (!S_ISREG(st.st_mode)) return foreign_miss(path, count_miss);
   std::optional<std::string> payload =
       read_entry(fd.get(), static_cast<std::uint64_t>(st.st_size), key);
   if (!payload) {
     corrupt_.fetch_add(1, std::memory_order_relaxed);
-    misses_.fetch_add(1, std::memory_order_relaxed);
+    misses_.fetch_add(count_miss ? 1 : 0, std::memory_order_relaxed);
     remove_if_unchanged(path, st);
     return std::nullopt;
   }
@@ -151,8 +151,8 @@ std::optional<std::string> BinaryCache::load(std::string_view key) {
   return payload;
 }
 
-std::optional<std::string> BinaryCache::foreign_miss(const std::string& path) {
-  misses_.fetch_add(1, std::memory_order_relaxed);
+std::optional<std::string> BinaryCache::foreign_miss(const std::string& path, bool count_miss) {
+  misses_.fetch_add(count_miss ? 1 : 0, std::memory_order_relaxed);
   const std::string why = foreign_entry(path, "left alone and read as a miss");
   if (!why.empty()) {
     corrupt_.fetch_add(1, std::memory_order_relaxed);

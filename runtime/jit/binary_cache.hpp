@@ -34,7 +34,9 @@ class BinaryCache {
   // a miss), is removed best-effort, and is never returned. Something that is not a regular file
   // at the entry's path (a directory, FIFO, socket, device) is not ours: it counts as `corrupt`,
   // is warned about and left in place, and is never opened in a way that could block.
-  std::optional<std::string> load(std::string_view key);
+  // count_miss false: a second look after a first that missed (waiting for another process's
+  // compile) counts a hit but not a second miss.
+  std::optional<std::string> load(std::string_view key, bool count_miss = true);
 
   // Atomic: unique temp file in the same directory, fsync, rename over the final name. Concurrent
   // writers (threads or processes) never expose a partial file; the last rename wins. Failures are
@@ -50,7 +52,7 @@ class BinaryCache {
   void reset_stats();
 
  private:
-  std::optional<std::string> foreign_miss(const std::string& path);  // counts and warns
+  std::optional<std::string> foreign_miss(const std::string& path, bool count_miss);  // counts and warns
 
   std::string dir_;
   std::atomic<std::uint64_t> hits_{0}, misses_{0}, writes_{0}, corrupt_{0}, write_failures_{0};

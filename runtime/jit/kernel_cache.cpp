@@ -50,7 +50,10 @@ std::string KernelCache::cubin_key(const KernelSpec& spec) const {
   return key_of(spec.family, render_source(spec));
 }
 
-std::string KernelCache::cubin(const KernelSpec& spec) {
+std::string KernelCache::cubin(const KernelSpec& spec) { return cubin_of(spec, std::nullopt); }
+
+// `live_for`: set on the launch path (what the kernel is for), where live compiles may be off.
+std::string KernelCache::cubin_of(const KernelSpec& spec, std::optional<std::string_view> live_for) {
   const std::string name = spec_name(spec);
   const std::string source = render_source(spec);
   const std::string key = key_of(spec.family, source);
@@ -58,15 +61,48 @@ std::string KernelCache::cubin(const KernelSpec& spec) {
     log::at(log::debug, "{}: cubin from the disk cache", name);
     return *hit;
   }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (auto it = compiled_.find(key); it != compiled_.end()) return it->second;
+  }
+  if (live_for && !options_.live_compile)
+    throw Error(ErrorKind::unsupported,
+                fmt::format("{}{}{} is in neither the memory nor the disk cache{}, and live compiles are off (FP8JIT_JIT=off / "
+                            "RuntimeOptions::jit): precompile it before serving (fp8jit precompile, "
+                            "Runtime::precompile, fp8jit.precompile) or allow compiles",
+                            *live_for, live_for->empty() ? "" : ": kernel ", name,
+                            disk_.dir().empty() ? " (disabled)" : " " + disk_.dir()));
+  if (disk_.dir().empty()) return compile_and_store(name, spec.family, source, key);
+  // One compile per key across processes: the first to miss compiles under the lock, the others
+  // wait for it and find its cubin on the second look.
+  io::FileLock lock(disk_.path_for(key) + ".lock");
+  if (lock.locked()) {
+    if (auto hit = disk_.load(key, /*count_miss=*/false)) {
+      log::at(log::debug, "{}: cubin from the disk cache, compiled by another process", name);
+      return *hit;
+    }
+  }
+  return compile_and_store(name, spec.family, source, key);
+}
+
+std::string KernelCache::compile_and_store(const std::string& name, const std::string& family,
+                                           const std::string& source, const std::string& key) {
   CompileResult r = nvrtc_compile(name, source, CompileTarget::cubin);
   compiles_++;
   compile_micros_ += static_cast<std::uint64_t>(r.seconds * 1e6);
   log::at(log::info, "{}: compiled in {:.3f} s", name, r.seconds);
   if (!r.log.empty()) log::at(log::debug, "{}: NVRTC log:\n{}", name, r.log);
-  for (const std::string& report : run_post_passes(options_.post_passes, spec.family, r.binary))
+  for (const std::string& report : run_post_passes(options_.post_passes, family, r.binary))
     log::at(log::debug, "{}: {}", name, report);
+  if (disk_.dir().empty()) {
+    if (!options_.live_compile) {  // the launch path may take only what was compiled before it
+      std::lock_guard<std::mutex> lock(mutex_);
+      compiled_.emplace(key, r.binary);
+    }
+    return std::move(r.binary);
+  }
   disk_.store(key, r.binary);
-  if (options_.keep_source && !disk_.dir().empty()) {
+  if (options_.keep_source) {
     // Beside the cubin, so `cuobjdump` output and source can be read together.
     // Temp + rename: a FIFO there fails instead of blocking, a failed write leaves no partial file.
     const std::string path = disk_.path_for(key) + ".cu";
@@ -106,7 +142,7 @@ void probe_own_clusters(LoadedKernel& k) {
 
 }  // namespace
 
-const LoadedKernel& KernelCache::get(const KernelSpec& spec) {
+const LoadedKernel& KernelCache::get(const KernelSpec& spec, std::string_view what) {
   CUcontext ctx = driver::ensure_context();
   Key key{ctx, spec_name(spec)};
   std::promise<std::shared_ptr<LoadedKernel>> promise;
@@ -132,7 +168,7 @@ const LoadedKernel& KernelCache::get(const KernelSpec& spec) {
     auto k = std::make_shared<LoadedKernel>();
     k->spec = spec;
     k->name = key.second;
-    k->module = std::make_shared<Module>(Module::load(cubin(spec)));
+    k->module = std::make_shared<Module>(Module::load(cubin_of(spec, what)));
     for (const std::string& entry : spec_entry_points(spec))
       k->functions.push_back(k->module->function(entry.c_str()));
     k->threads = spec_block_threads(spec);

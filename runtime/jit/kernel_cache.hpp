@@ -9,7 +9,9 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "fp8jit/kernel_spec.hpp"
@@ -66,6 +68,9 @@ struct KernelCacheOptions {
   bool keep_source = false;  // write each compiled kernel's source beside its cubin (`.cu`)
   std::vector<CubinPostPass> post_passes;  // in the order they run
   std::vector<KernelLoadHook> load_hooks;   // in the order they run
+  // false: get() of a kernel whose cubin is in neither the disk cache nor this cache's memory
+  // (what cubin() compiled) throws instead of compiling (RuntimeOptions::jit).
+  bool live_compile = true;
 };
 
 // Everything that decides the bytes of a binary: library version, NVRTC version, options,
@@ -88,11 +93,17 @@ class KernelCache {
 
   // The disk-cache key of `spec`'s cubin (binary_cache_key with its family's post-passes).
   std::string cubin_key(const KernelSpec& spec) const;
-  // The cubin of `spec`, from the disk cache or compiled (needs no GPU).
+  // The cubin of `spec`, from the disk cache or compiled (needs no GPU). Processes sharing the
+  // disk cache compile a missing key once: the first takes a lock file beside the entry
+  // (flock, released by the system if its holder dies), the others wait and read its cubin.
   std::string cubin(const KernelSpec& spec);
   // `spec` loaded into the calling thread's context; compiles and loads on the first request.
-  // Concurrent first requests for one spec compile it once.
-  const LoadedKernel& get(const KernelSpec& spec);
+  // Concurrent first requests for one spec compile it once. `what` (e.g. the GEMM's shape) leads
+  // the error when live compiles are off and the kernel is in no cache.
+  const LoadedKernel& get(const KernelSpec& spec, std::string_view what = {});
+  // The cubin get() loads: cubin(), except that with live compiles off a kernel in no cache is
+  // an error (Error unsupported, led by `what`) instead of a compile.
+  std::string launch_cubin(const KernelSpec& spec, std::string_view what = {}) { return cubin_of(spec, what); }
 
   CacheStats stats() const;
   void reset_stats();
@@ -101,11 +112,17 @@ class KernelCache {
  private:
   using Key = std::pair<CUcontext, std::string>;
   std::string key_of(const std::string& family, const std::string& source) const;
+  std::string cubin_of(const KernelSpec& spec, std::optional<std::string_view> live_for);
+  std::string compile_and_store(const std::string& name, const std::string& family, const std::string& source,
+                                const std::string& key);
 
   KernelCacheOptions options_;
   BinaryCache disk_;
   mutable std::mutex mutex_;
   std::map<Key, std::shared_future<std::shared_ptr<LoadedKernel>>> loaded_;
+  // Without a disk cache and with live compiles off, what cubin() compiled: the launch path may
+  // take it (with live compiles on, a cache without a disk compiles on every cubin()).
+  std::map<std::string, std::string> compiled_;
   std::atomic<std::uint64_t> memory_hits_{0}, memory_misses_{0}, compiles_{0};
   std::atomic<std::uint64_t> compile_micros_{0};
 };

@@ -13,6 +13,7 @@
 
 #include "autotune/lookup.hpp"
 #include "autotune/timer.hpp"
+#include "fp8jit/error.hpp"
 #include "fp8jit/fp8.hpp"
 #include "fp8jit/reference.hpp"
 #include "fp8jit/runtime.hpp"
@@ -249,6 +250,38 @@ TEST_F(RuntimeGpu, FastAccumulationIsItsOwnRoute) {
   ASSERT_EQ(cudaSuccess, cudaDeviceSynchronize());
   const CacheStats st = rt.cache_stats();
   EXPECT_EQ(st.memory_misses, 2u) << "each accumulation mode loads its own kernel once";
+}
+
+// Serving with live compiles off: a launch whose kernel no cache holds fails naming the kernel
+// and the shape, launches nothing and compiles nothing; after precompile() it runs, and a second
+// runtime on the same disk cache runs it without compiling.
+TEST_F(RuntimeGpu, JitOffLaunchesOnlyPrecompiledKernels) {
+  FP8JIT_REQUIRE_GPU();
+  RuntimeOptions o = options();
+  o.jit = false;
+  GemmArgs g = args_of({256, 512, 1024});
+  Operands keep = make(g, 9);
+  {
+    Runtime rt(o);
+    try {
+      rt.gemm(g, nullptr);
+      ADD_FAILURE() << "launched a kernel that no cache held";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::unsupported);
+      EXPECT_NE(std::string(e.what()).find("gemm M=256 N=512 K=1024: kernel " + spec_name(rt.select(g))),
+                std::string::npos)
+          << e.what();
+    }
+    EXPECT_EQ(rt.cache_stats().compiles, 0u);
+    EXPECT_EQ(rt.precompile(GemmProblem{}, {{256, 512, 1024}}), 1u);
+    rt.gemm(g, nullptr);
+    ASSERT_EQ(cudaSuccess, cudaDeviceSynchronize());
+    EXPECT_EQ(rt.cache_stats().compiles, 1u);
+  }
+  Runtime again(o);
+  again.gemm(g, nullptr);
+  ASSERT_EQ(cudaSuccess, cudaDeviceSynchronize());
+  EXPECT_EQ(again.cache_stats().compiles, 0u);
 }
 
 // A shape seen before costs no host allocation: the route, the SM count and the tensor maps

@@ -170,6 +170,39 @@ TEST(CApiRuntime, NullOrEmptyCacheDirDisablesTheDiskCache) {
   }
 }
 
+TEST(CApiRuntime, CreateWithOptionsChecksTheStructAndTakesJitOff) {
+  fp8jit_runtime_options o;
+  std::memset(&o, 0xAB, sizeof o);
+  fp8jit_runtime_options_init(&o);
+  EXPECT_EQ(o.struct_size, sizeof o);
+  EXPECT_EQ(o.cache_dir, nullptr);
+  EXPECT_EQ(o.db_path, nullptr);
+  EXPECT_EQ(o.jit, 1);
+  fp8jit_runtime_options_init(nullptr);  // a no-op
+  fp8jit_runtime* rt = nullptr;
+  o.jit = 0;
+  o.cache_dir = "";
+  ASSERT_EQ(fp8jit_runtime_create_with_options(&o, &rt), FP8JIT_SUCCESS) << last_error();
+  ASSERT_NE(rt, nullptr);
+  EXPECT_STREQ(fp8jit_runtime_cache_dir(rt), "");
+  fp8jit_runtime_destroy(rt);
+  const std::pair<void (*)(fp8jit_runtime_options&), const char*> bad[] = {
+      {[](fp8jit_runtime_options& x) { x.struct_size = 8; }, "invalid options->struct_size = 8"},
+      {[](fp8jit_runtime_options& x) { x.struct_size += 8; }, "options->struct_size"},
+      {[](fp8jit_runtime_options& x) { x.jit = 2; }, "invalid options->jit = 2: 0 or 1"},
+  };
+  for (const auto& [edit, needle] : bad) {
+    fp8jit_runtime_options_init(&o);
+    edit(o);
+    rt = reinterpret_cast<fp8jit_runtime*>(0x1);
+    EXPECT_EQ(fp8jit_runtime_create_with_options(&o, &rt), FP8JIT_ERROR_INVALID_ARGUMENT);
+    EXPECT_EQ(rt, nullptr);
+    EXPECT_NE(last_error().find(needle), std::string::npos) << last_error();
+  }
+  EXPECT_EQ(fp8jit_runtime_create_with_options(nullptr, &rt), FP8JIT_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(last_error().find("options"), std::string::npos) << last_error();
+}
+
 TEST(CApiRuntime, CreateReadsTheSettings) {
   fp8jit_runtime* rt = nullptr;
   ASSERT_EQ(fp8jit_runtime_create(&rt), FP8JIT_SUCCESS) << last_error();
