@@ -376,8 +376,16 @@ std::size_t Runtime::precompile(const GemmProblem& problem, const std::vector<Ge
   std::vector<KernelSpec> specs;
   for (const GemmShape& s : shapes) {
     check_gemm_dims(s.m, s.n, s.k);
-    const KernelSpec spec = impl_->select_gemm(problem, s.m, s.n, s.k).spec;
-    if (std::find(specs.begin(), specs.end(), spec) == specs.end()) specs.push_back(spec);
+    specs.push_back(impl_->select_gemm(problem, s.m, s.n, s.k).spec);
+  }
+  return precompile(specs, jobs, progress);
+}
+
+std::size_t Runtime::precompile(const std::vector<KernelSpec>& all, int jobs, const CompileProgress& progress) {
+  std::vector<KernelSpec> specs;
+  for (const KernelSpec& s : all) {
+    validate_spec(s);
+    if (std::find(specs.begin(), specs.end(), s) == specs.end()) specs.push_back(s);
   }
   std::mutex mutex;
   std::vector<std::string> errors;

@@ -17,6 +17,7 @@
 #include "runtime/jit/driver.hpp"
 #include "tools/cli.hpp"
 #include "tools/grouped_operands.hpp"
+#include "tools/model_precompile.hpp"
 #include "tools/operands.hpp"
 #include "tools/options.hpp"
 #include "tools/progress.hpp"
@@ -27,6 +28,8 @@ namespace {
 
 struct SweepOptions {
   std::string suite, shapes, op = "gemm", scale = "block", out = "bf16", db;
+  std::string model, ms = "1-4096";  // precompile --model
+  int tp = 1;
   bool fast_accum = false;
   int jobs = 1;
   std::int64_t top_k = 32;
@@ -180,6 +183,13 @@ int tune(const SweepOptions& o) {
 }
 
 int precompile(const SweepOptions& o) {
+  if (!o.model.empty()) {
+    if (!o.suite.empty() || !o.shapes.empty())
+      throw_invalid("--model", printable(o.model), "takes the shapes from the model: give no --suite or --shapes");
+    const std::vector<std::int64_t> ms = parse_m_list(o.ms);
+    Runtime rt(runtime_options(o));
+    return precompile_model(rt, o.model, ms, o.tp, problem_of(o), resolve_jobs(o.jobs));
+  }
   const std::string path = shapes_path(o);
   if (is_grouped_shapes(path))
     throw_invalid(o.shapes.empty() ? "--suite" : "--shapes", o.shapes.empty() ? o.suite : o.shapes,
@@ -235,6 +245,13 @@ void add_tune_commands(CLI::App& app) {
   auto* p = app.add_subcommand("precompile", "compile ahead of serving the kernels the runtime will pick (no GPU needed)");
   auto po = std::make_shared<SweepOptions>();
   add_sweep_options(p, *po);
+  p->add_option("--model", po->model,
+                "a Hugging Face config.json (DeepSeek-V3, Qwen3, Qwen3-MoE, Llama, ...): every GEMM of the model "
+                "for each --m, experts in both grouped layouts, and the activation quantize");
+  p->add_option("--m", po->ms, "--model: batch sizes, e.g. 1-4096 (every M) or 1,2,4,8")->capture_default_str();
+  p->add_option("--tp", po->tp, "--model: tensor-parallel ranks (N or K split, experts spread)")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
   on_run(p, [=] { return precompile(*po); });
 }
 

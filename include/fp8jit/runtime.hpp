@@ -93,6 +93,22 @@ class FP8JIT_API Runtime {
   using CompileProgress = std::function<void(std::size_t done, std::size_t total, const KernelSpec& spec)>;
   std::size_t precompile(const GemmProblem& problem, const std::vector<GemmShape>& shapes, int jobs = 0,
                          const CompileProgress& progress = {});
+  // The same for these kernels (each once), e.g. model_kernels()'s.
+  std::size_t precompile(const std::vector<KernelSpec>& specs, int jobs = 0, const CompileProgress& progress = {});
+
+  // What a model will run on one of `tp` tensor-parallel ranks for batches of each m in `ms`
+  // (model_gemms of its config.json text): the kernel each dense GEMM takes, each expert GEMM in
+  // the contiguous (prefill) and masked (decode) layouts at the rows per expert an even routing
+  // gives, and the 1x128 activation quantize; `problem` gives formats, scaling and output (its
+  // layout is ignored). Each entry: what it is for ("mlp.down_proj", "mlp.experts.gate_up_proj
+  // (masked)", "quantize") and the kernel, one entry per distinct pair, in first-use order.
+  struct ModelKernel {
+    std::string what;
+    KernelSpec spec;
+    std::int64_t m_min = 0, m_max = 0;  // the batch sizes that take it for `what`
+  };
+  std::vector<ModelKernel> model_kernels(std::string_view config_json, const std::vector<std::int64_t>& ms,
+                                         int tp = 1, const GemmProblem& problem = {}) const;
 
   // The variants gemm() and grouped_gemm() would take for a problem and shape, without operands
   // (the same lookup: database row, nearest tuned M, heuristic; the heuristic without a GPU).

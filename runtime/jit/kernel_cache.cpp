@@ -1,5 +1,7 @@
 #include "runtime/jit/kernel_cache.hpp"
 
+#include <unistd.h>
+
 #include <fmt/format.h>
 
 #include "runtime/jit/driver.hpp"
@@ -75,7 +77,18 @@ std::string KernelCache::cubin_of(const KernelSpec& spec, std::optional<std::str
   if (disk_.dir().empty()) return compile_and_store(name, spec.family, source, key);
   // One compile per key across processes: the first to miss compiles under the lock, the others
   // wait for it and find its cubin on the second look.
-  io::FileLock lock(disk_.path_for(key) + ".lock");
+  const std::string lock_path = disk_.path_for(key) + ".lock";
+  io::FileLock lock(lock_path);
+  // The lock file goes while still held, once the cubin is stored (or found): the cache keeps
+  // only cubins, and a process still waiting on the removed file finds the cubin on its second
+  // look. Declared after `lock`, so it runs before the lock is released.
+  struct RemoveLockFile {
+    const std::string& path;
+    bool held;
+    ~RemoveLockFile() {
+      if (held) ::unlink(path.c_str());
+    }
+  } remove_lock_file{lock_path, lock.locked()};
   if (lock.locked()) {
     if (auto hit = disk_.load(key, /*count_miss=*/false)) {
       log::at(log::debug, "{}: cubin from the disk cache, compiled by another process", name);
