@@ -267,6 +267,25 @@ fp8jit_status fp8jit_gemm_precompile(fp8jit_runtime* runtime, const fp8jit_gemm_
   });
 }
 
+fp8jit_status fp8jit_precompile_model(fp8jit_runtime* runtime, const char* config_json,
+                                      const fp8jit_gemm_args* problem, const int64_t* ms, size_t count, int tp,
+                                      size_t* kernels) {
+  return guarded([&] {
+    const char* fn = "fp8jit_precompile_model";
+    require(runtime, "runtime", fn, kRuntimeWhat);
+    require(config_json, "config_json", fn, "the text of a config.json");
+    require(problem, "problem", fn, "an fp8jit_gemm_args pointer");
+    require(ms, "ms", fn, "count batch sizes");
+    const fp8jit::GemmArgs a = to_cpp(*problem);
+    const fp8jit::GemmProblem p{a.a_format, a.b_format, a.d_dtype, a.scale_mode, a.bias != nullptr, a.fast_accum};
+    std::vector<fp8jit::KernelSpec> specs;
+    for (const auto& k : runtime->runtime.model_kernels(config_json, std::vector<int64_t>(ms, ms + count), tp, p))
+      specs.push_back(k.spec);
+    const std::size_t n = runtime->runtime.precompile(specs);
+    if (kernels) *kernels = n;
+  });
+}
+
 fp8jit_status fp8jit_runtime_cache_stats(const fp8jit_runtime* runtime, fp8jit_cache_stats* out) {
   return guarded([&] {
     require(runtime, "runtime", "fp8jit_runtime_cache_stats", kRuntimeWhat);

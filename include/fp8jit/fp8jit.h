@@ -296,6 +296,13 @@ FP8JIT_API fp8jit_status fp8jit_gemm_tune(fp8jit_runtime* runtime, const fp8jit_
 FP8JIT_API fp8jit_status fp8jit_gemm_precompile(fp8jit_runtime* runtime,
                                                 const fp8jit_gemm_args* problem, const int64_t* mnk,
                                                 size_t count);
+/* Compiles every kernel a model will run on one of `tp` tensor-parallel ranks for each of the
+ * `count` batch sizes in `ms` (fp8jit::Runtime::model_kernels): `config_json` is the text of its
+ * Hugging Face config.json, `problem` as for fp8jit_gemm_precompile. The number of distinct
+ * kernels goes to *kernels (may be NULL). Needs no GPU. */
+FP8JIT_API fp8jit_status fp8jit_precompile_model(fp8jit_runtime* runtime, const char* config_json,
+                                                 const fp8jit_gemm_args* problem, const int64_t* ms,
+                                                 size_t count, int tp, size_t* kernels);
 FP8JIT_API fp8jit_status fp8jit_runtime_cache_stats(const fp8jit_runtime* runtime,
                                                     fp8jit_cache_stats* out);
 FP8JIT_API fp8jit_status fp8jit_runtime_reset_cache_stats(fp8jit_runtime* runtime);

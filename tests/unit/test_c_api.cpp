@@ -203,6 +203,28 @@ TEST(CApiRuntime, CreateWithOptionsChecksTheStructAndTakesJitOff) {
   EXPECT_NE(last_error().find("options"), std::string::npos) << last_error();
 }
 
+TEST(CApiRuntime, PrecompileModelCompilesItsKernelsOnce) {
+  fp8jit_runtime* rt = nullptr;
+  ASSERT_EQ(fp8jit_runtime_create_with_cache_dir(nullptr, &rt), FP8JIT_SUCCESS) << last_error();
+  fp8jit_gemm_args problem;
+  fp8jit_gemm_args_init(&problem);
+  const char* config = R"({"model_type": "llama", "hidden_size": 1024, "intermediate_size": 2048,
+    "num_attention_heads": 8, "num_key_value_heads": 2})";
+  const int64_t ms[] = {1, 64};
+  size_t kernels = 0;
+  ASSERT_EQ(fp8jit_precompile_model(rt, config, &problem, ms, 2, 1, &kernels), FP8JIT_SUCCESS) << last_error();
+  fp8jit_cache_stats stats;
+  ASSERT_EQ(fp8jit_runtime_cache_stats(rt, &stats), FP8JIT_SUCCESS);
+  EXPECT_GE(kernels, 2u);
+  EXPECT_EQ(stats.compiles, kernels);
+  EXPECT_EQ(fp8jit_precompile_model(rt, R"({"model_type": "bert"})", &problem, ms, 2, 1, nullptr),
+            FP8JIT_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(last_error().find("bert"), std::string::npos) << last_error();
+  EXPECT_EQ(fp8jit_precompile_model(rt, nullptr, &problem, ms, 2, 1, nullptr), FP8JIT_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(fp8jit_precompile_model(rt, config, &problem, ms, 0, 1, nullptr), FP8JIT_ERROR_INVALID_ARGUMENT);
+  fp8jit_runtime_destroy(rt);
+}
+
 TEST(CApiRuntime, CreateReadsTheSettings) {
   fp8jit_runtime* rt = nullptr;
   ASSERT_EQ(fp8jit_runtime_create(&rt), FP8JIT_SUCCESS) << last_error();
