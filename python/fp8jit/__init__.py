@@ -41,6 +41,7 @@ __all__ = [
     "grouped_gemm",
     "has_gpu",
     "precompile",
+    "precompile_model",
     "quantize",
     "reset_cache_stats",
     "select_gemm",
@@ -102,6 +103,34 @@ def precompile(shapes: Iterable[Sequence[int]], *, a_format: str = "e4m3", b_for
             raise ValueError(f"shapes: expected (m, n, k) triples, got {tuple(s)!r}")
         triples.append(tuple(int(v) for v in s))
     return _fp8jit.precompile(triples, a_format, b_format, out, scale, bias, fast_accum, jobs)
+
+
+def precompile_model(config: Union[str, Mapping[str, Any]], ms: Iterable[int] = range(1, 4097), *, tp: int = 1,
+                     a_format: str = "e4m3", b_format: str = "e4m3", out: str = "bf16", scale: str = "block",
+                     jobs: int = 0) -> list:
+    """Compiles every kernel a model runs before serving: ``config`` is the path of its Hugging Face
+    config.json (or its dict), ``ms`` the batch sizes, ``tp`` the tensor-parallel ranks. Its
+    GEMMs (fused QKV or DeepSeek's low-rank attention, MLPs, experts in the contiguous and masked
+    layouts) and the activation quantize. Returns one dict per kernel: what it serves, its spec
+    and the smallest and largest batch size that takes it. With FP8JIT_JIT=off afterwards, no
+    request compiles."""
+    if isinstance(config, Mapping):
+        text = _json.dumps(config)
+    elif isinstance(config, str):
+        try:
+            with open(config, encoding="utf-8") as f:
+                text = f.read()
+        except OSError as e:
+            raise ValueError(f"config: cannot read {config!r}: {e.strerror}") from e
+    else:
+        raise ValueError(f"config: expected a config.json path or a dict, got {type(config).__name__}")
+    batch = []
+    for m in ms:
+        if isinstance(m, bool) or not isinstance(m, int):
+            raise ValueError(f"ms: expected ints, got {m!r}")
+        batch.append(m)
+    rows = _fp8jit.precompile_model(text, batch, tp, a_format, b_format, out, scale, jobs)
+    return [{"what": w, "spec": _json.loads(s), "m_min": lo, "m_max": hi} for w, s, lo, hi in rows]
 
 
 def has_gpu() -> bool:

@@ -29,6 +29,11 @@ def precompile(shapes: Sequence[tuple[int, int, int]], a_format: str = 'e4m3', b
     Compiles the kernels gemm() would take for these (m, n, k) shapes; returns how many compiled.
     """
 
+def precompile_model(config_json: str, ms: Sequence[int], tp: int = 1, a_format: str = 'e4m3', b_format: str = 'e4m3', out: str = 'bf16', scale: str = 'block', jobs: int = 0) -> list[tuple[str, str, int, int]]:
+    """
+    Compiles every kernel a model (its config.json text) runs for these batch sizes on one of tp ranks; returns (what, spec JSON, smallest M, largest M) per kernel.
+    """
+
 def scale_count(granularity: str, scale_layout: str, rows: int, cols: int) -> int:
     """
     Floats a scale tensor holds for a [rows, cols] tensor (col_major_tma pads rows to 4).

@@ -109,6 +109,28 @@ void bind_specs(nb::module_& m) {
       "scale"_a = "block", "bias"_a = false, "fast_accum"_a = false, "jobs"_a = 0,
       "Compiles the kernels gemm() would take for these (m, n, k) shapes; returns how many "
       "compiled.");
+  m.def(
+      "precompile_model",
+      [](const std::string& config_json, const std::vector<std::int64_t>& ms, int tp,
+         const std::string& a_format, const std::string& b_format, const std::string& out,
+         const std::string& scale, int jobs) {
+        const GemmProblem p = gemm_problem(a_format, b_format, out, scale, false, false, "dense");
+        std::vector<std::tuple<std::string, std::string, std::int64_t, std::int64_t>> rows;
+        std::vector<KernelSpec> specs;
+        {
+          nb::gil_scoped_release unlocked;
+          for (const Runtime::ModelKernel& k : rt().model_kernels(config_json, ms, tp, p)) {
+            rows.emplace_back(k.what, spec_to_json(k.spec), k.m_min, k.m_max);
+            specs.push_back(k.spec);
+          }
+          rt().precompile(specs, jobs);
+        }
+        return rows;
+      },
+      "config_json"_a, "ms"_a, "tp"_a = 1, "a_format"_a = "e4m3", "b_format"_a = "e4m3",
+      "out"_a = "bf16", "scale"_a = "block", "jobs"_a = 0,
+      "Compiles every kernel a model (its config.json text) runs for these batch sizes on one of "
+      "tp ranks; returns (what, spec JSON, smallest M, largest M) per kernel.");
 }
 
 void bind_runtime(nb::module_& m) {

@@ -122,6 +122,27 @@ def test_tune_checks_its_options_before_anything_else():
         _fp8jit.tune_gemm(*args[:12], "nope", *args[13:], 8, 1, 5, 0)
 
 
+def test_precompile_model_compiles_a_model_s_kernels(tmp_path):
+    config = {"model_type": "qwen3", "hidden_size": 1024, "intermediate_size": 3072, "num_attention_heads": 16,
+              "num_key_value_heads": 4, "head_dim": 64}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    rows = fp8jit.precompile_model(str(path), [1, 2, 128], tp=2)
+    whats = {r["what"] for r in rows}
+    assert {"self_attn.qkv_proj", "self_attn.o_proj", "mlp.gate_up_proj", "mlp.down_proj"} <= whats
+    assert rows[-1]["spec"]["family"] == "quantize"
+    assert all(1 <= r["m_min"] <= r["m_max"] <= 128 for r in rows)
+    assert fp8jit.precompile_model(config, [1, 2, 128], tp=2) == rows  # a dict works too
+    with pytest.raises(ValueError, match="tp = 3"):
+        fp8jit.precompile_model(config, [1], tp=3)
+    with pytest.raises(ValueError, match="gpt2"):
+        fp8jit.precompile_model({"model_type": "gpt2"}, [1])
+    with pytest.raises(ValueError, match="cannot read"):
+        fp8jit.precompile_model(str(tmp_path / "missing.json"), [1])
+    with pytest.raises(ValueError, match="ms"):
+        fp8jit.precompile_model(config, [1.5])
+
+
 def test_scale_count_follows_the_layouts():
     assert _fp8jit.scale_count("1x128", "row_major", 5, 300) == 15
     assert _fp8jit.scale_count("1x128", "col_major_tma", 5, 300) == 24  # 5 rows padded to 8
