@@ -15,6 +15,7 @@
 #include <type_traits>
 
 #include "fp8jit/error.hpp"
+#include "fp8jit/log.hpp"
 #include "fp8jit/runtime.hpp"
 #include "fp8jit/types.hpp"
 #include "fp8jit/version.hpp"
@@ -284,6 +285,12 @@ fp8jit_status fp8jit_precompile_model(fp8jit_runtime* runtime, const char* confi
     const std::size_t n = runtime->runtime.precompile(specs);
     if (kernels) *kernels = n;
   });
+}
+
+void fp8jit_set_log_callback(fp8jit_log_callback callback, void* user) { fp8jit::set_log_callback(callback, user); }
+
+fp8jit_status fp8jit_set_log_level(int level) {
+  return guarded([&] { fp8jit::set_log_level(level); });
 }
 
 fp8jit_status fp8jit_runtime_cache_stats(const fp8jit_runtime* runtime, fp8jit_cache_stats* out) {

@@ -292,9 +292,11 @@ void Runtime::gemm(const GemmArgs& args, CUstream stream) {
     GemmLookup found = impl_->select_gemm(ops::problem_of(a), a.m, a.n, a.k);
     if (found.source != LookupSource::exact && impl_->options.tune == TunePolicy::on_miss) {
       const TuneResult r = tune(a);  // stores the row and the route
-      if (r.best) found.spec = r.candidates[*r.best].spec;
+      if (r.best) found.spec = r.candidates[*r.best].spec, found.source = LookupSource::exact;
     }
-    route = impl_->remember(key, impl_->kernels.get(found.spec, fmt::format("gemm M={} N={} K={}", a.m, a.n, a.k)), &a);
+    const std::string what = fmt::format("gemm M={} N={} K={}", a.m, a.n, a.k);
+    log::at(log::info, "{}: {} (from the {})", what, spec_name(found.spec), to_string(found.source));
+    route = impl_->remember(key, impl_->kernels.get(found.spec, what), &a);
   }
   impl_->run_gemm(*route.kernel, a, key.ctx, route.sm_count, route.splits, stream);
 }
@@ -339,10 +341,12 @@ void Runtime::grouped_gemm(const GroupedGemmArgs& args, CUstream stream) {
     GemmLookup found = impl_->select_grouped(a);
     if (found.source != LookupSource::exact && impl_->options.tune == TunePolicy::on_miss) {
       const TuneResult r = tune(a);  // stores the row and the route
-      if (r.best) found.spec = r.candidates[*r.best].spec;
+      if (r.best) found.spec = r.candidates[*r.best].spec, found.source = LookupSource::exact;
     }
-    route = impl_->remember(key, impl_->kernels.get(found.spec, fmt::format("{} grouped gemm of {} groups, M={} N={} K={}",
-                                                                        to_string(a.layout), a.groups, a.m, a.n, a.k)));
+    const std::string what = fmt::format("{} grouped gemm of {} groups, M={} N={} K={}, expected M={}",
+                                         to_string(a.layout), a.groups, a.m, a.n, a.k, a.expected_m);
+    log::at(log::info, "{}: {} (from the {})", what, spec_name(found.spec), to_string(found.source));
+    route = impl_->remember(key, impl_->kernels.get(found.spec, what));
   }
   ops::launch(*route.kernel, a, route.sm_count, stream);
 }

@@ -312,6 +312,16 @@ FP8JIT_API fp8jit_status fp8jit_scale_count(fp8jit_granularity granularity,
                                             fp8jit_scale_layout layout, int64_t m, int64_t k,
                                             int64_t* out);
 
+/* ---- diagnostics --------------------------------------------------------------------------- */
+
+/* fp8jit's messages (level 1 warning, 2 info: a compile, the kernel chosen for each new shape;
+ * 3 debug) go to stderr unless a callback takes them: process-wide, called from any fp8jit
+ * thread, one call at a time; `message` lives for the call only. NULL: back to stderr. */
+typedef void (*fp8jit_log_callback)(int level, const char* message, void* user);
+FP8JIT_API void fp8jit_set_log_callback(fp8jit_log_callback callback, void* user);
+/* 0 quiet, 1 warnings (default), 2 info, 3 debug; a runtime created later sets its own. */
+FP8JIT_API fp8jit_status fp8jit_set_log_level(int level);
+
 /* ---- errors and version ------------------------------------------------------------------- */
 
 /* The message of the calling thread's most recent failure ("" if none). Valid until the thread's

@@ -1,8 +1,12 @@
 // The runtime on the GPU: tuning into the database, a second process using the stored rows
 // without compiling, CUDA-graph capture of gemm, concurrent callers, routes per problem, and no
 // host allocation on a repeated call.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
+
+#include <algorithm>
 
 #include <atomic>
 #include <filesystem>
@@ -15,6 +19,7 @@
 #include "autotune/timer.hpp"
 #include "fp8jit/error.hpp"
 #include "fp8jit/fp8.hpp"
+#include "fp8jit/log.hpp"
 #include "fp8jit/reference.hpp"
 #include "fp8jit/runtime.hpp"
 #include "tests/common/child_process.hpp"
@@ -282,6 +287,26 @@ TEST_F(RuntimeGpu, JitOffLaunchesOnlyPrecompiledKernels) {
   again.gemm(g, nullptr);
   ASSERT_EQ(cudaSuccess, cudaDeviceSynchronize());
   EXPECT_EQ(again.cache_stats().compiles, 0u);
+}
+
+// At the info level a new shape's first call reports the kernel chosen and where from.
+TEST_F(RuntimeGpu, FirstCallOfAShapeLogsItsKernelAndSource) {
+  FP8JIT_REQUIRE_GPU();
+  std::vector<std::string> got;
+  set_log_callback([](int, const char* m, void* user) { static_cast<std::vector<std::string>*>(user)->push_back(m); },
+                   &got);
+  RuntimeOptions o = options();
+  o.log_level = 2;
+  Runtime rt(o);
+  GemmArgs g = args_of({192, 768, 512});
+  Operands keep = make(g, 11);
+  rt.gemm(g, nullptr);
+  rt.gemm(g, nullptr);  // routed: no second line
+  ASSERT_EQ(cudaSuccess, cudaDeviceSynchronize());
+  set_log_callback(nullptr);
+  set_log_level(1);
+  const std::string line = "gemm M=192 N=768 K=512: " + spec_name(rt.select(g)) + " (from the heuristic)";
+  EXPECT_EQ(std::count(got.begin(), got.end(), line), 1) << fmt::format("{}", fmt::join(got, "\n"));
 }
 
 // A shape seen before costs no host allocation: the route, the SM count and the tensor maps

@@ -225,6 +225,25 @@ TEST(CApiRuntime, PrecompileModelCompilesItsKernelsOnce) {
   fp8jit_runtime_destroy(rt);
 }
 
+TEST(CApiRuntime, LogCallbackAndLevel) {
+  EXPECT_EQ(fp8jit_set_log_level(9), FP8JIT_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(last_error().find("log level = 9"), std::string::npos) << last_error();
+  int calls = 0;
+  fp8jit_set_log_callback([](int, const char*, void* user) { ++*static_cast<int*>(user); }, &calls);
+  EXPECT_EQ(fp8jit_set_log_level(2), FP8JIT_SUCCESS);
+  fp8jit_runtime* rt = nullptr;
+  ASSERT_EQ(fp8jit_runtime_create_with_cache_dir(nullptr, &rt), FP8JIT_SUCCESS);  // sets level 1 (its options)
+  EXPECT_EQ(fp8jit_set_log_level(2), FP8JIT_SUCCESS);
+  fp8jit_gemm_args problem;
+  fp8jit_gemm_args_init(&problem);
+  const int64_t mnk[] = {64, 256, 512};
+  ASSERT_EQ(fp8jit_gemm_precompile(rt, &problem, mnk, 1), FP8JIT_SUCCESS) << last_error();
+  EXPECT_GE(calls, 1);  // the compile, at info
+  fp8jit_set_log_callback(nullptr, nullptr);
+  EXPECT_EQ(fp8jit_set_log_level(1), FP8JIT_SUCCESS);
+  fp8jit_runtime_destroy(rt);
+}
+
 TEST(CApiRuntime, CreateReadsTheSettings) {
   fp8jit_runtime* rt = nullptr;
   ASSERT_EQ(fp8jit_runtime_create(&rt), FP8JIT_SUCCESS) << last_error();

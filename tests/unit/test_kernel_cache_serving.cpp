@@ -15,6 +15,7 @@
 #include "common/file_io.hpp"
 #include "common/hash.hpp"
 #include "fp8jit/kernel_spec.hpp"
+#include "fp8jit/log.hpp"
 #include "fp8jit/runtime.hpp"
 #include "runtime/jit/kernel_cache.hpp"
 #include "tests/common/expect_error.hpp"
@@ -67,6 +68,29 @@ TEST(KernelCacheServing, JitOffRefusesOnMissTuning) {
   o.tune = TunePolicy::cached;
   Runtime rt(o);
   EXPECT_FALSE(rt.options().jit);
+}
+
+// The host app's log sink gets fp8jit's messages (here: a compile at the info level) instead of
+// stderr, and only up to the level set.
+TEST(KernelCacheServing, LogMessagesGoToTheHostAppsCallback) {
+  struct Sink {
+    std::vector<std::pair<int, std::string>> got;
+    static void take(int level, const char* message, void* user) {
+      static_cast<Sink*>(user)->got.emplace_back(level, message);
+    }
+  } sink;
+  set_log_callback(&Sink::take, &sink);
+  set_log_level(2);
+  KernelCache c({.cache_dir = ""});
+  (void)c.cubin(spec());
+  set_log_level(1);
+  (void)c.cubin(spec());  // compiled again (no disk cache), not reported at level 1
+  set_log_callback(nullptr);
+  ASSERT_EQ(sink.got.size(), 1u);
+  EXPECT_EQ(sink.got[0].first, 2);
+  EXPECT_NE(sink.got[0].second.find(spec_name(spec()) + ": compiled in"), std::string::npos) << sink.got[0].second;
+  EXPECT_NE(test::invalid_message([] { set_log_level(4); }).find("log level = 4"), std::string::npos);
+  EXPECT_NE(test::invalid_message([] { set_log_level(-1); }).find("log level = -1"), std::string::npos);
 }
 
 // Waits for `pid` up to `seconds`; its exit status, or -1 (killed on the timeout, or no normal
