@@ -134,7 +134,9 @@ struct Runtime::Impl {
   GemmLookup select_grouped(const GemmProblem& p, std::int64_t groups, std::int64_t expected_m, std::int64_t n,
                             std::int64_t k) const {
     if (!driver::available())
-      return {default_grouped_gemm_spec(p, groups, expected_m, n, k), LookupSource::heuristic};
+      return {default_grouped_gemm_spec(p, groups, expected_m, n, k, options.target.sm_count,
+                                        options.target.smem_bytes),
+              LookupSource::heuristic};
     return lookup_grouped_gemm(p, groups, expected_m, n, k, options.db_path, options.tune, current_gpu_key(),
                                driver::device_info().max_smem_optin);
   }
@@ -145,7 +147,9 @@ struct Runtime::Impl {
   // The variant for a problem and shape: database row or heuristic (see lookup_gemm). Without
   // a GPU to key the database with: the heuristic for an H100/H200.
   GemmLookup select_gemm(const GemmProblem& p, std::int64_t m, std::int64_t n, std::int64_t k) const {
-    if (!driver::available()) return {default_gemm_spec(p, m, n, k), LookupSource::heuristic};
+    if (!driver::available())
+      return {default_gemm_spec(p, m, n, k, options.target.sm_count, options.target.smem_bytes),
+              LookupSource::heuristic};
     return lookup_gemm(p, m, n, k, options.db_path, options.tune, current_gpu_key(),
                        driver::device_info().max_smem_optin);
   }

@@ -29,6 +29,7 @@ namespace {
 struct SweepOptions {
   std::string suite, shapes, op = "gemm", scale = "block", out = "bf16", db;
   std::string model, ms = "1-4096";  // precompile --model
+  std::string gpu;                    // precompile: the target without a GPU
   int tp = 1;
   bool fast_accum = false;
   int jobs = 1;
@@ -56,6 +57,7 @@ GemmProblem problem_of(const SweepOptions& o) {
 RuntimeOptions runtime_options(const SweepOptions& o) {
   RuntimeOptions r = RuntimeOptions::from_settings();
   if (!o.db.empty()) r.db_path = o.db;
+  if (!o.gpu.empty()) r.target = gpu_target(o.gpu);
   if (const std::string kind = special_file_kind(r.db_path); !kind.empty())
     throw_invalid("--db", r.db_path, "is " + kind + "; the tuning database must be a file");
   return r;
@@ -249,6 +251,9 @@ void add_tune_commands(CLI::App& app) {
                 "a Hugging Face config.json (DeepSeek-V3, Qwen3, Qwen3-MoE, Llama, ...): every GEMM of the model "
                 "for each --m, experts in both grouped layouts, and the activation quantize");
   p->add_option("--m", po->ms, "--model: batch sizes, e.g. 1-4096 (every M) or 1,2,4,8")->capture_default_str();
+  p->add_option("--gpu", po->gpu,
+                "without a GPU: the one to select for (h100-sxm default, h100-pcie, h100-nvl, h200, h20, h800, "
+                "h800-pcie, or an SM count); a present GPU is always used");
   p->add_option("--tp", po->tp, "--model: tensor-parallel ranks (N or K split, experts spread)")
       ->check(CLI::Range(1, 1024))
       ->capture_default_str();

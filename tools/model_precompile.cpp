@@ -10,6 +10,7 @@
 #include "common/file_io.hpp"
 #include "fp8jit/error.hpp"
 #include "fp8jit/models.hpp"
+#include "runtime/jit/driver.hpp"
 #include "tools/progress.hpp"
 
 namespace fp8jit::cli {
@@ -86,11 +87,14 @@ int precompile_model(Runtime& rt, const std::string& config_path,
         k.m_min == k.m_max ? std::to_string(k.m_min) : fmt::format("{}-{}", k.m_min, k.m_max),
         spec_name(k.spec));
   const CacheStats st = rt.cache_stats();
+  const GpuTarget& t = rt.options().target;
+  const std::string target =
+      driver::available() ? "" : fmt::format(" for {} ({} SMs, no GPU here)", t.name, t.sm_count);
   fmt::print(
-      "{}: {} batch sizes ({}..{}), tp={} -> {} kernels ready in {:.1f} s ({} compiled, {} from "
-      "the disk cache at "
-      "{})\n",
-      printable(config_path), ms.size(), ms.front(), ms.back(), tp, n, seconds, st.compiles,
+      "{}: {} batch sizes ({}..{}), tp={}{} -> {} kernels ready in {:.1f} s ({} compiled, {} from "
+      "the "
+      "disk cache at {})\n",
+      printable(config_path), ms.size(), ms.front(), ms.back(), tp, target, n, seconds, st.compiles,
       st.disk_hits, rt.cache_dir().empty() ? "<disabled>" : printable(rt.cache_dir()));
   return 0;
 }

@@ -23,6 +23,17 @@ struct CacheStats {
   double compile_seconds = 0;
 };
 
+// The GPU a machine without one selects kernels for (precompiling on a build machine): the
+// heuristics' inputs, its multiprocessors and opt-in shared memory per block.
+struct GpuTarget {
+  std::string name = "h100-sxm";
+  int sm_count = 132;
+  int smem_bytes = 232448;
+};
+// "h100-sxm", "h100-pcie", "h100-nvl", "h200", "h20", "h800", "h800-pcie", or a multiprocessor
+// count ("78"); throws Error(invalid_argument) naming the known targets.
+FP8JIT_API GpuTarget gpu_target(std::string_view name);
+
 // Everything a Runtime is configured by. A Runtime reads no environment variable: these values,
 // and only these, decide; from_settings() fills them from the FP8JIT_* variables.
 struct FP8JIT_API RuntimeOptions {
@@ -37,6 +48,8 @@ struct FP8JIT_API RuntimeOptions {
   // unsupported, naming the kernel and how to precompile it) instead of compiling on the request
   // path. compile(), precompile() and tune() still compile: they are how the caches get filled.
   bool jit = true;
+  // Where no GPU is present, the heuristics choose for this GPU (a present GPU is always used).
+  GpuTarget target;
   // Diagnostics on stderr: 0 quiet, 1 warnings, 2 info, 3 debug. The level is process-wide: a
   // Runtime sets it when built (the last one built decides).
   int log_level = 1;

@@ -573,7 +573,7 @@ COMMANDS = {  # each command and the options its --help must list
                     "--db"],
     "tune": ["--suite", "--shapes", "--op", "--scale", "--out", "--fast-accum", "--db", "--jobs", "--top-k"],
     "precompile": ["--suite", "--shapes", "--op", "--scale", "--out", "--fast-accum", "--db", "--jobs", "--model", "--m",
-                   "--tp"],
+                   "--tp", "--gpu"],
     "bench": ["--suite", "--shapes", "--scale", "--providers", "--out", "--dry-run"],
     "db": ["list", "show", "export", "import", "prune", "rebuild"],
     "cast": ["--to", "IN_DIR", "OUT_DIR", "--format", "--scale-fmt", "--skip", "--device"],
