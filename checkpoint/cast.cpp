@@ -6,9 +6,12 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <future>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
+#include <string_view>
 
 #include "checkpoint/checkpoint.hpp"
 #include "common/file_io.hpp"
@@ -158,9 +161,42 @@ bool complete(const std::string& path, const Layout& layout) {
   }
 }
 
-std::string as_bytes(const void* p, std::size_t n) {
-  return std::string(static_cast<const char*>(p), n);
-}
+// Reads a shard's inputs one ahead of their use, on another thread: the disk read of the next
+// tensor overlaps the conversion and the write of this one (two input tensors in memory).
+class Prefetcher {
+ public:
+  using Read = std::pair<const SafetensorsFile*, const TensorInfo*>;
+  explicit Prefetcher(std::vector<Read> plan) : plan_(std::move(plan)) { start(); }
+  ~Prefetcher() {
+    if (ahead_.valid()) ahead_.wait();
+  }
+  // The bytes of tensor `t` of `f`: the read started ahead when it is the planned one (its error,
+  // if it failed, is thrown here), else a read now.
+  std::vector<std::uint8_t> take(const SafetensorsFile& f, const TensorInfo& t) {
+    std::vector<std::uint8_t> bytes;
+    if (next_ < plan_.size() && plan_[next_] == Read{&f, &t}) {
+      ++next_;
+      bytes = ahead_.get();
+      start();
+    } else {
+      read_tensor(f, t, bytes);
+    }
+    return bytes;
+  }
+
+ private:
+  void start() {
+    if (next_ >= plan_.size()) return;
+    ahead_ = std::async(std::launch::async, [r = plan_[next_]] {
+      std::vector<std::uint8_t> b;
+      read_tensor(*r.first, *r.second, b);
+      return b;
+    });
+  }
+  std::vector<Read> plan_;
+  std::size_t next_ = 0;
+  std::future<std::vector<std::uint8_t>> ahead_;
+};
 
 // Runs a plan: shard by shard, tensor by tensor in the output's layout order.
 class Caster {
@@ -170,11 +206,13 @@ class Caster {
       : o_(o), conv_(conv), progress_(progress) {}
 
   void write_shard(const ShardPlan& p, const std::string& path, CastProgress& at, CastReport& r) {
-    SafetensorsWriter w(path, layout_of(p.decls, p.in->metadata));
+    Layout layout = layout_of(p.decls, p.in->metadata);
+    Prefetcher reads(reads_of(p, layout));
+    SafetensorsWriter w(path, std::move(layout));
     pending_.clear();
     while (const TensorInfo* t = w.next()) {
       const Item& item = p.items.at(t->name);
-      w.write(produce(*p.in, item, t->name));
+      w.write(produce(reads, *p.in, item, t->name));
       if (item.step == Step::quantize && t->name != item.in->name) continue;  // its weight counts
       at.bytes_done += item.in->bytes();
       ++at.tensors_done;
@@ -188,45 +226,62 @@ class Caster {
   }
 
  private:
-  // The bytes of output tensor `name`, made from its input.
-  std::string produce(const SafetensorsFile& f, const Item& item, const std::string& name) {
+  // The reads produce() makes for the layout, in its order: a quantized weight once (its second
+  // output comes from pending_), a dequantized weight with its scale.
+  static std::vector<Prefetcher::Read> reads_of(const ShardPlan& p, const Layout& layout) {
+    std::vector<Prefetcher::Read> plan;
+    std::set<const TensorInfo*> quantized;
+    for (const TensorInfo& t : layout.tensors) {
+      const Item& item = p.items.at(t.name);
+      if (item.step == Step::quantize && !quantized.insert(item.in).second) continue;
+      plan.emplace_back(p.in, item.in);
+      if (item.step == Step::dequantize) plan.emplace_back(item.scale_file, item.scale);
+    }
+    return plan;
+  }
+
+  // The bytes of output tensor `name`, made from its input (a view of in_ or out_).
+  std::string_view produce(Prefetcher& reads, const SafetensorsFile& f, const Item& item,
+                           const std::string& name) {
     const TensorInfo& t = *item.in;
     if (item.step == Step::copy) {
-      read_tensor(f, t, in_);
-      return as_bytes(in_.data(), in_.size());
+      in_ = reads.take(f, t);
+      return {reinterpret_cast<const char*>(in_.data()), in_.size()};
     }
     const std::int64_t n = t.shape[0], k = t.shape[1];
     const std::size_t elems = static_cast<std::size_t>(n * k);
     if (item.step == Step::dequantize) {
-      read_tensor(f, t, in_);
-      read_tensor(*item.scale_file, *item.scale, scales_);
-      std::string y(elems * 2, '\0');
+      in_ = reads.take(f, t);
+      scales_ = reads.take(*item.scale_file, *item.scale);
+      out_.assign(elems * 2, '\0');
       conv_.dequantize(in_.data(), *fp8_of(t.dtype), n, k,
                        reinterpret_cast<const float*>(scales_.data()),
-                       reinterpret_cast<std::uint16_t*>(y.data()));
-      return y;
+                       reinterpret_cast<std::uint16_t*>(out_.data()));
+      return out_;
     }
     // Quantize: weight and scale come from one conversion; the layout puts the fp32 scales of a
     // shard before its FP8 weights, so the codes wait (at most one shard's FP8 weights).
     if (auto it = pending_.find(name); it != pending_.end()) {
-      std::string q = std::move(it->second);
+      out_ = std::move(it->second);
       pending_.erase(it);
-      return q;
+      return out_;
     }
-    read_tensor(f, t, in_);
+    in_ = reads.take(f, t);
     std::string q(elems, '\0'),
         s(static_cast<std::size_t>(block_shape(t.shape)[0] * block_shape(t.shape)[1]) * 4, '\0');
     conv_.quantize(in_.data(), *float_of(t.dtype), n, k, o_.format, o_.ue8m0,
                    reinterpret_cast<std::uint8_t*>(q.data()), reinterpret_cast<float*>(s.data()));
     const bool weight_first = name == t.name;
     pending_[weight_first ? t.name + kScaleSuffix : t.name] = std::move(weight_first ? s : q);
-    return weight_first ? q : s;
+    out_ = std::move(weight_first ? q : s);
+    return out_;
   }
 
   const CastOptions& o_;
   Converter& conv_;
   const std::function<void(const CastProgress&)>& progress_;
   std::vector<std::uint8_t> in_, scales_;
+  std::string out_;
   std::map<std::string, std::string> pending_;
 };
 
