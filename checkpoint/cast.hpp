@@ -1,8 +1,9 @@
 // `fp8jit cast`: a Hugging Face safetensors checkpoint between block-scaled FP8 (E4M3 weights with
 // `<name>_scale_inv` fp32 [ceil(N/128), ceil(K/128)], as DeepSeek-V3 and Qwen3-FP8 ship them) and
-// BF16, shard by shard, two input tensors in memory at a time (the next read ahead). Each output shard goes to a temporary name
-// and is renamed when complete, the index and config.json last, so an interrupted cast leaves no
-// file that looks finished; a rerun keeps the shards already complete.
+// BF16, shard by shard, two input tensors in memory at a time (the next one read ahead). Each
+// output shard goes to a temporary name and is renamed when complete, the index and config.json
+// last, so an interrupted cast leaves no file that looks finished; a rerun keeps the shards
+// already complete.
 #pragma once
 
 #include <cstdint>
