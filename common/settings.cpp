@@ -66,6 +66,21 @@ Settings Settings::from_env() {
   return s;
 }
 
+std::optional<Settings::LauncherRank> Settings::launcher_rank() {
+  static const char* const kLaunchers[][3] = {{"SLURM_PROCID", "SLURM_NTASKS", "Slurm"},
+                                              {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "Open MPI"}};
+  for (const auto& l : kLaunchers) {
+    const char *rank = env(l[0]), *size = env(l[1]);
+    if (!rank || !size) continue;
+    LauncherRank r;
+    r.size = parse_int(l[1], size, 1, 1 << 20);
+    r.rank = parse_int(l[0], rank, 0, r.size - 1);
+    r.from = l[2];
+    return r;
+  }
+  return std::nullopt;
+}
+
 const Settings& Settings::get() {
   static const Settings s = from_env();
   return s;

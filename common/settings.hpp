@@ -3,6 +3,7 @@
 // values, so that a Runtime built from explicit options is configured by them alone.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,16 @@ struct Settings {
   static Settings from_env();
   // Process-wide settings, read once on first use.
   static const Settings& get();
+
+  // The rank of this process and the process count when a launcher started it (Slurm's
+  // SLURM_PROCID / SLURM_NTASKS, Open MPI's OMPI_COMM_WORLD_RANK / _SIZE), for work split across
+  // processes (`fp8jit tune`); nullopt otherwise. `from` names the launcher. Throws Error naming
+  // the variable for values that are not a rank below a count.
+  struct LauncherRank {
+    int rank = 0, size = 1;
+    std::string from;
+  };
+  static std::optional<LauncherRank> launcher_rank();
 
   // Every variable this module reads, with its doc line (for `fp8jit info`).
   static std::vector<std::pair<std::string, std::string>> documented();

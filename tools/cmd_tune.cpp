@@ -30,6 +30,8 @@ struct SweepOptions {
   std::string suite, shapes, op = "gemm", scale = "block", out = "bf16", db;
   std::string model, ms = "1-4096";  // precompile --model
   std::string gpu;                    // precompile: the target without a GPU
+  std::string shard;                  // tune: "i/n" (else the launcher's rank, else all)
+  bool dry_run = false;               // tune: list this shard's shapes, tune nothing
   int tp = 1;
   bool fast_accum = false;
   int jobs = 1;
@@ -61,6 +63,38 @@ RuntimeOptions runtime_options(const SweepOptions& o) {
   if (const std::string kind = special_file_kind(r.db_path); !kind.empty())
     throw_invalid("--db", r.db_path, "is " + kind + "; the tuning database must be a file");
   return r;
+}
+
+// The part of a shape list this process tunes: every count-th shape from index. Rows of the
+// shards go to one WAL database or to one each, merged with `fp8jit db import`.
+struct Shard {
+  int index = 0, count = 1;
+  std::string from;  // where the split came from, for the log line
+  template <class T>
+  std::vector<T> take(const std::vector<T>& all) const {
+    std::vector<T> out;
+    for (std::size_t i = static_cast<std::size_t>(index); i < all.size(); i += static_cast<std::size_t>(count))
+      out.push_back(all[i]);
+    return out;
+  }
+};
+
+Shard shard_of(const SweepOptions& o) {
+  Shard s;
+  if (!o.shard.empty()) {
+    const std::size_t slash = o.shard.find('/');
+    const auto number = [&](const std::string& t) {
+      if (t.empty() || t.size() > 6 || t.find_first_not_of("0123456789") != std::string::npos) return -1;
+      return std::stoi(t);
+    };
+    s.index = slash == std::string::npos ? -1 : number(o.shard.substr(0, slash));
+    s.count = slash == std::string::npos ? -1 : number(o.shard.substr(slash + 1));
+    if (s.index < 0 || s.count < 1 || s.index >= s.count)
+      throw_invalid("--shard", printable(o.shard, 40), "i/n with 0 <= i < n, e.g. 0/4");
+    return s;
+  }
+  if (const auto r = Settings::launcher_rank()) s = {r->rank, r->size, " (" + r->from + ")"};
+  return s;
 }
 
 struct TunedRow {
@@ -157,6 +191,9 @@ int tune(const SweepOptions& o) {
   const std::vector<GemmShape> shapes = grouped ? std::vector<GemmShape>{} : read_gemm_shapes(path);
   const std::vector<GroupedShape> grouped_shapes =
       grouped ? read_grouped_shapes(path) : std::vector<GroupedShape>{};
+  const Shard shard = shard_of(o);
+  const std::vector<GemmShape> mine = shard.take(shapes);
+  const std::vector<GroupedShape> grouped_mine = shard.take(grouped_shapes);
   const GemmProblem problem = problem_of(o);
   if (grouped && problem.scale == ScaleMode::group)
     throw_invalid("--scale", "group",
@@ -166,18 +203,27 @@ int tune(const SweepOptions& o) {
   // An existing database is checked (someone else's file is refused) before any sweep; a new
   // one is created only by the first result.
   if (TuningDb::exists(ropt.db_path)) TuningDb check(ropt.db_path);
+  if (shard.count > 1)
+    fmt::print(stderr, "fp8jit tune: shard {}/{}{}: {} of {} shapes\n", shard.index, shard.count, shard.from,
+               mine.size() + grouped_mine.size(), shapes.size() + grouped_shapes.size());
+  if (o.dry_run) {
+    for (const GemmShape& s : mine) fmt::print("{},{},{}\n", s.m, s.n, s.k);
+    for (const GroupedShape& s : grouped_mine)
+      fmt::print("{},{},{},{},{},{}\n", to_string(s.layout), s.groups, s.m, s.n, s.k, s.expected_m);
+    return 0;
+  }
   require_gpu();
   TuneOptions topt;
   topt.jobs = resolve_jobs(o.jobs);
   topt.top_k = static_cast<std::size_t>(o.top_k);
   Runtime rt(ropt);
   std::vector<TunedRow> rows;
-  const std::size_t count = grouped ? grouped_shapes.size() : shapes.size();
+  const std::size_t count = grouped ? grouped_mine.size() : mine.size();
   {
     Progress progress(fmt::format("tuning {} shapes", count), count);
-    for (const GemmShape& s : shapes) rows.push_back(tune_shape(rt, s, problem, topt, progress));
-    for (std::size_t i = 0; i < grouped_shapes.size(); ++i)
-      rows.push_back(tune_grouped_shape(rt, grouped_shapes[i], problem, topt, progress,
+    for (const GemmShape& s : mine) rows.push_back(tune_shape(rt, s, problem, topt, progress));
+    for (std::size_t i = 0; i < grouped_mine.size(); ++i)
+      rows.push_back(tune_grouped_shape(rt, grouped_mine[i], problem, topt, progress,
                                         static_cast<unsigned>(i + 1)));
   }
   return print_results(grouped ? "layout | groups | M | expected M | N | K" : "M | N | K", rows,
@@ -242,6 +288,10 @@ void add_tune_commands(CLI::App& app) {
   t->add_option("--top-k", to->top_k, "candidates kept after the analytic ranking (0: the whole space)")
       ->check(integer_in(0, 100000))
       ->capture_default_str();
+  t->add_option("--shard", to->shard,
+                "i/n: tune every n-th shape from the i-th (default: the rank of srun or mpirun, else all); merge "
+                "the databases with `fp8jit db import`");
+  t->add_flag("--dry-run", to->dry_run, "print the shapes this shard would tune and stop (no GPU needed)");
   on_run(t, [=] { return tune(*to); });
 
   auto* p = app.add_subcommand("precompile", "compile ahead of serving the kernels the runtime will pick (no GPU needed)");
