@@ -22,6 +22,7 @@
 #include "tools/options.hpp"
 #include "tools/progress.hpp"
 #include "tools/shapes.hpp"
+#include "tools/tune_all_gpus.hpp"
 
 namespace fp8jit::cli {
 namespace {
@@ -32,6 +33,8 @@ struct SweepOptions {
   std::string gpu;                    // precompile: the target without a GPU
   std::string shard;                  // tune: "i/n" (else the launcher's rank, else all)
   bool dry_run = false;               // tune: list this shard's shapes, tune nothing
+  int device = -1;                    // tune: the GPU (-1: the current one)
+  bool all_gpus = false;              // tune: one process per GPU
   int tp = 1;
   bool fast_accum = false;
   int jobs = 1;
@@ -185,6 +188,17 @@ int print_results(const std::string& shape_header, const std::vector<TunedRow>& 
   return rows.size() == static_cast<std::size_t>(counted) ? 0 : 1;
 }
 
+// The `tune` command of one process of --all-gpus: these options, on one database.
+std::vector<std::string> child_args(const SweepOptions& o, const std::string& db) {
+  std::vector<std::string> a = {"tune"};
+  if (!o.suite.empty()) a.insert(a.end(), {"--suite", o.suite});
+  if (!o.shapes.empty()) a.insert(a.end(), {"--shapes", o.shapes});
+  a.insert(a.end(), {"--op", o.op, "--scale", o.scale, "--out", o.out, "--db", db, "--jobs", std::to_string(o.jobs),
+                     "--top-k", std::to_string(o.top_k)});
+  if (o.fast_accum) a.push_back("--fast-accum");
+  return a;
+}
+
 int tune(const SweepOptions& o) {
   const std::string path = shapes_path(o);
   const bool grouped = is_grouped_shapes(path);
@@ -213,6 +227,8 @@ int tune(const SweepOptions& o) {
     return 0;
   }
   require_gpu();
+  if (o.all_gpus) return tune_on_all_gpus(child_args(o, ropt.db_path), driver::device_count());
+  if (o.device >= 0) driver::use_device(o.device);
   TuneOptions topt;
   topt.jobs = resolve_jobs(o.jobs);
   topt.top_k = static_cast<std::size_t>(o.top_k);
@@ -292,6 +308,11 @@ void add_tune_commands(CLI::App& app) {
                 "i/n: tune every n-th shape from the i-th (default: the rank of srun or mpirun, else all); merge "
                 "the databases with `fp8jit db import`");
   t->add_flag("--dry-run", to->dry_run, "print the shapes this shard would tune and stop (no GPU needed)");
+  auto* device = t->add_option("--device", to->device, "the GPU to tune on (default: device 0)")->check(CLI::Range(0, 1023));
+  auto* all = t->add_flag("--all-gpus", to->all_gpus,
+                          "one process per visible GPU, each on its shard, all into the one database");
+  all->excludes(device);
+  all->excludes(t->get_option("--shard"));
   on_run(t, [=] { return tune(*to); });
 
   auto* p = app.add_subcommand("precompile", "compile ahead of serving the kernels the runtime will pick (no GPU needed)");

@@ -212,30 +212,47 @@ void throw_error(CUresult r, std::string_view what) {
   throw Error(ErrorKind::driver, fmt::format("{} failed: {}", what, describe(r)));
 }
 
+namespace {
+
+// `device`'s primary context, retained once for the life of the process.
+CUcontext primary_context(int device) {
+  const Api& a = api();
+  ContextCache& cache = context_cache();
+  std::lock_guard lock(cache.mutex);
+  auto it = cache.primary.find(device);
+  if (it == cache.primary.end()) {
+    CUdevice dev = 0;
+    check(a.cuDeviceGet(&dev, device), "cuDeviceGet");
+    CUcontext primary = nullptr;
+    check(a.cuDevicePrimaryCtxRetain(&primary, dev), "cuDevicePrimaryCtxRetain");
+    it = cache.primary.emplace(device, primary).first;
+  }
+  return it->second;
+}
+
+}  // namespace
+
 CUcontext ensure_context() {
   init();
   const Api& a = api();
   CUcontext ctx = nullptr;
   check(a.cuCtxGetCurrent(&ctx), "cuCtxGetCurrent");
   if (ctx != nullptr) return ctx;  // the caller's (or cudart's) choice wins
-
-  constexpr int kDevice = 0;
-  {
-    ContextCache& cache = context_cache();
-    std::lock_guard lock(cache.mutex);
-    auto it = cache.primary.find(kDevice);
-    if (it == cache.primary.end()) {
-      CUdevice dev = 0;
-      check(a.cuDeviceGet(&dev, kDevice), "cuDeviceGet(0)");
-      CUcontext primary = nullptr;
-      check(a.cuDevicePrimaryCtxRetain(&primary, dev), "cuDevicePrimaryCtxRetain(device 0)");
-      it = cache.primary.emplace(kDevice, primary).first;
-    }
-    ctx = it->second;
-  }
+  ctx = primary_context(0);
   // Current-ness is per thread, so this runs once on every thread that starts without one.
   check(a.cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
   return ctx;
+}
+
+int device_count() { return available() ? init_state().device_count : 0; }
+
+void use_device(int device) {
+  init();
+  const int count = init_state().device_count;
+  if (device < 0 || device >= count)
+    throw Error(ErrorKind::invalid_argument,
+                fmt::format("invalid device = {}: {} visible (CUDA_VISIBLE_DEVICES picks them)", device, count));
+  check(api().cuCtxSetCurrent(primary_context(device)), "cuCtxSetCurrent");
 }
 
 CUdevice current_device() {

@@ -116,6 +116,13 @@ inline void check(CUresult r, const char* what) {
 // CUDA runtime does too, so fp8jit and cudart code share one context).
 CUcontext ensure_context();
 
+// Makes `device`'s primary context current on the calling thread (what cudaSetDevice does), so
+// that what this thread runs afterwards runs there. Throws Error(invalid_argument) naming the
+// visible device count for a device that does not exist.
+void use_device(int device);
+// Devices visible to this process (0 without a driver).
+int device_count();
+
 // The device of the calling thread's (ensured) context.
 CUdevice current_device();
 

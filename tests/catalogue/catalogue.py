@@ -572,7 +572,7 @@ COMMANDS = {  # each command and the options its --help must list
     "select-gemm": ["--m", "--n", "--k", "--scale", "--out", "--fast-accum", "--layout", "--groups", "--expected-m",
                     "--db"],
     "tune": ["--suite", "--shapes", "--op", "--scale", "--out", "--fast-accum", "--db", "--jobs", "--top-k", "--shard",
-             "--dry-run"],
+             "--dry-run", "--device", "--all-gpus"],
     "precompile": ["--suite", "--shapes", "--op", "--scale", "--out", "--fast-accum", "--db", "--jobs", "--model", "--m",
                    "--tp", "--gpu"],
     "bench": ["--suite", "--shapes", "--scale", "--providers", "--out", "--dry-run"],
