@@ -1,0 +1,94 @@
+// The C ABI for serving: runtime options (jit off), precompiling a model, the log callback.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <utility>
+
+#include "fp8jit/fp8jit.h"
+
+namespace {
+
+std::string last_error() {
+  return fp8jit_last_error();
+}
+
+TEST(CApiServing, CreateWithOptionsChecksTheStructAndTakesJitOff) {
+  fp8jit_runtime_options o;
+  std::memset(&o, 0xAB, sizeof o);
+  fp8jit_runtime_options_init(&o);
+  EXPECT_EQ(o.struct_size, sizeof o);
+  EXPECT_EQ(o.cache_dir, nullptr);
+  EXPECT_EQ(o.db_path, nullptr);
+  EXPECT_EQ(o.jit, 1);
+  fp8jit_runtime_options_init(nullptr);  // a no-op
+  fp8jit_runtime* rt = nullptr;
+  o.jit = 0;
+  o.cache_dir = "";
+  ASSERT_EQ(fp8jit_runtime_create_with_options(&o, &rt), FP8JIT_SUCCESS) << last_error();
+  ASSERT_NE(rt, nullptr);
+  EXPECT_STREQ(fp8jit_runtime_cache_dir(rt), "");
+  fp8jit_runtime_destroy(rt);
+  const std::pair<void (*)(fp8jit_runtime_options&), const char*> bad[] = {
+      {[](fp8jit_runtime_options& x) { x.struct_size = 8; }, "invalid options->struct_size = 8"},
+      {[](fp8jit_runtime_options& x) { x.struct_size += 8; }, "options->struct_size"},
+      {[](fp8jit_runtime_options& x) { x.jit = 2; }, "invalid options->jit = 2: 0 or 1"},
+  };
+  for (const auto& [edit, needle] : bad) {
+    fp8jit_runtime_options_init(&o);
+    edit(o);
+    rt = reinterpret_cast<fp8jit_runtime*>(0x1);
+    EXPECT_EQ(fp8jit_runtime_create_with_options(&o, &rt), FP8JIT_ERROR_INVALID_ARGUMENT);
+    EXPECT_EQ(rt, nullptr);
+    EXPECT_NE(last_error().find(needle), std::string::npos) << last_error();
+  }
+  EXPECT_EQ(fp8jit_runtime_create_with_options(nullptr, &rt), FP8JIT_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(last_error().find("options"), std::string::npos) << last_error();
+}
+
+TEST(CApiServing, PrecompileModelCompilesItsKernelsOnce) {
+  fp8jit_runtime* rt = nullptr;
+  ASSERT_EQ(fp8jit_runtime_create_with_cache_dir(nullptr, &rt), FP8JIT_SUCCESS) << last_error();
+  fp8jit_gemm_args problem;
+  fp8jit_gemm_args_init(&problem);
+  const char* config = R"({"model_type": "llama", "hidden_size": 1024, "intermediate_size": 2048,
+    "num_attention_heads": 8, "num_key_value_heads": 2})";
+  const int64_t ms[] = {1, 64};
+  size_t kernels = 0;
+  ASSERT_EQ(fp8jit_precompile_model(rt, config, &problem, ms, 2, 1, &kernels), FP8JIT_SUCCESS)
+      << last_error();
+  fp8jit_cache_stats stats;
+  ASSERT_EQ(fp8jit_runtime_cache_stats(rt, &stats), FP8JIT_SUCCESS);
+  EXPECT_GE(kernels, 2u);
+  EXPECT_EQ(stats.compiles, kernels);
+  EXPECT_EQ(fp8jit_precompile_model(rt, R"({"model_type": "bert"})", &problem, ms, 2, 1, nullptr),
+            FP8JIT_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(last_error().find("bert"), std::string::npos) << last_error();
+  EXPECT_EQ(fp8jit_precompile_model(rt, nullptr, &problem, ms, 2, 1, nullptr),
+            FP8JIT_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(fp8jit_precompile_model(rt, config, &problem, ms, 0, 1, nullptr),
+            FP8JIT_ERROR_INVALID_ARGUMENT);
+  fp8jit_runtime_destroy(rt);
+}
+
+TEST(CApiServing, LogCallbackAndLevel) {
+  EXPECT_EQ(fp8jit_set_log_level(9), FP8JIT_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(last_error().find("log level = 9"), std::string::npos) << last_error();
+  int calls = 0;
+  fp8jit_set_log_callback([](int, const char*, void* user) { ++*static_cast<int*>(user); }, &calls);
+  EXPECT_EQ(fp8jit_set_log_level(2), FP8JIT_SUCCESS);
+  fp8jit_runtime* rt = nullptr;
+  ASSERT_EQ(fp8jit_runtime_create_with_cache_dir(nullptr, &rt),
+            FP8JIT_SUCCESS);  // sets level 1 (its options)
+  EXPECT_EQ(fp8jit_set_log_level(2), FP8JIT_SUCCESS);
+  fp8jit_gemm_args problem;
+  fp8jit_gemm_args_init(&problem);
+  const int64_t mnk[] = {64, 256, 512};
+  ASSERT_EQ(fp8jit_gemm_precompile(rt, &problem, mnk, 1), FP8JIT_SUCCESS) << last_error();
+  EXPECT_GE(calls, 1);  // the compile, at info
+  fp8jit_set_log_callback(nullptr, nullptr);
+  EXPECT_EQ(fp8jit_set_log_level(1), FP8JIT_SUCCESS);
+  fp8jit_runtime_destroy(rt);
+}
+
+}  // namespace
