@@ -40,6 +40,7 @@ __all__ = [
     "gemm",
     "grouped_gemm",
     "has_gpu",
+    "log_to_python",
     "precompile",
     "precompile_model",
     "quantize",
@@ -131,6 +132,22 @@ def precompile_model(config: Union[str, Mapping[str, Any]], ms: Iterable[int] = 
         batch.append(m)
     rows = _fp8jit.precompile_model(text, batch, tp, a_format, b_format, out, scale, jobs)
     return [{"what": w, "spec": _json.loads(s), "m_min": lo, "m_max": hi} for w, s, lo, hi in rows]
+
+
+def log_to_python(logger: Any = None) -> None:
+    """Sends fp8jit's messages (compiles, the kernel chosen for each new shape, cache trouble) to a
+    ``logging`` logger (default ``logging.getLogger("fp8jit")``) instead of stderr, at the level
+    the logger lets through (WARNING, INFO, DEBUG). ``fp8jit.log_to_python(None)`` after
+    ``_fp8jit.set_log_callback(None)`` restores stderr."""
+    import atexit
+    import logging
+
+    log = logger if logger is not None else logging.getLogger("fp8jit")
+    levels = {1: logging.WARNING, 2: logging.INFO, 3: logging.DEBUG}
+    _fp8jit.set_log_callback(lambda level, message: log.log(levels.get(level, logging.INFO), message))
+    effective = log.getEffectiveLevel()
+    _fp8jit.set_log_level(3 if effective <= logging.DEBUG else 2 if effective <= logging.INFO else 1)
+    atexit.register(_fp8jit.set_log_callback, None)  # no callback into a finalizing interpreter
 
 
 def has_gpu() -> bool:

@@ -34,6 +34,14 @@ def precompile_model(config_json: str, ms: Sequence[int], tp: int = 1, a_format:
     Compiles every kernel a model (its config.json text) runs for these batch sizes on one of tp ranks; returns (what, spec JSON, smallest M, largest M) per kernel.
     """
 
+def set_log_callback(callback: object | None) -> None:
+    """
+    fp8jit's messages go to callback(level, message) (1 warning, 2 info, 3 debug), from any thread; None: back to stderr.
+    """
+
+def set_log_level(level: int) -> None:
+    """0 quiet, 1 warnings (default), 2 info, 3 debug."""
+
 def scale_count(granularity: str, scale_layout: str, rows: int, cols: int) -> int:
     """
     Floats a scale tensor holds for a [rows, cols] tensor (col_major_tma pads rows to 4).

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "fp8jit/fp8jit.hpp"
+#include "fp8jit/log.hpp"
 #include "python/src/enums.hpp"
 #include "runtime/jit/driver.hpp"
 
@@ -133,7 +134,41 @@ void bind_specs(nb::module_& m) {
       "tp ranks; returns (what, spec JSON, smallest M, largest M) per kernel.");
 }
 
+// The Python callable fp8jit's messages go to (None: stderr). Leaked on purpose: a static
+// nb::object would be destroyed after the interpreter, and messages can come from any thread.
+nb::object* g_log_sink = new nb::object();
+
+void to_python_sink(int level, const char* message, void*) {
+  nb::gil_scoped_acquire gil;
+  try {
+    if (g_log_sink->is_valid() && !g_log_sink->is_none()) (*g_log_sink)(level, message);
+  } catch (nb::python_error& e) {
+    e.discard_as_unraisable("fp8jit log callback");  // a logging failure never fails the work
+  }
+}
+
 void bind_runtime(nb::module_& m) {
+  m.def(
+      "set_log_callback",
+      [](nb::object callback) {
+        if (!callback.is_none() && !PyCallable_Check(callback.ptr()))
+          throw_invalid("callback", nb::repr(callback).c_str(), "a callable (level, message) or None");
+        {
+          nb::gil_scoped_release unlocked;  // fp8jit's sink lock is taken without the GIL
+          set_log_callback(nullptr);
+        }
+        *g_log_sink = callback;
+        if (!callback.is_none()) {
+          nb::gil_scoped_release unlocked;
+          set_log_callback(&to_python_sink);
+        }
+      },
+      "callback"_a.none(),
+      "fp8jit's messages go to callback(level, message) (1 warning, 2 info, 3 debug), from any "
+      "thread; None: back to stderr.");
+  m.def(
+      "set_log_level", [](int level) { set_log_level(level); }, "level"_a,
+      "0 quiet, 1 warnings (default), 2 info, 3 debug.");
   m.def(
       "scale_count",
       [](const std::string& granularity, const std::string& layout, std::int64_t rows,

@@ -143,6 +143,27 @@ def test_precompile_model_compiles_a_model_s_kernels(tmp_path):
         fp8jit.precompile_model(config, [1.5])
 
 
+def test_messages_go_to_python_logging(caplog):
+    import logging
+    got = []
+    try:
+        _fp8jit.set_log_callback(lambda level, message: got.append((level, message)))
+        _fp8jit.set_log_level(3)
+        fp8jit.compile(QUANT_SPEC)  # compiled, or read from the disk cache: either is reported at debug
+        assert any(fp8jit.spec_name(QUANT_SPEC) in m for _, m in got), got
+        with pytest.raises(ValueError, match="callable"):
+            _fp8jit.set_log_callback(42)
+        with pytest.raises(ValueError, match="log level"):
+            _fp8jit.set_log_level(7)
+        caplog.set_level(logging.DEBUG, logger="fp8jit")
+        fp8jit.log_to_python()
+        fp8jit.compile(QUANT_SPEC)
+        assert any(r.name == "fp8jit" and fp8jit.spec_name(QUANT_SPEC) in r.getMessage() for r in caplog.records)
+    finally:
+        _fp8jit.set_log_callback(None)
+        _fp8jit.set_log_level(1)
+
+
 def test_scale_count_follows_the_layouts():
     assert _fp8jit.scale_count("1x128", "row_major", 5, 300) == 15
     assert _fp8jit.scale_count("1x128", "col_major_tma", 5, 300) == 24  # 5 rows padded to 8
