@@ -412,6 +412,12 @@ std::size_t Runtime::precompile(const std::vector<KernelSpec>& all, int jobs, co
   if (!errors.empty())
     throw Error(ErrorKind::compile, fmt::format("{} of {} kernels failed to compile; first: {}", errors.size(),
                                                 specs.size(), errors.front()));
+  // With a GPU, also load them into the calling thread's context: a serving process's first call
+  // of each then does no driver work beyond its launch set-up.
+  if (driver::available()) {
+    impl_->check_device(driver::ensure_context());
+    for (const KernelSpec& s : specs) (void)impl_->kernels.get(s);
+  }
   return specs.size();
 }
 

@@ -279,9 +279,11 @@ TEST_F(RuntimeGpu, JitOffLaunchesOnlyPrecompiledKernels) {
     }
     EXPECT_EQ(rt.cache_stats().compiles, 0u);
     EXPECT_EQ(rt.precompile(GemmProblem{}, {{256, 512, 1024}}), 1u);
+    EXPECT_EQ(rt.cache_stats().memory_misses, 1u);  // precompile loaded it too
     rt.gemm(g, nullptr);
     ASSERT_EQ(cudaSuccess, cudaDeviceSynchronize());
     EXPECT_EQ(rt.cache_stats().compiles, 1u);
+    EXPECT_EQ(rt.cache_stats().memory_misses, 1u);  // the launch found it loaded
   }
   Runtime again(o);
   again.gemm(g, nullptr);
