@@ -412,11 +412,13 @@ std::size_t Runtime::precompile(const std::vector<KernelSpec>& all, int jobs, co
   if (!errors.empty())
     throw Error(ErrorKind::compile, fmt::format("{} of {} kernels failed to compile; first: {}", errors.size(),
                                                 specs.size(), errors.front()));
-  // With a GPU, also load them into the calling thread's context: a serving process's first call
-  // of each then does no driver work beyond its launch set-up.
+  // With a Hopper GPU, also load them into the calling thread's context: a serving process's
+  // first call of each then does no driver work beyond its launch set-up. Another GPU (a build
+  // machine's) only compiles, as a machine without one does.
   if (driver::available()) {
-    impl_->check_device(driver::ensure_context());
-    for (const KernelSpec& s : specs) (void)impl_->kernels.get(s);
+    const driver::DeviceInfo d = driver::device_info(driver::current_device());
+    if (d.cc_major == 9 && d.cc_minor == 0)
+      for (const KernelSpec& s : specs) (void)impl_->kernels.get(s);
   }
   return specs.size();
 }

@@ -106,8 +106,8 @@ class FP8JIT_API Runtime {
   using CompileProgress = std::function<void(std::size_t done, std::size_t total, const KernelSpec& spec)>;
   std::size_t precompile(const GemmProblem& problem, const std::vector<GemmShape>& shapes, int jobs = 0,
                          const CompileProgress& progress = {});
-  // The same for these kernels (each once), e.g. model_kernels()'s. Where a GPU is present, both
-  // also load the kernels into the calling thread's context (a non-Hopper GPU is refused).
+  // The same for these kernels (each once), e.g. model_kernels()'s. Where a Hopper GPU is present,
+  // both also load the kernels into the calling thread's context.
   std::size_t precompile(const std::vector<KernelSpec>& specs, int jobs = 0, const CompileProgress& progress = {});
 
   // What a model will run on one of `tp` tensor-parallel ranks for batches of each m in `ms`
