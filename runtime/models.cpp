@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -120,23 +119,6 @@ bool has_dense_layers(const json& j) {
 }
 
 }  // namespace
-
-GpuTarget gpu_target(std::string_view name) {
-  // Multiprocessors of each part; every Hopper part has 227 KiB of opt-in shared memory a block.
-  static const std::pair<std::string_view, int> kKnown[] = {{"h100-sxm", 132}, {"h100-pcie", 114}, {"h100-nvl", 132},
-                                                             {"h200", 132},     {"h20", 78},        {"h800", 132},
-                                                             {"h800-pcie", 114}};
-  for (const auto& [known, sms] : kKnown)
-    if (name == known) return {std::string(known), sms, GpuTarget{}.smem_bytes};
-  std::int64_t sms = 0;
-  for (char c : name) sms = std::isdigit(static_cast<unsigned char>(c)) && sms < 100000 ? sms * 10 + (c - '0') : -1;
-  if (name.empty() || sms < 1 || sms > 1024) {
-    std::string known;
-    for (const auto& k : kKnown) known += std::string(k.first) + ", ";
-    throw_invalid("GPU target", std::string(name), known + "or a multiprocessor count in [1, 1024]");
-  }
-  return {std::string(name) + " SMs", static_cast<int>(sms), GpuTarget{}.smem_bytes};
-}
 
 std::vector<std::string> supported_model_types() {
   return {"deepseek_v3", "deepseek_v2", "qwen3", "qwen3_moe", "qwen2", "llama", "mistral"};

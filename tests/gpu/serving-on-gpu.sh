@@ -8,13 +8,7 @@
 set -uo pipefail
 OUT=${OUT:-/tmp/fp8jit-serving-out}
 mkdir -p "$OUT"
-B=build-gpu
-sqlite_args=()
-if [ ! -f /usr/include/sqlite3.h ] && [ -f .carry/sqlite/sqlite3.h ]; then
-  sqlite_args=(-DSQLite3_INCLUDE_DIR="$PWD/.carry/sqlite" -DSQLite3_LIBRARY=/lib/x86_64-linux-gnu/libsqlite3.so.0)
-fi
-cmake -S . -B $B -DCMAKE_BUILD_TYPE=Release "${sqlite_args[@]}" > "$OUT/serving-cmake.log" 2>&1 || { tail -30 "$OUT/serving-cmake.log"; exit 1; }
-cmake --build $B -j"$(nproc)" --target fp8jit_cli > "$OUT/serving-build.log" 2>&1 || { tail -40 "$OUT/serving-build.log"; exit 1; }
+source tests/gpu/build-cli.sh serving
 status=0
 work=$(mktemp -d /tmp/fp8jit-serving-XXXXXX)
 echo "=== warm-up: DeepSeek-V3, tp=8, M=1..4096, cold cache"
