@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds fp8jit on a lent Hopper machine and runs the GPU tests, the PyTorch cross-check, the
 # demo, the SASS checks and the benchmarks. Logs go to $OUT (default /tmp/fp8jit-gpu-out).
-# Usage (repo root): bash tests/gpu/run-on-gpu.sh [quick|all]   (all: also the no-GPU unit tests)
+# Usage (repo root): bash tests/gpu/run-on-gpu.sh [quick|all|build-only]   (all: also the no-GPU unit tests)
 #   quick skips compute-sanitizer and the benchmarks; BENCH=0 skips only the benchmarks;
 #   CATALOGUE=1 also runs the whole catalogue of bad inputs (tests/catalogue) with the GPU.
 set -uo pipefail
@@ -23,6 +23,7 @@ targets=(fp8jit_cli fp8jit_gpu_tests fp8jit_bench example_quantize_gemm_cpp exam
 [ "$MODE" = "all" ] && targets+=(fp8jit_tests)
 cmake --build $B -j"$(nproc)" --target "${targets[@]}" > "$OUT/build.log" 2>&1 || { tail -50 "$OUT/build.log"; exit 1; }
 ./$B/fp8jit info | head -3
+[ "$MODE" = "build-only" ] && exit 0
 step "gpu tests"
 mkdir -p "$OUT/dump"
 FP8JIT_TORCH_DUMP="$OUT/dump" ./$B/tests/fp8jit_gpu_tests --gtest_brief=1 > "$OUT/gpu_tests.log" 2>&1 || status=1

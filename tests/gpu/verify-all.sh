@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# The product's GPU checks in one or two device calls, each step under its own time limit so that a
+# call cut short still returns the logs of the steps before it. Steps (in order, any subset):
+#   build    build-gpu (CLI, GPU tests, bench, examples) and build-py (the nanobind module) at once
+#   tests    tests/gpu/run-on-gpu.sh quick: GPU tests, torch cross-check, demo, SASS checks
+#   serving  tests/gpu/serving-on-gpu.sh: model warm-up, 8 processes on one cache, FP8JIT_JIT=off
+#   python   tests/gpu/python-on-gpu.sh with CLIENTS=1: pytest, host cost per call, both clients
+#   cast     tests/gpu/cast-on-gpu.sh: fp8jit cast against DeepSeek-V3's fp8_cast_bf16.py
+# Usage (repo root, on the device): bash tests/gpu/verify-all.sh "build tests serving"
+# Every step's logs go under $OUT/<step>/ and are packed into $OUT/logs.tar.gz (the device hands back
+# a few files only); a summary of each step is printed.
+set -uo pipefail
+cd "$(dirname "$0")/../.." || exit 1
+OUT=${OUT:-/tmp/fp8jit-verify}
+STEPS=${1:-build tests serving python cast}
+LIMIT=${STEP_LIMIT:-400}
+work=/tmp/fp8jit-verify-logs
+mkdir -p "$work"
+status=0
+run_step() {  # name, command...
+  local name=$1 t0=$SECONDS rc
+  shift
+  mkdir -p "$work/$name"
+  echo "=== $name ($(date +%T))"
+  OUT=$work/$name timeout "$LIMIT" "$@" > "$work/$name/stdout.txt" 2>&1
+  rc=$?
+  tail -n "${TAIL:-30}" "$work/$name/stdout.txt"
+  echo "=== $name: exit $rc in $((SECONDS - t0)) s"
+  [ "$rc" = 0 ] || status=1
+}
+build_both() {
+  OUT=$OUT/gpu bash tests/gpu/run-on-gpu.sh build-only &
+  local gpu=$!
+  # build-py builds the library a second time for the Python module: both at once use all cores.
+  (OUT=$OUT/py PYTEST=0 bash tests/gpu/python-on-gpu.sh) &
+  local py=$!
+  wait $gpu || return 1
+  wait $py
+}
+for step in $STEPS; do
+  case $step in
+    build) run_step build build_both ;;
+    tests) run_step tests bash tests/gpu/run-on-gpu.sh quick ;;
+    serving) run_step serving bash tests/gpu/serving-on-gpu.sh ;;
+    python) run_step python env CLIENTS=1 bash tests/gpu/python-on-gpu.sh ;;
+    cast) run_step cast bash tests/gpu/cast-on-gpu.sh ;;
+    *) echo "unknown step '$step' (build tests serving python cast)"; status=1 ;;
+  esac
+done
+mkdir -p "$OUT"
+tar -czf "$OUT/logs.tar.gz" -C "$work" . && echo "logs: $OUT/logs.tar.gz"
+exit "$status"
