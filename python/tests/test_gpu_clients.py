@@ -83,7 +83,11 @@ def test_drop_in_against_kernel_py():
         for fmt in (None, "ue8m0"):
             yq, ys = ds.act_quant(inp, scale_fmt=fmt)
             kq, ks = kernel.act_quant(inp, scale_fmt=fmt)
-            assert torch.equal(ys, ks), f"scales differ in {(ys != ks).sum().item()} of {ks.numel()} ({fmt})"
+            bad = (ys != ks).nonzero()[:4].tolist()
+            assert torch.equal(ys, ks), (f"scales differ in {(ys != ks).sum().item()} of {ks.numel()} ({fmt}); "
+                                         f"first at {bad}: ours {[ys[i, j].item() for i, j in bad]}, kernel.py's "
+                                         f"{[ks[i, j].item() for i, j in bad]}, group amax "
+                                         f"{[inp.view(-1, 56, 128)[i, j].abs().max().item() for i, j in bad]}")
             assert torch.equal(yq.view(torch.uint8), kq.view(torch.uint8)), \
                 f"{(yq.view(torch.uint8) != kq.view(torch.uint8)).sum().item()} FP8 bytes differ ({fmt})"
     # fp8jit's default IEEE arithmetic: scales within 2 ulp of kernel.py's, nearly every byte equal.

@@ -6,6 +6,7 @@
 #   serving  tests/gpu/serving-on-gpu.sh: model warm-up, 8 processes on one cache, FP8JIT_JIT=off
 #   python   tests/gpu/python-on-gpu.sh with CLIENTS=1: pytest, host cost per call, both clients
 #   cast     tests/gpu/cast-on-gpu.sh: fp8jit cast against DeepSeek-V3's fp8_cast_bf16.py
+#   ue8m0    lab/probes/deepseek_ue8m0.py: how kernel.py's Triton rounds scales to powers of two
 # Usage (repo root, on the device): bash tests/gpu/verify-all.sh "build tests serving"
 # Every step's logs go under $OUT/<step>/ and are packed into $OUT/logs.tar.gz (the device hands back
 # a few files only); a summary of each step is printed.
@@ -39,11 +40,12 @@ build_both() {
 }
 for step in $STEPS; do
   case $step in
-    build) run_step build build_both ;;
+    build) run_step build bash -c "$(declare -f build_both); build_both" ;;
     tests) run_step tests bash tests/gpu/run-on-gpu.sh quick ;;
     serving) run_step serving bash tests/gpu/serving-on-gpu.sh ;;
     python) run_step python env CLIENTS=1 bash tests/gpu/python-on-gpu.sh ;;
     cast) run_step cast bash tests/gpu/cast-on-gpu.sh ;;
+    ue8m0) run_step ue8m0 python3 lab/probes/deepseek_ue8m0.py ;;
     *) echo "unknown step '$step' (build tests serving python cast)"; status=1 ;;
   esac
 done
