@@ -50,8 +50,12 @@ def main() -> int:
 
     for name in ("act_quant", "w8a8_block_fp8_matmul_triton"):
         if not hasattr(fg, name):
-            print(f"transformers.integrations.finegrained_fp8 has no {name}: this transformers routes its FP8 "
-                  "matmul elsewhere; update this client", file=sys.stderr)
+            import transformers
+
+            names = sorted(n for n in dir(fg) if "quant" in n.lower() or "matmul" in n.lower() or "fp8" in n.lower())
+            print(f"transformers {transformers.__version__}: integrations.finegrained_fp8 has no {name}: this "
+                  f"transformers routes its FP8 matmul elsewhere; update this client. The module has: {names}",
+                  file=sys.stderr)
             return 2
     torch.manual_seed(0)
     cfg = Qwen3Config(vocab_size=4096, hidden_size=1024, intermediate_size=2048, num_hidden_layers=a.layers,

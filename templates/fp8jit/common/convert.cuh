@@ -20,16 +20,11 @@ FP8JIT_DEVICE float div_rn(float a, float b) {
   return r;
 }
 
-// The approximate instructions Triton emits for fp32 `a / b`, `tl.math.log2` and `tl.math.exp2`:
+// The approximate instructions Triton emits for fp32 `a / b` and `tl.math.exp2`:
 // only for reproducing kernels written in Triton (QuantizeProblem::deepseek_arithmetic).
 FP8JIT_DEVICE float div_full(float a, float b) {
   float r;
   asm("div.full.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
-  return r;
-}
-FP8JIT_DEVICE float lg2_approx(float a) {
-  float r;
-  asm("lg2.approx.f32 %0, %1;" : "=f"(r) : "f"(a));
   return r;
 }
 FP8JIT_DEVICE float ex2_approx(float a) {

@@ -40,10 +40,12 @@ FP8JIT_DEVICE ScalePair scale_from_amax(float amax, float fmax, bool pow2) {
 }
 
 // DeepSeek-V3's act_quant (inference/kernel.py): s = max(amax, 1e-4) / 448 with Triton's
-// div.full.f32, ue8m0 as exp2(ceil(log2(s))); the codes are then x / s, not x * inv.
+// div.full.f32, ue8m0 as exp2(ceil(log2(s))); the codes are then x / s, not x * inv. Triton's
+// log2 is libdevice's log2f (its PTX has no lg2), which is exact at powers of two; lg2.approx is
+// not: for amax 3.5 (s = 2^-7) it rounded 10 of 3584 scales of a randn tensor up to 2^-6.
 FP8JIT_DEVICE float scale_deepseek(float amax, bool pow2) {
   float s = div_full(fmaxf(amax, 1e-4f), 448.0f);
-  if (pow2) s = ex2_approx(ceilf(lg2_approx(s)));
+  if (pow2) s = ex2_approx(ceilf(log2f(s)));
   return s;
 }
 

@@ -1,0 +1,34 @@
+"""Where fp8jit.gemm's host time goes (GPU machine): the median per-call time of each torch query
+and each check helper the call makes, on the operands of python/tests/host_overhead.py.
+Usage: PYTHONPATH=build-py/python python3 lab/probes/py_host_cost.py"""
+import timeit
+
+import torch
+
+import fp8jit
+from fp8jit import _fp8jit, _ops
+
+m, n, k = 128, 256, 512
+a, sa = fp8jit.quantize(torch.randn(m, k, dtype=torch.bfloat16, device="cuda"), scale_layout="col_major_tma")
+b, sb = fp8jit.quantize(torch.randn(n, k, dtype=torch.bfloat16, device="cuda"), granularity="128x128")
+d = torch.empty(m, n, dtype=torch.bfloat16, device="cuda")
+T = _ops._torch()
+cases = {
+    "a.shape": lambda: a.shape, "a.stride()": lambda: a.stride(), "a.stride(0)": lambda: a.stride(0),
+    "a.data_ptr()": lambda: a.data_ptr(), "a.dtype": lambda: a.dtype, "a.is_cuda": lambda: a.is_cuda,
+    "a.get_device()": lambda: a.get_device(), "a.is_contiguous()": lambda: a.is_contiguous(),
+    "sa.untyped_storage().nbytes()": lambda: sa.untyped_storage().nbytes(), "a.dim()": lambda: a.dim(),
+    "isinstance(a, Tensor)": lambda: isinstance(a, T.Tensor), "current_device()": lambda: T.current_device(),
+    "raw_stream(0)": lambda: T.raw_stream(0), "scale_count": lambda: _fp8jit.scale_count("1x128", "row_major", m, k),
+    "_check_cuda": lambda: _ops._check_cuda(T, a, "a"), "_rows": lambda: _ops._rows(a, "a"),
+    "_gemm_scales": lambda: _ops._gemm_scales(T, "block", sa, sb, m, n, k, 1, 0),
+    "_output": lambda: _ops._output(T, d, torch.bfloat16, (m, n), 0),
+    "_gemm_operands": lambda: _ops._gemm_operands(T, a, b, sa, sb, "block", None, None, False, d),
+    "_stream": lambda: _ops._stream(T, 0, None),
+    "fp8jit.gemm": lambda: fp8jit.gemm(a, b, sa, sb, out=d),
+}
+for name, fn in cases.items():
+    n_calls = 200
+    times = timeit.repeat(fn, number=n_calls, repeat=15)
+    torch.cuda.synchronize()
+    print(f"{name:34s} {sorted(times)[7] / n_calls * 1e6:7.2f} us")
