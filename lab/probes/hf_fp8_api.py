@@ -14,3 +14,7 @@ for fn in dir(fg):
     obj = getattr(fg, fn)
     if inspect.isfunction(obj) and ("quant" in fn or "matmul" in fn):
         print(f"def {fn}{inspect.signature(obj)}")
+for fn in ("fp8_linear", "finegrained_fp8_linear", "load_finegrained_fp8_kernel", "_load_finegrained_fp8_kernel"):
+    if hasattr(fg, fn):
+        print(f"--- {fn}")
+        print("\n".join(inspect.getsource(getattr(fg, fn)).splitlines()[:80]))

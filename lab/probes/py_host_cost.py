@@ -6,6 +6,7 @@ import timeit
 import torch
 
 import fp8jit
+import fp8jit.deepseek
 from fp8jit import _fp8jit, _ops
 
 m, n, k = 128, 256, 512
@@ -13,6 +14,10 @@ a, sa = fp8jit.quantize(torch.randn(m, k, dtype=torch.bfloat16, device="cuda"), 
 b, sb = fp8jit.quantize(torch.randn(n, k, dtype=torch.bfloat16, device="cuda"), granularity="128x128")
 d = torch.empty(m, n, dtype=torch.bfloat16, device="cuda")
 T = _ops._torch()
+x = torch.randn(64, 7168, dtype=torch.bfloat16, device="cuda")
+raw = (a.data_ptr(), "e4m3", k, b.data_ptr(), "e4m3", k, d.data_ptr(), "bf16", n, m, n, k, "block", sa.data_ptr(),
+       sa.untyped_storage().nbytes() // 4, "col_major_tma", sb.data_ptr(), sb.numel(), "row_major", 0, False,
+       torch.cuda.current_stream().cuda_stream)
 cases = {
     "a.shape": lambda: a.shape, "a.stride()": lambda: a.stride(), "a.stride(0)": lambda: a.stride(0),
     "a.data_ptr()": lambda: a.data_ptr(), "a.dtype": lambda: a.dtype, "a.is_cuda": lambda: a.is_cuda,
@@ -26,6 +31,9 @@ cases = {
     "_gemm_operands": lambda: _ops._gemm_operands(T, a, b, sa, sb, "block", None, None, False, d),
     "_stream": lambda: _ops._stream(T, 0, None),
     "fp8jit.gemm": lambda: fp8jit.gemm(a, b, sa, sb, out=d),
+    "_fp8jit.gemm (raw)": lambda: _fp8jit.gemm(*raw),
+    "fp8jit.quantize(x 64x7168)": lambda: fp8jit.quantize(x),
+    "fp8jit.deepseek.act_quant(x)": lambda: fp8jit.deepseek.act_quant(x),
 }
 for name, fn in cases.items():
     n_calls = 200

@@ -22,7 +22,9 @@ class _Torch:
         self.dtype_names = {torch.bfloat16: "bf16", torch.float16: "fp16", torch.float32: "fp32"}
         self.fp8_names = {torch.float8_e4m3fn: "e4m3", torch.float8_e5m2: "e5m2"}
         self.fp8_dtypes = {v: k for k, v in self.fp8_names.items()}
-        self.current_device = torch.cuda.current_device
+        # torch.cuda.current_device() re-checks lazy initialisation on every call (~0.25 us); an
+        # operation has a CUDA tensor in hand, so CUDA is initialised and the raw getter does.
+        self.current_device = getattr(torch._C, "_cuda_getDevice", None) or torch.cuda.current_device
         raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
         self.raw_stream = raw if raw is not None else (lambda i: torch.cuda.current_stream(i).cuda_stream)
 
@@ -84,25 +86,34 @@ def _check_cuda(T, t, what: str, device: int = -1) -> int:
 
 def _rows(t, what: str) -> int:
     """The row stride of a 2-D tensor whose rows are contiguous (stride 1 along the last dim)."""
-    if t.dim() != 2:
-        raise ValueError(f"{what}: shape {tuple(t.shape)}, expected 2-D")
-    if t.shape[1] > 1 and t.stride(1) != 1:
-        raise ValueError(f"{what}: strides {t.stride()}, the last dimension must be contiguous")
-    if t.shape[0] > 1 and t.stride(0) < t.shape[1]:
-        raise ValueError(f"{what}: row stride {t.stride(0)} below the row length {t.shape[1]}")
-    return int(t.stride(0))
+    # shape and strides are fetched once: each torch query costs ~0.1 us, and a GEMM makes dozens.
+    shape, strides = t.shape, t.stride()
+    if len(shape) != 2:
+        raise ValueError(f"{what}: shape {tuple(shape)}, expected 2-D")
+    if shape[1] > 1 and strides[1] != 1:
+        raise ValueError(f"{what}: strides {strides}, the last dimension must be contiguous")
+    if shape[0] > 1 and strides[0] < shape[1]:
+        raise ValueError(f"{what}: row stride {strides[0]} below the row length {shape[1]}")
+    return strides[0]
 
 
 def _floats_reachable(t) -> int:
     """fp32 elements a kernel may read from the tensor's first element: its view's extent, plus,
     for a column-major view (rows padded to 4), the padding rows of its last column where its
     storage holds them."""
-    column_major = t.dim() == 2 and t.stride(0) == 1 and t.shape[0] % 4 != 0 and t.numel() > 0
-    if not column_major and t.is_contiguous():
+    shape, strides = t.shape, t.stride()
+    if len(shape) == 2:
+        rows, cols = shape
+        column_major = strides[0] == 1 and rows % 4 != 0 and rows * cols > 0
+        if not column_major and strides[1] == 1 and (rows < 2 or strides[0] == cols):
+            return rows * cols  # contiguous
+    elif t.is_contiguous():
         return t.numel()
-    extent = 1 + sum((size - 1) * stride for size, stride in zip(t.shape, t.stride()))
+    else:
+        column_major = False
+    extent = 1 + sum((size - 1) * stride for size, stride in zip(shape, strides))
     if column_major:
-        extent += -t.shape[0] % 4
+        extent += -shape[0] % 4
     return min(extent, t.untyped_storage().nbytes() // 4 - t.storage_offset())
 
 
@@ -120,12 +131,14 @@ def _scale_tensor(T, t, what: str, need: int) -> int:
 def _scale_layout_of(t, rows: int) -> str:
     """row_major for a contiguous [rows, groups] tensor; col_major_tma for a column-major one
     whose columns are padded to 4 rows (DeepGEMM's get_col_major_tma_aligned_tensor)."""
-    if t.dim() == 2 and t.shape[1] > 1 and t.stride(0) == 1 and t.stride(1) == (rows + 3) // 4 * 4:
-        return "col_major_tma"
-    if t.dim() == 2 and t.shape[1] == 1 and t.stride(0) == 1 and rows % 4 == 0:
-        return "row_major"  # one scale column: both layouts are the same memory
+    shape, strides = t.shape, t.stride()
+    if len(shape) == 2 and strides[0] == 1:
+        if shape[1] > 1 and strides[1] == (rows + 3) // 4 * 4:
+            return "col_major_tma"
+        if shape[1] == 1 and rows % 4 == 0:
+            return "row_major"  # one scale column: both layouts are the same memory
     if not t.is_contiguous():
-        raise ValueError(f"scales: strides {t.stride()} are neither row-major nor column-major padded to 4 rows")
+        raise ValueError(f"scales: strides {strides} are neither row-major nor column-major padded to 4 rows")
     return "row_major"
 
 
