@@ -154,6 +154,16 @@ struct Runtime::Impl {
                        driver::device_info().max_smem_optin);
   }
 
+  // Tuning synchronizes the device, which a stream being captured into a graph cannot survive:
+  // a miss there takes the database's nearest row or the heuristic, and says so.
+  bool tune_on_miss(CUstream stream) const {
+    if (options.tune != TunePolicy::on_miss) return false;
+    if (!driver::stream_capturing(stream)) return true;
+    log::at(log::warning, "a first call inside a CUDA graph capture is not tuned (tuning synchronizes the device); "
+                          "call it once before capturing to tune it");
+    return false;
+  }
+
   float* workspace(CUcontext ctx, CUstream stream, std::size_t bytes) {
     if (bytes == 0) return nullptr;
     {
@@ -167,6 +177,8 @@ struct Runtime::Impl {
     if (w.bytes < bytes) {
       if (w.ptr) retired.push_back({ctx, w.ptr});
       const std::size_t grown = std::max(bytes, 2 * w.bytes);
+      // The first split-K call on a stream may be inside a capture: the buffer outlives the graph.
+      const driver::RelaxedCapture relaxed;
       driver::check(driver::api().cuMemAlloc(&w.ptr, grown), "cuMemAlloc(split-K workspace)");
       w.bytes = grown;
     }
@@ -294,7 +306,7 @@ void Runtime::gemm(const GemmArgs& args, CUstream stream) {
   if (!impl_->routes.find(key, route)) [[unlikely]] {
     impl_->check_device(key.ctx);
     GemmLookup found = impl_->select_gemm(ops::problem_of(a), a.m, a.n, a.k);
-    if (found.source != LookupSource::exact && impl_->options.tune == TunePolicy::on_miss) {
+    if (found.source != LookupSource::exact && impl_->tune_on_miss(stream)) {
       const TuneResult r = tune(a);  // stores the row and the route
       if (r.best) found.spec = r.candidates[*r.best].spec, found.source = LookupSource::exact;
     }
@@ -343,7 +355,7 @@ void Runtime::grouped_gemm(const GroupedGemmArgs& args, CUstream stream) {
   if (!impl_->routes.find(key, route)) [[unlikely]] {
     impl_->check_device(key.ctx);
     GemmLookup found = impl_->select_grouped(a);
-    if (found.source != LookupSource::exact && impl_->options.tune == TunePolicy::on_miss) {
+    if (found.source != LookupSource::exact && impl_->tune_on_miss(stream)) {
       const TuneResult r = tune(a);  // stores the row and the route
       if (r.best) found.spec = r.candidates[*r.best].spec, found.source = LookupSource::exact;
     }

@@ -106,6 +106,28 @@ def test_gemm_runs_on_the_current_stream_and_under_graph_capture():
     assert torch.equal(d, ref)
 
 
+def test_first_calls_inside_graph_capture():
+    """No warm-up: the first quantize and gemm of these shapes and dtypes come inside the capture
+    (torch's default, global mode); their set-up happens outside the graph and the replay writes
+    what direct calls write."""
+    x = torch.randn(192, 640, dtype=torch.float16, device=DEV)
+    w = torch.randn(136, 640, dtype=torch.float16, device=DEV)
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g, stream=s):
+        a, sa = fp8jit.quantize(x, "e5m2", "row")
+        b, sb = fp8jit.quantize(w, "e5m2", "row")
+        d = fp8jit.gemm(a, b, sa, sb, scale="rowwise", out_dtype=torch.float16)
+    d.fill_(float("nan"))
+    g.replay()
+    torch.cuda.synchronize()
+    a2, sa2 = fp8jit.quantize(x, "e5m2", "row")
+    b2, sb2 = fp8jit.quantize(w, "e5m2", "row")
+    assert torch.equal(a.view(torch.uint8), a2.view(torch.uint8)) and torch.equal(sa, sa2)
+    assert torch.equal(d, fp8jit.gemm(a2, b2, sa2, sb2, scale="rowwise", out_dtype=torch.float16))
+
+
 def _masked_operands(groups, m_max, n, k):
     """A [G * M_max, K] e4m3 with 1x128 scales (column-major), B [G * N, K] with 128x128 scales."""
     a, sa = fp8jit.quantize(torch.randn(groups * m_max, k, dtype=torch.bfloat16, device=DEV),

@@ -212,6 +212,25 @@ void throw_error(CUresult r, std::string_view what) {
   throw Error(ErrorKind::driver, fmt::format("{} failed: {}", what, describe(r)));
 }
 
+bool stream_capturing(CUstream stream) noexcept {
+  const Api* a = try_api();
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  return a != nullptr && a->cuStreamIsCapturing(stream, &status) == CUDA_SUCCESS &&
+         status != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
+RelaxedCapture::RelaxedCapture() noexcept {
+  if (const Api* a = try_api()) {
+    previous_ = CU_STREAM_CAPTURE_MODE_RELAXED;
+    exchanged_ = a->cuThreadExchangeStreamCaptureMode(&previous_) == CUDA_SUCCESS;
+  }
+}
+
+RelaxedCapture::~RelaxedCapture() {
+  if (!exchanged_) return;
+  if (const Api* a = try_api()) a->cuThreadExchangeStreamCaptureMode(&previous_);
+}
+
 namespace {
 
 // `device`'s primary context, retained once for the life of the process.

@@ -70,7 +70,9 @@ namespace fp8jit::driver {
   X(cuGetErrorName, PFN_cuGetErrorName_v6000)                                        \
   X(cuOccupancyMaxActiveBlocksPerMultiprocessor,                                     \
     PFN_cuOccupancyMaxActiveBlocksPerMultiprocessor_v6050)                           \
-  X(cuOccupancyMaxActiveClusters, PFN_cuOccupancyMaxActiveClusters_v11070)
+  X(cuOccupancyMaxActiveClusters, PFN_cuOccupancyMaxActiveClusters_v11070)         \
+  X(cuStreamIsCapturing, PFN_cuStreamIsCapturing_v10000)                             \
+  X(cuThreadExchangeStreamCaptureMode, PFN_cuThreadExchangeStreamCaptureMode_v10010)
 
 // Members are named after the driver functions so call sites read like plain driver code.
 // cuda.h #defines some of these names to versioned ones (cuMemAlloc -> cuMemAlloc_v2); the
@@ -110,6 +112,26 @@ std::string describe(CUresult r);
 inline void check(CUresult r, const char* what) {
   if (r != CUDA_SUCCESS) [[unlikely]] throw_error(r, what);
 }
+
+// Whether `stream` is being captured into a CUDA graph (false where the driver cannot say, e.g.
+// for the legacy stream while another stream captures: the launch then reports the error).
+bool stream_capturing(CUstream stream) noexcept;
+
+// Lets the calling thread make the driver calls a capture would otherwise refuse — module loads
+// and allocations on a first call — for its lifetime: the thread's capture mode is relaxed, then
+// restored. Those calls are not stream work, so nothing of theirs enters a graph being captured,
+// and a capture in global mode on another thread is not invalidated by them.
+class RelaxedCapture {
+ public:
+  RelaxedCapture() noexcept;
+  ~RelaxedCapture();
+  RelaxedCapture(const RelaxedCapture&) = delete;
+  RelaxedCapture& operator=(const RelaxedCapture&) = delete;
+
+ private:
+  CUstreamCaptureMode previous_ = CU_STREAM_CAPTURE_MODE_RELAXED;
+  bool exchanged_ = false;
+};
 
 // The calling thread's current context. Where it has none, makes device 0's primary context
 // current (retained once per device and kept for the life of the process, which is what the

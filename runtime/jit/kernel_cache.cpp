@@ -178,6 +178,9 @@ const LoadedKernel& KernelCache::get(const KernelSpec& spec, std::string_view wh
   }
   memory_misses_++;
   try {
+    // A first call may come while a CUDA graph is being captured (on this thread or another, in
+    // any mode): the module load below must neither fail nor invalidate that capture.
+    const driver::RelaxedCapture relaxed;
     auto k = std::make_shared<LoadedKernel>();
     k->spec = spec;
     k->name = key.second;

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -180,6 +181,80 @@ TEST_F(RuntimeGpu, CudaGraphCapturingGemmReplaysCorrectly) {
     EXPECT_EQ(keep.d->download(), direct) << s.m << "x" << s.n << "x" << s.k;
     cudaGraphExecDestroy(exec);
     cudaGraphDestroy(graph);
+    cudaStreamDestroy(stream);
+  }
+}
+
+// A first call with cold caches inside a CUDA graph capture, in each capture mode: the compile,
+// the module load and the split-K workspace happen outside the graph, the capture survives, and
+// the replay writes what a direct call writes. Quantize and dequantize too, and a runtime that
+// tunes on a miss, which must not tune (it synchronizes) inside the capture.
+TEST_F(RuntimeGpu, FirstCallInsideAGraphCaptureCompilesOutsideIt) {
+  FP8JIT_REQUIRE_GPU();
+  const std::pair<cudaStreamCaptureMode, const char*> modes[] = {
+      {cudaStreamCaptureModeGlobal, "global"},
+      {cudaStreamCaptureModeThreadLocal, "thread-local"},
+      {cudaStreamCaptureModeRelaxed, "relaxed"}};
+  int round = 0;
+  for (const auto& [mode, mode_name] : modes) {
+    RuntimeOptions o = options();
+    o.cache_dir = fmt::format("{}/cache-{}", dir_, round);  // cold: this runtime has compiled nothing
+    o.tune = round == 0 ? TunePolicy::on_miss : TunePolicy::cached;
+    ++round;
+    Runtime rt(o);
+    cudaStream_t stream;
+    ASSERT_EQ(cudaSuccess, cudaStreamCreate(&stream));
+    // Replays `call` from a graph captured around its first (cold) run; then calls it directly
+    // and compares what `out` holds after each.
+    auto captured_equals_direct = [&](const std::function<void()>& call, DeviceMem& out, const std::string& what) {
+      out.poison(0xFF);
+      cudaGraph_t graph = nullptr;
+      ASSERT_EQ(cudaSuccess, cudaStreamBeginCapture(stream, mode)) << what;
+      try {
+        call();
+      } catch (const std::exception& e) {
+        cudaStreamEndCapture(stream, &graph);
+        FAIL() << what << " (" << mode_name << "): " << e.what();
+      }
+      ASSERT_EQ(cudaSuccess, cudaStreamEndCapture(stream, &graph)) << what << ": the capture was invalidated";
+      cudaGraphExec_t exec;
+      ASSERT_EQ(cudaSuccess, cudaGraphInstantiate(&exec, graph, 0)) << what;
+      ASSERT_EQ(cudaSuccess, cudaGraphLaunch(exec, stream)) << what;
+      ASSERT_EQ(cudaSuccess, cudaStreamSynchronize(stream)) << what;
+      const auto replayed = out.download();
+      out.poison(0xFF);
+      call();
+      ASSERT_EQ(cudaSuccess, cudaStreamSynchronize(stream)) << what;
+      EXPECT_EQ(out.download(), replayed) << what << " (" << mode_name << ")";
+      cudaGraphExecDestroy(exec);
+      cudaGraphDestroy(graph);
+    };
+    for (const GemmShape& s : {GemmShape{64, 2112, 7168}, GemmShape{256, 512, 1024}}) {  // split-K and plain
+      GemmArgs g = args_of(s);
+      Operands keep = make(g, 11);
+      captured_equals_direct([&] { rt.gemm(g, stream); }, *keep.d, fmt::format("gemm {}x{}x{}", s.m, s.n, s.k));
+    }
+    const std::int64_t m = 256, k = 1024;
+    DeviceMem x(m * k * 2), q(m * k), scales(4 * scale_count(Granularity::block128, ScaleLayout::row_major, m, k)),
+        y(m * k * 2);
+    const auto host = random_tensor(m, k, k, DType::bf16, 5, false);
+    x.upload(host.data(), host.size());
+    QuantizeArgs qa;
+    qa.x = x.get();
+    qa.m = m;
+    qa.k = k;
+    qa.q = q.get();
+    qa.scales = scales.f32();
+    qa.granularity = Granularity::block128;
+    captured_equals_direct([&] { rt.quantize(qa, stream); }, q, "quantize 128x128");
+    DequantizeArgs da;
+    da.q = q.get();
+    da.m = m;
+    da.k = k;
+    da.scales = scales.f32();
+    da.y = y.get();
+    captured_equals_direct([&] { rt.dequantize(da, stream); }, y, "dequantize 128x128");
+    EXPECT_GE(rt.cache_stats().compiles, 4u) << mode_name << ": the first calls were meant to be cold";
     cudaStreamDestroy(stream);
   }
 }
