@@ -22,6 +22,7 @@ class _Torch:
         self.dtype_names = {torch.bfloat16: "bf16", torch.float16: "fp16", torch.float32: "fp32"}
         self.fp8_names = {torch.float8_e4m3fn: "e4m3", torch.float8_e5m2: "e5m2"}
         self.fp8_dtypes = {v: k for k, v in self.fp8_names.items()}
+        self.float32 = torch.float32
         # torch.cuda.current_device() re-checks lazy initialisation on every call (~0.25 us); an
         # operation has a CUDA tensor in hand, so CUDA is initialised and the raw getter does.
         self.current_device = getattr(torch._C, "_cuda_getDevice", None) or torch.cuda.current_device
@@ -76,18 +77,20 @@ def _check_cuda(T, t, what: str, device: int = -1) -> int:
     """The tensor's CUDA device index, after checking it is a CUDA tensor (on `device` if given)."""
     if not isinstance(t, T.Tensor):
         raise ValueError(f"{what}: expected a torch.Tensor, got {type(t).__name__}")
-    if not t.is_cuda:
+    index = t.get_device()  # -1 for a CPU tensor: one query answers both questions
+    if index < 0 or not t.is_cuda:
         raise ValueError(f"{what}: a tensor on {t.device}; fp8jit's operations take CUDA tensors")
-    index = t.get_device()
     if device >= 0 and index != device:
         raise ValueError(f"{what}: on cuda:{index}, the other operands on cuda:{device}")
     return index
 
 
-def _rows(t, what: str) -> int:
-    """The row stride of a 2-D tensor whose rows are contiguous (stride 1 along the last dim)."""
-    # shape and strides are fetched once: each torch query costs ~0.1 us, and a GEMM makes dozens.
-    shape, strides = t.shape, t.stride()
+def _rows(t, what: str, shape=None, strides=None) -> int:
+    """The row stride of a 2-D tensor whose rows are contiguous (stride 1 along the last dim).
+    Callers that already hold the tensor's shape and strides pass them: each torch query costs
+    ~0.1 us, and the checks are most of a small GEMM's host time."""
+    if shape is None:
+        shape, strides = t.shape, t.stride()
     if len(shape) != 2:
         raise ValueError(f"{what}: shape {tuple(shape)}, expected 2-D")
     if shape[1] > 1 and strides[1] != 1:
@@ -97,11 +100,12 @@ def _rows(t, what: str) -> int:
     return strides[0]
 
 
-def _floats_reachable(t) -> int:
+def _floats_reachable(t, shape=None, strides=None) -> int:
     """fp32 elements a kernel may read from the tensor's first element: its view's extent, plus,
     for a column-major view (rows padded to 4), the padding rows of its last column where its
     storage holds them."""
-    shape, strides = t.shape, t.stride()
+    if shape is None:
+        shape, strides = t.shape, t.stride()
     if len(shape) == 2:
         rows, cols = shape
         column_major = strides[0] == 1 and rows % 4 != 0 and rows * cols > 0
@@ -117,21 +121,22 @@ def _floats_reachable(t) -> int:
     return min(extent, t.untyped_storage().nbytes() // 4 - t.storage_offset())
 
 
-def _scale_tensor(T, t, what: str, need: int) -> int:
+def _scale_tensor(T, t, what: str, need: int, shape=None, strides=None) -> int:
     """Checks a fp32 scale tensor (a CUDA tensor on the operands' device: _check_cuda first) reaching
     at least `need` floats; returns how many it reaches."""
-    if t.dtype != T.torch.float32:
+    if t.dtype != T.float32:
         raise ValueError(f"{what}: dtype {t.dtype}, expected torch.float32")
-    reach = _floats_reachable(t)
+    reach = _floats_reachable(t, shape, strides)
     if reach < need:
         raise ValueError(f"{what}: reaches {reach} floats, {need} needed")
     return reach
 
 
-def _scale_layout_of(t, rows: int) -> str:
+def _scale_layout_of(t, rows: int, shape=None, strides=None) -> str:
     """row_major for a contiguous [rows, groups] tensor; col_major_tma for a column-major one
     whose columns are padded to 4 rows (DeepGEMM's get_col_major_tma_aligned_tensor)."""
-    shape, strides = t.shape, t.stride()
+    if shape is None:
+        shape, strides = t.shape, t.stride()
     if len(shape) == 2 and strides[0] == 1:
         if shape[1] > 1 and strides[1] == (rows + 3) // 4 * 4:
             return "col_major_tma"
@@ -279,13 +284,14 @@ def _gemm_scales(T, scale: str, sa, sb, m: int, n: int, k: int, groups: int, dev
     grans = _GEMM_SCALE_GRANULARITIES.get(scale)
     if grans is None:
         raise ValueError(f"scale '{scale}': expected 'tensor', 'rowwise', 'block' or 'group'")
-    gran_a, gran_b = grans
-    _check_cuda(T, sa, "scale_a", device)
-    _check_cuda(T, sb, "scale_b", device)
-    la = _scale_layout_of(sa, m) if gran_a == "1x128" else "row_major"
-    lb = _scale_layout_of(sb, n) if gran_b == "1x128" else "row_major"
-    na = _scale_tensor(T, sa, "scale_a", _fp8jit.scale_count(gran_a, la, m, k))
-    nb = _scale_tensor(T, sb, "scale_b", _fp8jit.scale_count(gran_b, lb, n, k) * groups)
+    found = []
+    for t, what, gran, rows, count in ((sa, "scale_a", grans[0], m, 1), (sb, "scale_b", grans[1], n, groups)):
+        _check_cuda(T, t, what, device)
+        shape, strides = t.shape, t.stride()
+        layout = _scale_layout_of(t, rows, shape, strides) if gran == "1x128" else "row_major"
+        need = _fp8jit.scale_count(gran, layout, rows, k) * count
+        found.append((layout, _scale_tensor(T, t, what, need, shape, strides)))
+    (la, na), (lb, nb) = found
     return la, lb, na, nb
 
 
@@ -294,31 +300,31 @@ def _output(T, out, dtype, shape, device):
     if out is None:
         return T.torch.empty(shape, dtype=dtype, device=device), out_name
     _check_cuda(T, out, "out", device)
-    if out.dtype != dtype or tuple(out.shape) != tuple(shape):
+    if out.dtype != dtype or out.shape != shape:
         raise ValueError(f"out: {out.dtype} {tuple(out.shape)}, expected {dtype} {tuple(shape)}")
     return out, out_name
 
 
 def _gemm_operands(T, a, b, scale_a, scale_b, scale, out_dtype, bias, fast_accum, out):
     """(device, D, the raw binding's operand arguments) of a checked dense GEMM."""
-    torch = T.torch
     dev = _check_cuda(T, a, "a")
     _check_cuda(T, b, "b", dev)
     fa, fb = _fp8_name(T, a.dtype, "a"), _fp8_name(T, b.dtype, "b")
-    lda, ldb = _rows(a, "a"), _rows(b, "b")
-    m, k = int(a.shape[0]), int(a.shape[1])
-    n = int(b.shape[0])
-    if int(b.shape[1]) != k:
-        raise ValueError(f"b: shape {tuple(b.shape)}, expected [N, {k}] (K of a)")
+    a_shape, b_shape = a.shape, b.shape
+    lda, ldb = _rows(a, "a", a_shape, a.stride()), _rows(b, "b", b_shape, b.stride())
+    m, k = a_shape
+    n = b_shape[0]
+    if b_shape[1] != k:
+        raise ValueError(f"b: shape {tuple(b_shape)}, expected [N, {k}] (K of a)")
     la, lb, na, nb = _gemm_scales(T, scale, scale_a, scale_b, m, n, k, 1, dev)
-    d, out_name = _output(T, out, torch.bfloat16 if out_dtype is None else out_dtype, (m, n), dev)
+    d, out_name = _output(T, out, T.torch.bfloat16 if out_dtype is None else out_dtype, (m, n), dev)
     ldd = _rows(d, "out")
     if bias is not None:
         _check_cuda(T, bias, "bias", dev)
         if bias.dtype != d.dtype or tuple(bias.shape) != (n,) or not bias.is_contiguous():
             raise ValueError(f"bias: {bias.dtype} {tuple(bias.shape)}, expected a contiguous {d.dtype} ({n},)")
-    return dev, d, (_ptr(a), fa, lda, _ptr(b), fb, ldb, _ptr(d), out_name, ldd, m, n, k, scale, _ptr(scale_a), na,
-                    la, _ptr(scale_b), nb, lb, _ptr(bias), fast_accum)
+    return dev, d, (a.data_ptr(), fa, lda, b.data_ptr(), fb, ldb, d.data_ptr(), out_name, ldd, m, n, k, scale,
+                    scale_a.data_ptr(), na, la, scale_b.data_ptr(), nb, lb, _ptr(bias), fast_accum)
 
 
 def gemm(a, b, scale_a, scale_b, *, scale: str = "block", out_dtype: Any = None, bias: Any = None,

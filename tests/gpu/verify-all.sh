@@ -8,7 +8,7 @@
 #   cast     tests/gpu/cast-on-gpu.sh: fp8jit cast against DeepSeek-V3's fp8_cast_bf16.py
 #   ue8m0    lab/probes/deepseek_ue8m0.py: how kernel.py's Triton rounds scales to powers of two
 #   gtests   the GPU tests matching GTESTS (a gtest filter, default RuntimeGpu.*) on build-gpu
-#   pyprobes lab/probes/py_host_cost.py (where fp8jit.gemm's host time goes), hf_fp8_api.py
+#   pyprobes lab/probes/py_host_cost.py: where fp8jit.gemm's host time goes
 # Usage (repo root, on the device): bash tests/gpu/verify-all.sh "build tests serving"
 # Every step's logs go under $OUT/<step>/ and are packed into $OUT/logs.tar.gz (the device hands back
 # a few files only); a summary of each step is printed.
@@ -49,8 +49,7 @@ for step in $STEPS; do
     cast) run_step cast bash tests/gpu/cast-on-gpu.sh ;;
     ue8m0) run_step ue8m0 python3 lab/probes/deepseek_ue8m0.py ;;
     gtests) run_step gtests ./build-gpu/tests/fp8jit_gpu_tests --gtest_brief=1 --gtest_filter="${GTESTS:-RuntimeGpu.*}" ;;
-    pyprobes) run_step pyprobes bash -c "PYTHONPATH=build-py/python python3 lab/probes/py_host_cost.py;
-                                         python3 lab/probes/hf_fp8_api.py" ;;
+    pyprobes) run_step pyprobes env PYTHONPATH=build-py/python python3 lab/probes/py_host_cost.py ;;
     *) echo "unknown step '$step' (build tests serving python cast)"; status=1 ;;
   esac
 done
