@@ -32,6 +32,8 @@ cases = {
     "_stream": lambda: _ops._stream(T, 0, None),
     "fp8jit.gemm": lambda: fp8jit.gemm(a, b, sa, sb, out=d),
     "_fp8jit.gemm (raw)": lambda: _fp8jit.gemm(*raw),
+    "_gemm_operands + raw": lambda: _fp8jit.gemm(*_ops._gemm_operands(T, a, b, sa, sb, "block", None, None, False,
+                                                                      d)[2], raw[-1]),
     "fp8jit.quantize(x 64x7168)": lambda: fp8jit.quantize(x),
     "fp8jit.deepseek.act_quant(x)": lambda: fp8jit.deepseek.act_quant(x),
 }

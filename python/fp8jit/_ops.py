@@ -333,9 +333,13 @@ def gemm(a, b, scale_a, scale_b, *, scale: str = "block", out_dtype: Any = None,
     contiguous. ``scale``: 'block' (A 1x128 [M, ceil(K/128)], row-major or column-major padded to 4
     rows; B 128x128 [ceil(N/128), ceil(K/128)]), 'tensor' (one each), 'rowwise' ([M] and [N]) or
     'group' (1x128 both). ``out_dtype`` torch.bfloat16 (default), float16 or float32."""
-    T = _torch()
+    T = _T or _torch()
     dev, d, args = _gemm_operands(T, a, b, scale_a, scale_b, scale, out_dtype, bias, fast_accum, out)
-    _launch(T, dev, _fp8jit.gemm, *args, _stream(T, dev, stream))
+    s = T.raw_stream(dev) if stream is None else _stream(T, dev, stream)
+    if dev == T.current_device():  # _launch without its call: this is the hottest path of the package
+        _fp8jit.gemm(*args, s)
+    else:
+        _launch(T, dev, _fp8jit.gemm, *args, s)
     return d
 
 
