@@ -39,11 +39,18 @@ double gemm_tolerance(const GroupedGemmArgs& a) {
   return tolerance_of(a.d_dtype, a.fast_accum);
 }
 
+namespace {
+// The SMs the candidates are ranked for: the call's budget (GemmArgs::max_sms) where it has one.
+int sms_of(const driver::DeviceInfo& dev, int max_sms) {
+  return max_sms > 0 ? std::min(dev.sm_count, max_sms) : dev.sm_count;
+}
+}  // namespace
+
 TuneResult tune_gemm(const GemmArgs& a, const GemmTuneHooks& hooks, const TuneOptions& options) {
   const driver::DeviceInfo dev = driver::device_info();
   GemmProblem problem{a.a_format, a.b_format, a.d_dtype, a.scale_mode, a.bias != nullptr, a.fast_accum};
   const std::vector<KernelSpec> candidates =
-      gemm_candidates(problem, a.m, a.n, a.k, dev.sm_count, dev.max_smem_optin, options.top_k);
+      gemm_candidates(problem, a.m, a.n, a.k, sms_of(dev, a.max_sms), dev.max_smem_optin, options.top_k);
   // The reference once per sweep; every candidate is checked against it.
   DeviceBuffer ref(static_cast<std::size_t>(a.m * a.n) * sizeof(double));
   reference::gemm_on_device(a, static_cast<double*>(ref.get()), nullptr);
@@ -73,7 +80,7 @@ TuneResult tune_grouped_gemm(const GroupedGemmArgs& a, const GemmTuneHooks& hook
   const GemmProblem problem{a.a_format, a.b_format,   a.d_dtype, a.scale_mode,
                             false,      a.fast_accum, a.layout};
   const std::vector<KernelSpec> candidates = grouped_gemm_candidates(
-      problem, a.groups, a.expected_m, a.n, a.k, dev.sm_count, dev.max_smem_optin, options.top_k);
+      problem, a.groups, a.expected_m, a.n, a.k, sms_of(dev, a.max_sms), dev.max_smem_optin, options.top_k);
   const GroupedReference ref(a);  // once per sweep, group by group
   Bench bench = timed_bench(hooks, options);
   bench.verify = [&](const KernelSpec& s) -> std::string {

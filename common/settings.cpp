@@ -63,6 +63,7 @@ Settings Settings::from_env() {
   }
   if (const char* v = env("FP8JIT_FFMA_REUSE")) s.ffma_reuse = parse_bool("FP8JIT_FFMA_REUSE", v);
   if (const char* v = env("FP8JIT_JIT")) s.jit = parse_bool("FP8JIT_JIT", v);
+  if (const char* v = env("FP8JIT_MAX_SMS")) s.max_sms = parse_int("FP8JIT_MAX_SMS", v, 0, 1 << 16);
   return s;
 }
 
@@ -94,6 +95,7 @@ std::vector<std::pair<std::string, std::string>> Settings::documented() {
       {"FP8JIT_TUNE", "off | cached | on-miss (default cached)"},
       {"FP8JIT_LOG", "0 quiet .. 3 debug (default 1)"},
       {"FP8JIT_JOBS", "compile threads (default: all cores)"},
+      {"FP8JIT_MAX_SMS", "most SMs a GEMM's persistent grid may occupy, leaving the rest to other kernels (default 0: all)"},
       {"FP8JIT_KEEP_SOURCE", "1 writes each generated .cu beside its cubin"},
       {"FP8JIT_SPLIT_SUM", "cluster | workspace: how split-K ranges are summed (default cluster, where it fits)"},
       {"FP8JIT_JIT", "on | off: off, launching a kernel missing from the memory and disk caches is an error "

@@ -168,7 +168,8 @@ fp8jit_status fp8jit_runtime_create_with_cache_dir(const char* cache_dir, fp8jit
 void fp8jit_runtime_options_init(fp8jit_runtime_options* options) {
   if (!options) return;
   const fp8jit::RuntimeOptions defaults;
-  *options = fp8jit_runtime_options{sizeof(fp8jit_runtime_options), nullptr, nullptr, defaults.jit ? 1 : 0};
+  *options = fp8jit_runtime_options{sizeof(fp8jit_runtime_options), nullptr, nullptr, defaults.jit ? 1 : 0,
+                                    defaults.max_sms};
 }
 
 fp8jit_status fp8jit_runtime_create_with_options(const fp8jit_runtime_options* options, fp8jit_runtime** out) {
@@ -186,10 +187,13 @@ fp8jit_status fp8jit_runtime_create_with_options(const fp8jit_runtime_options* o
                                         sizeof(fp8jit_runtime_options)));
     if (options->jit != 0 && options->jit != 1)
       fp8jit::throw_invalid("options->jit", std::to_string(options->jit), "0 or 1");
+    if (options->max_sms < 0)
+      fp8jit::throw_invalid("options->max_sms", std::to_string(options->max_sms), "0 (all SMs) or more");
     fp8jit::RuntimeOptions o;
     o.cache_dir = options->cache_dir ? options->cache_dir : "";
     o.db_path = options->db_path ? options->db_path : "";
     o.jit = options->jit == 1;
+    o.max_sms = options->max_sms;
     *out = new fp8jit_runtime(o);
   });
 }

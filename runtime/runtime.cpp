@@ -39,6 +39,7 @@ RuntimeOptions RuntimeOptions::from_settings() {
   o.jobs = s.jobs;
   o.split_sum = s.split_sum;
   o.jit = s.jit;
+  o.max_sms = s.max_sms;
   o.keep_source = s.keep_source;
   o.ffma_reuse = s.ffma_reuse;
   o.log_level = s.log_level;
@@ -80,11 +81,11 @@ TuneResult sweep_of(const GemmArgs& a, const GemmTuneHooks& h, const TuneOptions
 TuneResult sweep_of(const GroupedGemmArgs& a, const GemmTuneHooks& h, const TuneOptions& o) {
   return tune_grouped_gemm(a, h, o);
 }
-void store_result(const std::string& db, const GemmArgs& a, const TuneResult& r) {
-  store_gemm_result(db, current_gpu_key(), {a.m, a.n, a.k}, r);
+void store_result(const std::string& db, const GpuKey& gpu, const GemmArgs& a, const TuneResult& r) {
+  store_gemm_result(db, gpu, {a.m, a.n, a.k}, r);
 }
-void store_result(const std::string& db, const GroupedGemmArgs& a, const TuneResult& r) {
-  store_grouped_gemm_result(db, current_gpu_key(), a.groups, {a.expected_m, a.n, a.k}, r);
+void store_result(const std::string& db, const GpuKey& gpu, const GroupedGemmArgs& a, const TuneResult& r) {
+  store_grouped_gemm_result(db, gpu, a.groups, {a.expected_m, a.n, a.k}, r);
 }
 void launch_with(Runtime& rt, const GemmArgs& a, const KernelSpec& s) {
   rt.gemm(a, s, nullptr);
@@ -132,26 +133,47 @@ struct Runtime::Impl {
   // Grouped GEMMs (normalized arguments): database row or heuristic (lookup_grouped_gemm).
   // Without a GPU to key the database with: the heuristic for an H100/H200.
   GemmLookup select_grouped(const GemmProblem& p, std::int64_t groups, std::int64_t expected_m, std::int64_t n,
-                            std::int64_t k) const {
+                            std::int64_t k, int budget) const {
     if (!driver::available())
-      return {default_grouped_gemm_spec(p, groups, expected_m, n, k, options.target.sm_count,
+      return {default_grouped_gemm_spec(p, groups, expected_m, n, k, within(options.target.sm_count, budget),
                                         options.target.smem_bytes),
               LookupSource::heuristic};
-    return lookup_grouped_gemm(p, groups, expected_m, n, k, options.db_path, options.tune, current_gpu_key(),
+    return lookup_grouped_gemm(p, groups, expected_m, n, k, options.db_path, options.tune, gpu_key(budget),
                                driver::device_info().max_smem_optin);
   }
   GemmLookup select_grouped(const GroupedGemmArgs& a) const {
-    return select_grouped(ops::problem_of(a), a.groups, a.expected_m, a.n, a.k);
+    return select_grouped(ops::problem_of(a), a.groups, a.expected_m, a.n, a.k, budget(a.max_sms));
   }
 
   // The variant for a problem and shape: database row or heuristic (see lookup_gemm). Without
   // a GPU to key the database with: the heuristic for an H100/H200.
-  GemmLookup select_gemm(const GemmProblem& p, std::int64_t m, std::int64_t n, std::int64_t k) const {
+  GemmLookup select_gemm(const GemmProblem& p, std::int64_t m, std::int64_t n, std::int64_t k, int budget) const {
     if (!driver::available())
-      return {default_gemm_spec(p, m, n, k, options.target.sm_count, options.target.smem_bytes),
+      return {default_gemm_spec(p, m, n, k, within(options.target.sm_count, budget), options.target.smem_bytes),
               LookupSource::heuristic};
-    return lookup_gemm(p, m, n, k, options.db_path, options.tune, current_gpu_key(),
+    return lookup_gemm(p, m, n, k, options.db_path, options.tune, gpu_key(budget),
                        driver::device_info().max_smem_optin);
+  }
+
+  // The SM budget of a call: its own (GemmArgs::max_sms), else the runtime's; 0: every SM.
+  int budget(int call) const {
+    if (call < 0)
+      throw_invalid("max_sms", std::to_string(call), "the most SMs the GEMM may occupy: 1 or more, or 0 for all");
+    return call > 0 ? call : options.max_sms;
+  }
+  // A gemm's route key: its shape and problem, and its SM budget.
+  template <class Args> RouteKey route_key_of(const Args& a) const {
+    RouteKey key = gemm_route_key(driver::ensure_context(), a);
+    key.sms = budget(a.max_sms);
+    return key;
+  }
+  static int within(int sm_count, int budget) { return budget > 0 ? std::min(sm_count, budget) : sm_count; }
+  // The GPU's key with its SM count cut to the budget: kernels and tuning rows are chosen for the
+  // SMs a call may take, and rows tuned on 100 SMs never answer a call on 132.
+  GpuKey gpu_key(int budget) const {
+    GpuKey key = current_gpu_key();
+    key.sm_count = within(key.sm_count, budget);
+    return key;
   }
 
   // Tuning synchronizes the device, which a stream being captured into a graph cannot survive:
@@ -210,7 +232,7 @@ struct Runtime::Impl {
   // Remembers `k` as the route of `key`; a gemm's with the split-K count of its normalized
   // arguments, which is fixed for a kernel, shape and device like the SM count.
   Route remember(const RouteKey& key, const LoadedKernel& k, const GemmArgs* gemm = nullptr) {
-    Route route{&k, check_device(key.ctx), 1};
+    Route route{&k, within(check_device(key.ctx), key.sms), 1};
     if (gemm) route.splits = ops::split_count(k, *gemm, route.sm_count, options.split_sum);
     routes.put(key, route);
     return route;
@@ -242,29 +264,34 @@ struct Runtime::Impl {
   // launching through `rt`; the winner is stored in the database and routed, so that later calls
   // of the shape take it without asking the database again.
   template <class Args>
-  TuneResult tune(Runtime& rt, const Args& a, const TuneOptions& options) {
+  TuneResult tune(Runtime& rt, const Args& args, const TuneOptions& options) {
     check_device(driver::ensure_context());
+    Args a = args;
+    a.max_sms = budget(a.max_sms);  // the candidates are ranked, timed and stored for the budget
     const GemmTuneHooks hooks{[this](const KernelSpec& s) { kernels.cubin(s); },
                               [&rt, &a](const KernelSpec& s) { launch_with(rt, a, s); }};
     TuneOptions o = options;
     if (o.jobs <= 0) o.jobs = jobs();
     TuneResult r = sweep_of(a, hooks, o);
     if (r.best) {
-      store_result(this->options.db_path, a, r);
+      store_result(this->options.db_path, gpu_key(a.max_sms), a, r);
       const LoadedKernel& k = kernels.get(r.candidates[*r.best].spec);
-      remember(gemm_route_key(driver::ensure_context(), a), k, split_args(a));
+      remember(route_key_of(a), k, split_args(a));
     }
     return r;
   }
 
   void run_gemm(const LoadedKernel& k, const GemmArgs& a, CUcontext ctx, int sm_count, int splits, CUstream stream) {
     const SplitSum sum = options.split_sum;
-    ops::launch(k, a, sm_count, splits, workspace(ctx, stream, ops::workspace_bytes(k, a, splits, sum)), stream, sum);
+    ops::launch(k, a, sm_count, splits, workspace(ctx, stream, ops::workspace_bytes(k, a, splits, sum, sm_count)), stream,
+                sum);
   }
 };
 
 Runtime::Runtime() : Runtime(RuntimeOptions::from_settings()) {}
 Runtime::Runtime(const RuntimeOptions& options) {
+  if (options.max_sms < 0)
+    throw_invalid("max_sms", std::to_string(options.max_sms), "the most SMs a GEMM may occupy: 1 or more, or 0 for all");
   // Tuning on a miss compiles every candidate on the request that missed.
   if (!options.jit && options.tune == TunePolicy::on_miss)
     throw_invalid("tune", "on-miss", "tuning on a miss compiles on the request path, which jit = false (FP8JIT_JIT=off) "
@@ -296,16 +323,16 @@ void Runtime::dequantize(const DequantizeArgs& args, const KernelSpec& spec, CUs
 
 KernelSpec Runtime::select(const GemmArgs& args) const {
   const GemmArgs a = ops::normalize(args);
-  return impl_->select_gemm(ops::problem_of(a), a.m, a.n, a.k).spec;
+  return impl_->select_gemm(ops::problem_of(a), a.m, a.n, a.k, impl_->budget(a.max_sms)).spec;
 }
 
 void Runtime::gemm(const GemmArgs& args, CUstream stream) {
   const GemmArgs a = ops::normalize(args);
-  const RouteKey key = gemm_route_key(driver::ensure_context(), a);
+  const RouteKey key = impl_->route_key_of(a);
   Route route;
   if (!impl_->routes.find(key, route)) [[unlikely]] {
     impl_->check_device(key.ctx);
-    GemmLookup found = impl_->select_gemm(ops::problem_of(a), a.m, a.n, a.k);
+    GemmLookup found = impl_->select_gemm(ops::problem_of(a), a.m, a.n, a.k, key.sms);
     if (found.source != LookupSource::exact && impl_->tune_on_miss(stream)) {
       const TuneResult r = tune(a);  // stores the row and the route
       if (r.best) found.spec = r.candidates[*r.best].spec, found.source = LookupSource::exact;
@@ -322,7 +349,7 @@ KernelSpec Runtime::select(const GemmProblem& problem, const GemmShape& shape) c
   if (problem.layout != GemmLayout::dense)
     throw_invalid("problem.layout", std::string(to_string(problem.layout)),
                   "select(problem, shape) is for dense GEMMs; grouped layouts go through select_grouped");
-  return impl_->select_gemm(problem, shape.m, shape.n, shape.k).spec;
+  return impl_->select_gemm(problem, shape.m, shape.n, shape.k, impl_->options.max_sms).spec;
 }
 
 KernelSpec Runtime::select_grouped(const GemmProblem& problem, std::int64_t groups, std::int64_t expected_m,
@@ -340,7 +367,7 @@ KernelSpec Runtime::select_grouped(const GemmProblem& problem, std::int64_t grou
   if (problem.scale == ScaleMode::group)
     throw_invalid("problem.scale", "group", "grouped GEMMs take tensor, rowwise or block scaling");
   if (problem.bias) throw_invalid("problem.bias", "true", "grouped GEMMs take no bias");
-  return impl_->select_grouped(problem, groups, expected_m, n, k).spec;
+  return impl_->select_grouped(problem, groups, expected_m, n, k, impl_->options.max_sms).spec;
 }
 
 KernelSpec Runtime::select(const GroupedGemmArgs& args) const {
@@ -350,7 +377,7 @@ KernelSpec Runtime::select(const GroupedGemmArgs& args) const {
 
 void Runtime::grouped_gemm(const GroupedGemmArgs& args, CUstream stream) {
   const GroupedGemmArgs a = ops::normalize(args);
-  const RouteKey key = gemm_route_key(driver::ensure_context(), a);
+  const RouteKey key = impl_->route_key_of(a);
   Route route;
   if (!impl_->routes.find(key, route)) [[unlikely]] {
     impl_->check_device(key.ctx);
@@ -370,7 +397,7 @@ void Runtime::grouped_gemm(const GroupedGemmArgs& args, CUstream stream) {
 void Runtime::grouped_gemm(const GroupedGemmArgs& args, const KernelSpec& spec, CUstream stream) {
   const GroupedGemmArgs a = ops::normalize(args);
   ops::check_matches(spec, a);
-  const int sms = impl_->check_device(driver::ensure_context());
+  const int sms = Impl::within(impl_->check_device(driver::ensure_context()), impl_->budget(a.max_sms));
   ops::launch(impl_->kernels.get(spec), a, sms, stream);
 }
 
@@ -378,7 +405,7 @@ void Runtime::gemm(const GemmArgs& args, const KernelSpec& spec, CUstream stream
   const GemmArgs a = ops::normalize(args);
   ops::check_matches(spec, a);
   CUcontext ctx = driver::ensure_context();
-  const int sms = impl_->check_device(ctx);
+  const int sms = Impl::within(impl_->check_device(ctx), impl_->budget(a.max_sms));
   const LoadedKernel& k = impl_->kernels.get(spec);
   impl_->run_gemm(k, a, ctx, sms, ops::split_count(k, a, sms, impl_->options.split_sum), stream);
 }
@@ -396,7 +423,7 @@ std::size_t Runtime::precompile(const GemmProblem& problem, const std::vector<Ge
   std::vector<KernelSpec> specs;
   for (const GemmShape& s : shapes) {
     check_gemm_dims(s.m, s.n, s.k);
-    specs.push_back(impl_->select_gemm(problem, s.m, s.n, s.k).spec);
+    specs.push_back(impl_->select_gemm(problem, s.m, s.n, s.k, impl_->options.max_sms).spec);
   }
   return precompile(specs, jobs, progress);
 }

@@ -77,6 +77,10 @@ struct GemmArgs {
   ScaleLayout scale_b_layout = ScaleLayout::row_major;
   const void* bias = nullptr;  // [n] in d_dtype, or null
   bool fast_accum = false;     // tensor/rowwise only: see GemmProblem::fast_accum
+  // The most SMs this call's persistent grid may occupy (leaving the rest to kernels running
+  // beside it, e.g. communication); 0: RuntimeOptions::max_sms. Kernels, split-K and tuning rows
+  // are chosen for the budget; a 2-CTA-cluster kernel takes at least one cluster.
+  int max_sms = 0;
 };
 
 // Grouped GEMMs for mixture-of-experts layers: for every group (expert) g, its rows of D =
@@ -128,6 +132,7 @@ struct GroupedGemmArgs {
   ScaleLayout scale_b_layout = ScaleLayout::row_major;
   int* status = nullptr;    // optional device int32; the kernel ORs GemmStatusBits into it
   bool fast_accum = false;  // tensor/rowwise only
+  int max_sms = 0;          // as GemmArgs::max_sms
 };
 
 // What the grouped kernels OR into GroupedGemmArgs::status.

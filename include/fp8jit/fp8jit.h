@@ -242,6 +242,9 @@ typedef struct fp8jit_runtime_options {
   int jit;               /* 1 (default): a kernel no cache holds is compiled on its first launch;
                             0: that launch fails with FP8JIT_ERROR_UNSUPPORTED, naming the kernel
                             and the shape (serving: precompile first, never compile on a request) */
+  int max_sms;           /* the most SMs a GEMM's persistent grid may occupy, leaving the rest to
+                            kernels beside it (communication); 0 (default): all of them. Kernels
+                            and tuning rows are chosen for the budget. */
 } fp8jit_runtime_options;
 /* The defaults of fp8jit::RuntimeOptions (no disk cache, no database, jit on); no FP8JIT_*
  * variable is read. NULL is a no-op. */

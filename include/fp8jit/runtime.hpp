@@ -48,13 +48,16 @@ struct FP8JIT_API RuntimeOptions {
   // unsupported, naming the kernel and how to precompile it) instead of compiling on the request
   // path. compile(), precompile() and tune() still compile: they are how the caches get filled.
   bool jit = true;
+  // The most SMs a GEMM's persistent grid may occupy, for every call that sets no budget of its
+  // own (GemmArgs::max_sms); 0: all of them. Tuning rows are stored and looked up per budget.
+  int max_sms = 0;
   // Where no GPU is present, the heuristics choose for this GPU (a present GPU is always used).
   GpuTarget target;
   // Diagnostics on stderr: 0 quiet, 1 warnings, 2 info, 3 debug. The level is process-wide: a
   // Runtime sets it when built (the last one built decides).
   int log_level = 1;
   // FP8JIT_CACHE_DIR, FP8JIT_DISK_CACHE, FP8JIT_DB, FP8JIT_TUNE, FP8JIT_JOBS, FP8JIT_SPLIT_SUM,
-  // FP8JIT_KEEP_SOURCE, FP8JIT_FFMA_REUSE, FP8JIT_LOG, FP8JIT_JIT
+  // FP8JIT_KEEP_SOURCE, FP8JIT_FFMA_REUSE, FP8JIT_LOG, FP8JIT_JIT, FP8JIT_MAX_SMS
   static RuntimeOptions from_settings();
 };
 

@@ -16,7 +16,7 @@ d = torch.empty(m, n, dtype=torch.bfloat16, device="cuda")
 T = _ops._torch()
 x = torch.randn(64, 7168, dtype=torch.bfloat16, device="cuda")
 raw = (a.data_ptr(), "e4m3", k, b.data_ptr(), "e4m3", k, d.data_ptr(), "bf16", n, m, n, k, "block", sa.data_ptr(),
-       sa.untyped_storage().nbytes() // 4, "col_major_tma", sb.data_ptr(), sb.numel(), "row_major", 0, False,
+       sa.untyped_storage().nbytes() // 4, "col_major_tma", sb.data_ptr(), sb.numel(), "row_major", 0, False, 0,
        torch.cuda.current_stream().cuda_stream)
 cases = {
     "a.shape": lambda: a.shape, "a.stride()": lambda: a.stride(), "a.stride(0)": lambda: a.stride(0),

@@ -305,7 +305,14 @@ def _output(T, out, dtype, shape, device):
     return out, out_name
 
 
-def _gemm_operands(T, a, b, scale_a, scale_b, scale, out_dtype, bias, fast_accum, out):
+def _max_sms(v) -> int:
+    """A checked SM budget: the most SMs the GEMM may occupy, 0 for all."""
+    if type(v) is not int or v < 0:  # bool is not accepted either
+        raise ValueError(f"max_sms: {v!r}, expected an int: 0 (all SMs) or the most SMs the GEMM may occupy")
+    return v
+
+
+def _gemm_operands(T, a, b, scale_a, scale_b, scale, out_dtype, bias, fast_accum, out, max_sms=0):
     """(device, D, the raw binding's operand arguments) of a checked dense GEMM."""
     dev = _check_cuda(T, a, "a")
     _check_cuda(T, b, "b", dev)
@@ -324,17 +331,19 @@ def _gemm_operands(T, a, b, scale_a, scale_b, scale, out_dtype, bias, fast_accum
         if bias.dtype != d.dtype or tuple(bias.shape) != (n,) or not bias.is_contiguous():
             raise ValueError(f"bias: {bias.dtype} {tuple(bias.shape)}, expected a contiguous {d.dtype} ({n},)")
     return dev, d, (a.data_ptr(), fa, lda, b.data_ptr(), fb, ldb, d.data_ptr(), out_name, ldd, m, n, k, scale,
-                    scale_a.data_ptr(), na, la, scale_b.data_ptr(), nb, lb, _ptr(bias), fast_accum)
+                    scale_a.data_ptr(), na, la, scale_b.data_ptr(), nb, lb, _ptr(bias), fast_accum, _max_sms(max_sms))
 
 
 def gemm(a, b, scale_a, scale_b, *, scale: str = "block", out_dtype: Any = None, bias: Any = None,
-         fast_accum: bool = False, out: Any = None, stream: Any = None):
+         fast_accum: bool = False, out: Any = None, stream: Any = None, max_sms: int = 0):
     """D [M, N] = (A [M, K] scaled) @ (B [N, K] scaled)^T (+ bias [N]), A and B FP8 with K
     contiguous. ``scale``: 'block' (A 1x128 [M, ceil(K/128)], row-major or column-major padded to 4
     rows; B 128x128 [ceil(N/128), ceil(K/128)]), 'tensor' (one each), 'rowwise' ([M] and [N]) or
-    'group' (1x128 both). ``out_dtype`` torch.bfloat16 (default), float16 or float32."""
+    'group' (1x128 both). ``out_dtype`` torch.bfloat16 (default), float16 or float32.
+    ``max_sms``: the most SMs the GEMM may occupy (leaving the rest to kernels beside it); 0: the
+    runtime's budget (FP8JIT_MAX_SMS), else all."""
     T = _T or _torch()
-    dev, d, args = _gemm_operands(T, a, b, scale_a, scale_b, scale, out_dtype, bias, fast_accum, out)
+    dev, d, args = _gemm_operands(T, a, b, scale_a, scale_b, scale, out_dtype, bias, fast_accum, out, max_sms)
     s = T.raw_stream(dev) if stream is None else _stream(T, dev, stream)
     if dev == T.current_device():  # _launch without its call: this is the hottest path of the package
         _fp8jit.gemm(*args, s)
@@ -385,19 +394,19 @@ def _tune_on(T, device: int, fn, args, options) -> TuneResult:
 
 def tune(a, b, scale_a, scale_b, *, scale: str = "block", out_dtype: Any = None, bias: Any = None,
          fast_accum: bool = False, out: Any = None, top_k: int = 32, warmup: int = 3, iters: int = 20,
-         jobs: int = 0) -> TuneResult:
+         jobs: int = 0, max_sms: int = 0) -> TuneResult:
     """Times the ``top_k`` best-ranked kernels of ``gemm``'s problem on these operands (D is
     overwritten; every candidate is checked against a reference), stores the fastest in the
     tuning database (FP8JIT_DB) and uses it from now on. Synchronizes the device. Arguments as
     for ``gemm``; ``jobs`` compile threads (0: one per core)."""
     options = _tune_options(top_k, warmup, iters, jobs)
     T = _torch()
-    dev, _, args = _gemm_operands(T, a, b, scale_a, scale_b, scale, out_dtype, bias, fast_accum, out)
+    dev, _, args = _gemm_operands(T, a, b, scale_a, scale_b, scale, out_dtype, bias, fast_accum, out, max_sms)
     return _tune_on(T, dev, _fp8jit.tune_gemm, args, options)
 
 
 def _grouped_operands(T, layout, a, b, scale_a, scale_b, group_rows, expected_m, scale, out_dtype, fast_accum,
-                      status, out):
+                      status, out, max_sms=0):
     """(device, D, the raw binding's arguments but the stream) of checked grouped GEMMs."""
     torch = T.torch
     if layout not in ("contiguous", "masked", "indexed"):
@@ -433,34 +442,36 @@ def _grouped_operands(T, layout, a, b, scale_a, scale_b, group_rows, expected_m,
     if not d.is_contiguous():
         raise ValueError(f"out: strides {d.stride()}, expected contiguous")
     return dev, d, (layout, groups, _ptr(group_rows), _ptr(a2), fa, lda, _ptr(b), fb, k, _ptr(d), out_name, n, m, n,
-                    k, expected_m, scale, _ptr(scale_a), na, la, _ptr(scale_b), nb, lb, _ptr(status), fast_accum)
+                    k, expected_m, scale, _ptr(scale_a), na, la, _ptr(scale_b), nb, lb, _ptr(status), fast_accum,
+                    _max_sms(max_sms))
 
 
 def grouped_gemm(layout: str, a, b, scale_a, scale_b, group_rows, *, expected_m: int = 0, scale: str = "block",
                  out_dtype: Any = None, fast_accum: bool = False, status: Any = None, out: Any = None,
-                 stream: Any = None):
+                 stream: Any = None, max_sms: int = 0):
     """Mixture-of-experts GEMMs in one launch, B [G, N, K] one weight per expert (FP8, K
     contiguous). ``layout``: 'contiguous' (A [M, K], group_rows G+1 int32 row offsets), 'indexed'
     (A [M, K], group_rows M int32 expert per row, -1 padding, groups starting on 128-row chunks)
     or 'masked' (A [G, M_max, K], group_rows G int32 valid rows per group). Scales as for
     ``gemm`` over all of A's rows, B's one set per expert. ``expected_m``: the rows per group the
     kernel is chosen for (0: derived from the shapes). ``status``: optional int32 [1] CUDA tensor
-    the kernel ORs clamping flags into. Returns D ([M, N], masked [G, M_max, N])."""
+    the kernel ORs clamping flags into. ``max_sms`` as for ``gemm``. Returns D ([M, N], masked
+    [G, M_max, N])."""
     T = _torch()
     dev, d, args = _grouped_operands(T, layout, a, b, scale_a, scale_b, group_rows, expected_m, scale, out_dtype,
-                                     fast_accum, status, out)
+                                     fast_accum, status, out, max_sms)
     _launch(T, dev, _fp8jit.grouped_gemm, *args, _stream(T, dev, stream))
     return d
 
 
 def tune_grouped(layout: str, a, b, scale_a, scale_b, group_rows, *, expected_m: int = 0, scale: str = "block",
                  out_dtype: Any = None, fast_accum: bool = False, out: Any = None, top_k: int = 32, warmup: int = 3,
-                 iters: int = 20, jobs: int = 0) -> TuneResult:
+                 iters: int = 20, jobs: int = 0, max_sms: int = 0) -> TuneResult:
     """``tune`` for ``grouped_gemm``: keyed by layout, group count, expected rows per group, N and
     K. The group table must be one the kernel would not clamp (every candidate is checked group
     by group)."""
     options = _tune_options(top_k, warmup, iters, jobs)
     T = _torch()
     dev, _, args = _grouped_operands(T, layout, a, b, scale_a, scale_b, group_rows, expected_m, scale, out_dtype,
-                                     fast_accum, None, out)
+                                     fast_accum, None, out, max_sms)
     return _tune_on(T, dev, _fp8jit.tune_grouped_gemm, args, options)

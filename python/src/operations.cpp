@@ -113,7 +113,7 @@ GemmArgs gemm_args(std::uintptr_t a, const std::string& a_format, std::int64_t l
                    std::uintptr_t scale_a, std::int64_t scale_a_size,
                    const std::string& scale_a_layout, std::uintptr_t scale_b,
                    std::int64_t scale_b_size, const std::string& scale_b_layout,
-                   std::uintptr_t bias, bool fast_accum) {
+                   std::uintptr_t bias, bool fast_accum, int max_sms) {
   GemmArgs g;
   fill_operands(g, a, a_format, lda, b, b_format, ldb, d, d_dtype, ldd, scale_mode, scale_a,
                 scale_a_size, scale_a_layout, scale_b, scale_b_size, scale_b_layout, fast_accum);
@@ -121,6 +121,7 @@ GemmArgs gemm_args(std::uintptr_t a, const std::string& a_format, std::int64_t l
   g.n = n;
   g.k = k;
   g.bias = ptr<const void>(bias);
+  g.max_sms = max_sms;
   return g;
 }
 
@@ -131,8 +132,9 @@ GroupedGemmArgs grouped_args(
     std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t expected_m,
     const std::string& scale_mode, std::uintptr_t scale_a, std::int64_t scale_a_size,
     const std::string& scale_a_layout, std::uintptr_t scale_b, std::int64_t scale_b_size,
-    const std::string& scale_b_layout, std::uintptr_t status, bool fast_accum) {
+    const std::string& scale_b_layout, std::uintptr_t status, bool fast_accum, int max_sms) {
   GroupedGemmArgs g;
+  g.max_sms = max_sms;
   fill_operands(g, a, a_format, lda, b, b_format, ldb, d, d_dtype, ldd, scale_mode, scale_a,
                 scale_a_size, scale_a_layout, scale_b, scale_b_size, scale_b_layout, fast_accum);
   g.layout = parse_enum<GemmLayout>("layout", layout);
@@ -213,12 +215,12 @@ void bind_operations(nb::module_& m) {
 #define FP8JIT_GEMM_ARGS                                                                          \
   "a"_a, "a_format"_a, "lda"_a, "b"_a, "b_format"_a, "ldb"_a, "d"_a, "d_dtype"_a, "ldd"_a, "m"_a, \
       "n"_a, "k"_a, "scale_mode"_a, "scale_a"_a, "scale_a_size"_a, "scale_a_layout"_a,            \
-      "scale_b"_a, "scale_b_size"_a, "scale_b_layout"_a, "bias"_a, "fast_accum"_a
+      "scale_b"_a, "scale_b_size"_a, "scale_b_layout"_a, "bias"_a, "fast_accum"_a, "max_sms"_a
 #define FP8JIT_GROUPED_ARGS                                                                      \
   "layout"_a, "groups"_a, "group_rows"_a, "a"_a, "a_format"_a, "lda"_a, "b"_a, "b_format"_a,     \
       "ldb"_a, "d"_a, "d_dtype"_a, "ldd"_a, "m"_a, "n"_a, "k"_a, "expected_m"_a, "scale_mode"_a, \
       "scale_a"_a, "scale_a_size"_a, "scale_a_layout"_a, "scale_b"_a, "scale_b_size"_a,          \
-      "scale_b_layout"_a, "status"_a, "fast_accum"_a
+      "scale_b_layout"_a, "status"_a, "fast_accum"_a, "max_sms"_a
   m.def("gemm", &Entry<&gemm_args>::launch, FP8JIT_GEMM_ARGS, "stream"_a,
         "fp8jit::Runtime::gemm on device pointers (GemmArgs).");
   m.def(

@@ -34,7 +34,7 @@ def main():
     stream = torch.cuda.current_stream().cuda_stream
     args = (a.data_ptr(), "e4m3", k, b.data_ptr(), "e4m3", k, d.data_ptr(), "bf16", n, m, n, k, "block",
             sa.data_ptr(), sa.untyped_storage().nbytes() // 4, "col_major_tma", sb.data_ptr(), sb.numel(),
-            "row_major", 0, False, stream)
+            "row_major", 0, False, 0, stream)
     full = per_call_us(lambda: fp8jit.gemm(a, b, sa, sb, out=d))
     raw = per_call_us(lambda: _fp8jit.gemm(*args))
     print(f"fp8jit.gemm (torch tensors, checks, current stream): {full:.2f} us per call")

@@ -106,6 +106,18 @@ def test_gemm_runs_on_the_current_stream_and_under_graph_capture():
     assert torch.equal(d, ref)
 
 
+def test_gemm_within_an_sm_budget():
+    a, sa = fp8jit.quantize(torch.randn(512, 1024, dtype=torch.bfloat16, device=DEV), scale_layout="col_major_tma")
+    b, sb = fp8jit.quantize(torch.randn(768, 1024, dtype=torch.bfloat16, device=DEV), granularity="128x128")
+    full = fp8jit.gemm(a, b, sa, sb)
+    for budget in (100, 16, 1):
+        d = fp8jit.gemm(a, b, sa, sb, max_sms=budget)
+        assert rel_err(d, full.double()) < 1e-2, budget  # the same sums, maybe another kernel or split
+    for bad in (-1, True, 2.0):
+        with pytest.raises(ValueError, match="max_sms"):
+            fp8jit.gemm(a, b, sa, sb, max_sms=bad)
+
+
 def test_first_calls_inside_graph_capture():
     """No warm-up: the first quantize and gemm of these shapes and dtypes come inside the capture
     (torch's default, global mode); their set-up happens outside the graph and the replay writes

@@ -96,10 +96,13 @@ def test_raw_operations_check_arguments_before_any_launch():
     # Null pointers: refused by the runtime's checks (ValueError), before it needs a GPU.
     with pytest.raises(ValueError):
         _fp8jit.gemm(0, "e4m3", 0, 0, "e4m3", 0, 0, "bf16", 0, 128, 128, 128, "block", 0, 0, "col_major_tma", 0, 0,
-                     "row_major", 0, False, 0)
+                     "row_major", 0, False, 0, 0)
+    with pytest.raises(ValueError, match="max_sms"):
+        _fp8jit.gemm(16, "e4m3", 0, 16, "e4m3", 0, 16, "bf16", 0, 128, 128, 128, "block", 16, 1, "row_major", 16, 1,
+                     "row_major", 0, False, -1, 0)
     with pytest.raises(ValueError, match="scale_mode"):
         _fp8jit.gemm(16, "e4m3", 0, 16, "e4m3", 0, 16, "bf16", 0, 128, 128, 128, "nope", 16, 1, "row_major", 16, 1,
-                     "row_major", 0, False, 0)
+                     "row_major", 0, False, 0, 0)
     with pytest.raises(ValueError):
         _fp8jit.quantize(0, "bf16", 128, 128, 0, 0, "e4m3", 0, 0, "1x128", "row_major", False, 0, 0, 0, 0, 0, 0)
     with pytest.raises(ValueError, match="granularity"):
@@ -115,7 +118,7 @@ def test_tune_checks_its_options_before_anything_else():
         with pytest.raises(ValueError, match=match):
             fp8jit.tune_grouped("masked", object(), object(), object(), object(), object(), **kw)
     args = (16, "e4m3", 128, 16, "e4m3", 128, 16, "bf16", 128, 128, 128, 128, "block", 16, 1, "row_major", 16, 1,
-            "row_major", 0, False)
+            "row_major", 0, False, 0)
     with pytest.raises(ValueError, match="iters"):
         _fp8jit.tune_gemm(*args, 8, 1, 0, 0)
     with pytest.raises(ValueError, match="scale_mode"):

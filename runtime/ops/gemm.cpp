@@ -33,6 +33,7 @@ void encode_scale_maps(dev::GemmParams& p, const GemmArgs& a, const GemmConfig& 
 
 GemmArgs normalize(const GemmArgs& in) {
   GemmArgs a = in;
+  check_max_sms(a.max_sms);
   check_gemm_dims(a.m, a.n, a.k);
   check_operands({a.a, a.b, a.d, a.scale_a, a.scale_b, a.a_format, a.b_format, a.d_dtype, a.scale_mode, a.fast_accum},
                  a.lda, a.ldb, a.k);
@@ -66,10 +67,11 @@ std::int64_t tile_count(const GemmConfig& c, const GemmArgs& a) {
 }
 
 // Every tile's `splits` CTAs fit on the GPU at once as one cluster each (a single wave: one work
-// unit per CTA, which the in-cluster sum needs).
-bool cluster_split_fits(const LoadedKernel& k, const GemmArgs& a, int splits) {
+// unit per CTA, which the in-cluster sum needs), and within the SM budget.
+bool cluster_split_fits(const LoadedKernel& k, const GemmArgs& a, int splits, int sm_count) {
+  const std::int64_t tiles = tile_count(k.gemm_config, a);
   return splits >= 2 && splits < static_cast<int>(k.split_clusters.size()) && gemm_sums_splits_in_smem(k.gemm_config) &&
-         tile_count(k.gemm_config, a) <= k.split_clusters[splits];
+         tiles <= k.split_clusters[splits] && tiles * splits <= sm_count;
 }
 
 }  // namespace
@@ -92,8 +94,8 @@ KernelLoadHook gemm_load_hook() {
           }};
 }
 
-bool splits_in_cluster(const LoadedKernel& k, const GemmArgs& a, int splits, SplitSum sum) {
-  return sum == SplitSum::cluster && cluster_split_fits(k, a, splits);
+bool splits_in_cluster(const LoadedKernel& k, const GemmArgs& a, int splits, SplitSum sum, int sm_count) {
+  return sum == SplitSum::cluster && cluster_split_fits(k, a, splits, sm_count);
 }
 
 // The heuristic's split count; where its ranges cannot be summed inside clusters, the largest
@@ -104,12 +106,12 @@ int split_count(const LoadedKernel& k, const GemmArgs& a, int sm_count, SplitSum
   const int splits = gemm_split_k(a.m, a.n, a.k, k.gemm_config, sm_count);
   if (splits <= 1 || sum != SplitSum::cluster) return splits;
   for (int s = std::min(splits, static_cast<int>(k.split_clusters.size()) - 1); s >= 2; --s)
-    if (cluster_split_fits(k, a, s)) return s;
+    if (cluster_split_fits(k, a, s, sm_count)) return s;
   return splits;
 }
 
-std::size_t workspace_bytes(const LoadedKernel& k, const GemmArgs& a, int splits, SplitSum sum) {
-  if (splits <= 1 || splits_in_cluster(k, a, splits, sum)) return 0;
+std::size_t workspace_bytes(const LoadedKernel& k, const GemmArgs& a, int splits, SplitSum sum, int sm_count) {
+  if (splits <= 1 || splits_in_cluster(k, a, splits, sum, sm_count)) return 0;
   return static_cast<std::size_t>(splits) * a.m * a.n * sizeof(float);
 }
 
@@ -134,7 +136,7 @@ GemmLaunch prepare(const LoadedKernel& k, const GemmArgs& a, int sm_count, int s
   const GemmGeometry g = gemm_geometry(problem_of(a), c);
   GemmLaunch l;
   dev::GemmParams& p = l.params;
-  const bool split_cluster = splits_in_cluster(k, a, splits, sum);
+  const bool split_cluster = splits_in_cluster(k, a, splits, sum, sm_count);
   fill_params(p, c, a, splits, split_cluster, workspace);
   encode_operand_maps(p, g, a.a, a.m, a.lda, a.b, a.n, a.ldb, a.k);
   encode_store_map(p, g, c, a.d, a.d_dtype, a.m, a.n, a.ldd, splits == 1 || split_cluster);
@@ -146,7 +148,7 @@ GemmLaunch prepare(const LoadedKernel& k, const GemmArgs& a, int sm_count, int s
   if (units > INT_MAX) throw_invalid("m*n", fmt::format("{}x{}", a.m, a.n), "too many output tiles for one launch");
   // Splits summed in clusters: a cluster per tile, all resident (cluster_split_fits).
   const int cluster = split_cluster ? splits : g.cluster;
-  const std::int64_t resident = split_cluster ? units / splits : cluster > 1 ? k.max_active_clusters : sm_count;
+  const std::int64_t resident = split_cluster ? units / splits : resident_units(k.max_active_clusters, cluster, sm_count);
   l.main.grid[0] = static_cast<unsigned>(std::min<std::int64_t>(units, resident) * cluster);
   l.main.cluster[0] = static_cast<unsigned>(cluster);
   l.main.block[0] = static_cast<unsigned>(k.threads);

@@ -3,6 +3,8 @@
 
 #include <cuda.h>
 
+#include <climits>
+
 #include "fp8jit/gemm/params.cuh"
 #include "fp8jit/runtime.hpp"
 #include "runtime/jit/kernel_cache.hpp"
@@ -23,10 +25,13 @@ void check_matches(const KernelSpec& spec, const GemmArgs& a);
 // Split-K ranges a launch will use; whether they are summed inside thread-block clusters (one
 // per tile) rather than through the FP32 workspace and a reduction kernel; the workspace bytes
 // (0 for one range or a sum in clusters). `sum` is the runtime's RuntimeOptions::split_sum:
-// SplitSum::workspace never sums in clusters.
+// SplitSum::workspace never sums in clusters. `sm_count`: the SMs the launch may occupy (its
+// budget); a sum in clusters needs every tile's cluster resident within it.
 int split_count(const LoadedKernel& k, const GemmArgs& a, int sm_count, SplitSum sum = SplitSum::cluster);
-bool splits_in_cluster(const LoadedKernel& k, const GemmArgs& a, int splits, SplitSum sum = SplitSum::cluster);
-std::size_t workspace_bytes(const LoadedKernel& k, const GemmArgs& a, int splits, SplitSum sum = SplitSum::cluster);
+bool splits_in_cluster(const LoadedKernel& k, const GemmArgs& a, int splits, SplitSum sum = SplitSum::cluster,
+                       int sm_count = INT_MAX);
+std::size_t workspace_bytes(const LoadedKernel& k, const GemmArgs& a, int splits, SplitSum sum = SplitSum::cluster,
+                            int sm_count = INT_MAX);
 
 // One GEMM ready to launch: the kernel parameters (tensor maps encoded) and the grids of the
 // persistent kernel and, with splits > 1, of the reduction.

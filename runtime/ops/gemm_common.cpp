@@ -11,6 +11,11 @@
 
 namespace fp8jit::ops {
 
+void check_max_sms(int max_sms) {
+  if (max_sms < 0)
+    throw_invalid("max_sms", std::to_string(max_sms), "the most SMs the GEMM may occupy: 1 or more, or 0 for the runtime's");
+}
+
 void require_ptr(const void* p, const char* name) {
   if (!p) throw_invalid(name, "nullptr", "a device pointer is required");
 }

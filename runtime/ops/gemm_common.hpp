@@ -4,6 +4,7 @@
 
 #include <cuda.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 
@@ -15,8 +16,18 @@ namespace fp8jit::ops {
 
 inline std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
+// Work units a persistent grid runs at once within `sm_count` SMs (its budget): one CTA per SM,
+// or for kernels with clusters of `cluster` CTAs the resident clusters that fit in the budget, at
+// least one.
+inline std::int64_t resident_units(int max_active_clusters, int cluster, int sm_count) {
+  if (cluster <= 1) return sm_count;
+  return std::max(1, std::min(max_active_clusters, sm_count / cluster));
+}
+
 // Each throws Error(invalid_argument) naming the argument.
 void require_ptr(const void* p, const char* name);
+// A call's SM budget (GemmArgs::max_sms): 0 (the runtime's) or more.
+void check_max_sms(int max_sms);
 void require_aligned(const void* p, std::size_t bytes, const char* name, const char* why);
 // A leading dimension: 0 means `min` (dense); otherwise at least `min`.
 std::int64_t leading(std::int64_t ld, std::int64_t min, const char* name);

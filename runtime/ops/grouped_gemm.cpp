@@ -61,6 +61,7 @@ std::int64_t total_rows(const GroupedGemmArgs& a) { return a.layout == GemmLayou
 
 GroupedGemmArgs normalize(const GroupedGemmArgs& in) {
   GroupedGemmArgs a = in;
+  check_max_sms(a.max_sms);
   check_gemm_dims(a.m, a.n, a.k);
   check_groups(a);
   if (a.scale_mode == ScaleMode::group)
@@ -132,7 +133,7 @@ GemmLaunch prepare(const LoadedKernel& k, const GroupedGemmArgs& a, int sm_count
   const std::int64_t units = tile_rows * ceil_div(p.tiles_n, c.cluster_n);
   if (units > INT_MAX)
     throw_invalid("groups/m/n", fmt::format("{}/{}/{}", a.groups, a.m, a.n), "too many output tiles for one launch");
-  const std::int64_t resident = g.cluster > 1 ? k.max_active_clusters : sm_count;
+  const std::int64_t resident = resident_units(k.max_active_clusters, g.cluster, sm_count);
   l.main.grid[0] = static_cast<unsigned>(std::max<std::int64_t>(1, std::min(units, resident)) * g.cluster);
   l.main.cluster[0] = static_cast<unsigned>(g.cluster);
   l.main.block[0] = static_cast<unsigned>(k.threads);

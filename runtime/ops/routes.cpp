@@ -36,7 +36,7 @@ RouteKey route_key(CUcontext ctx, const DequantizeProblem& p, int vec) {
 
 std::size_t RouteTable::Hash::operator()(const RouteKey& r) const noexcept {
   std::uint64_t h = reinterpret_cast<std::uintptr_t>(r.ctx) * 0x9E3779B97F4A7C15ull ^ r.problem;
-  for (std::int64_t v : {std::int64_t(r.op), r.m, r.n, r.k, std::int64_t(r.vec), r.groups})
+  for (std::int64_t v : {std::int64_t(r.op), r.m, r.n, r.k, std::int64_t(r.vec), r.groups, std::int64_t(r.sms)})
     h = (h ^ static_cast<std::uint64_t>(v)) * 0x100000001B3ull;
   return static_cast<std::size_t>(h ^ (h >> 32));
 }

@@ -38,6 +38,7 @@ struct RouteKey {
   std::int64_t m = 0, n = 0, k = 0;  // gemm; 0 for quantize and dequantize
   int vec = 0;                       // quantize and dequantize; 0 for gemm
   std::int64_t groups = 0;           // grouped gemm (m: the expected rows per group); 0 otherwise
+  int sms = 0;                       // gemm: the SM budget asked for (0: every SM)
   bool operator==(const RouteKey&) const = default;
 };
 

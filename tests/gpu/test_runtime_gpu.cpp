@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <functional>
 #include <fstream>
@@ -256,6 +257,55 @@ TEST_F(RuntimeGpu, FirstCallInsideAGraphCaptureCompilesOutsideIt) {
     captured_equals_direct([&] { rt.dequantize(da, stream); }, y, "dequantize 128x128");
     EXPECT_GE(rt.cache_stats().compiles, 4u) << mode_name << ": the first calls were meant to be cold";
     cudaStreamDestroy(stream);
+  }
+}
+
+// An SM budget (GemmArgs::max_sms): with the kernel held fixed, a GEMM without split-K writes the
+// same bytes on 120, 100 and 8 SMs as on all of them (the grid only walks the same tiles with
+// fewer CTAs); with the runtime's own choice (kernel and split-K for the budget) the result stays
+// within bf16 rounding of the full GPU's. Prints the time at 132, 120 and 100 SMs.
+TEST_F(RuntimeGpu, SmBudgetKeepsResultsAndCostsTimeInProportion) {
+  FP8JIT_REQUIRE_GPU();
+  Runtime rt(options());
+  for (const GemmShape& s : {GemmShape{256, 512, 1024}, GemmShape{4096, 4096, 7168}, GemmShape{64, 2112, 7168}}) {
+    GemmArgs g = args_of(s);
+    Operands keep = make(g, 13);
+    const std::string what = fmt::format("{}x{}x{}", s.m, s.n, s.k);
+    rt.gemm(g, nullptr);
+    ASSERT_EQ(cudaSuccess, cudaDeviceSynchronize());
+    const auto full = keep.d->download();
+    const KernelSpec spec = rt.select(g);
+    std::string times = fmt::format("{} ({}): {:.1f} us on every SM", what, spec_name(spec),
+                                    median_us([&] { rt.gemm(g, nullptr); }));
+    for (int budget : {120, 100, 8}) {
+      GemmArgs b = g;
+      b.max_sms = budget;
+      keep.d->poison(0xFF);
+      rt.gemm(b, spec, nullptr);
+      ASSERT_EQ(cudaSuccess, cudaDeviceSynchronize());
+      const auto fixed = keep.d->download();
+      keep.d->poison(0xFF);
+      rt.gemm(b, nullptr);
+      ASSERT_EQ(cudaSuccess, cudaDeviceSynchronize());
+      const auto own = keep.d->download();
+      if (s.m >= 256) EXPECT_EQ(fixed, full) << what << " on " << budget << " SMs, kernel held fixed";
+      // bf16 results of the same sums in another order: within a few units of the last place.
+      double worst = 0, scale = 0;
+      for (std::size_t i = 0; i + 1 < full.size(); i += 2) {
+        auto bf16 = [](const std::vector<unsigned char>& v, std::size_t i) {
+          const std::uint32_t bits = std::uint32_t(v[i] | (v[i + 1] << 8)) << 16;
+          float f;
+          std::memcpy(&f, &bits, 4);
+          return double(f);
+        };
+        worst = std::max(worst, std::abs(bf16(own, i) - bf16(full, i)));
+        scale = std::max(scale, std::abs(bf16(full, i)));
+      }
+      EXPECT_LE(worst, scale * 0x1p-6) << what << " on " << budget << " SMs";
+      if (budget >= 100)
+        times += fmt::format(", {:.1f} us on {}", median_us([&] { rt.gemm(b, nullptr); }), budget);
+    }
+    std::printf("%s\n", times.c_str());
   }
 }
 

@@ -21,6 +21,7 @@ TEST(CApiServing, CreateWithOptionsChecksTheStructAndTakesJitOff) {
   EXPECT_EQ(o.cache_dir, nullptr);
   EXPECT_EQ(o.db_path, nullptr);
   EXPECT_EQ(o.jit, 1);
+  EXPECT_EQ(o.max_sms, 0);  // every SM
   fp8jit_runtime_options_init(nullptr);  // a no-op
   fp8jit_runtime* rt = nullptr;
   o.jit = 0;
@@ -33,6 +34,7 @@ TEST(CApiServing, CreateWithOptionsChecksTheStructAndTakesJitOff) {
       {[](fp8jit_runtime_options& x) { x.struct_size = 8; }, "invalid options->struct_size = 8"},
       {[](fp8jit_runtime_options& x) { x.struct_size += 8; }, "options->struct_size"},
       {[](fp8jit_runtime_options& x) { x.jit = 2; }, "invalid options->jit = 2: 0 or 1"},
+      {[](fp8jit_runtime_options& x) { x.max_sms = -1; }, "invalid options->max_sms = -1"},
   };
   for (const auto& [edit, needle] : bad) {
     fp8jit_runtime_options_init(&o);

@@ -14,12 +14,14 @@
 #include "fp8jit/runtime.hpp"
 #include "runtime/jit/driver.hpp"
 #include "runtime/ops/gemm.hpp"
+#include "runtime/ops/gemm_common.hpp"
 #include "tests/common/expect_error.hpp"
 
 namespace fp8jit {
 namespace {
 
 using test::error_message;
+using test::invalid_message;
 
 template <class T = void>
 T* fake(std::uintptr_t address) {
@@ -353,6 +355,45 @@ TEST(GemmArgsSplitK, SplitsSumInClustersWhenEveryTileFitsAndTheStagesHoldAPartia
   EXPECT_TRUE(ops::splits_in_cluster(split_kernel({128, 256, 3, 8}, 132), a, 2));
   // A config cluster (multicast) and a split cluster do not combine.
   EXPECT_FALSE(ops::splits_in_cluster(split_kernel({128, 128, 4, 8, 1, 2}, 132), a, 2));
+}
+
+// An SM budget (GemmArgs::max_sms) bounds the persistent grid: one CTA per SM, or the resident
+// clusters that fit in it (at least one), and a split summed in clusters must fit in it whole.
+TEST(GemmArgsSmBudget, GridAndClusterSplitsStayWithinTheBudget) {
+  EXPECT_EQ(ops::resident_units(0, 1, 132), 132);
+  EXPECT_EQ(ops::resident_units(0, 1, 100), 100);
+  EXPECT_EQ(ops::resident_units(66, 2, 132), 66);  // 2-CTA clusters: 66 resident on the GPU
+  EXPECT_EQ(ops::resident_units(66, 2, 100), 50);  // 50 clusters = 100 SMs
+  EXPECT_EQ(ops::resident_units(66, 2, 1), 1);     // a cluster kernel takes one cluster at least
+  const GemmArgs a = ops::normalize(valid_args());  // 2 x 3 tiles of 128 x 128
+  const LoadedKernel k = split_kernel({128, 128, 4, 8}, 132);
+  EXPECT_TRUE(ops::splits_in_cluster(k, a, 8, SplitSum::cluster, 48));   // 6 tiles x 8 = 48 SMs
+  EXPECT_FALSE(ops::splits_in_cluster(k, a, 8, SplitSum::cluster, 47));  // one short
+  EXPECT_EQ(ops::workspace_bytes(k, a, 8, SplitSum::cluster, 47), 8u * 250 * 302 * 4);
+  GemmArgs decode = valid_args();
+  decode.m = 64;
+  decode.n = 2112;
+  decode.k = 7168;
+  const GemmConfig c{64, 64, 6, 8};  // 33 tiles
+  const int on_100 = gemm_split_k(decode.m, decode.n, decode.k, c, 100);
+  const int splits = ops::split_count(split_kernel(c, 132), decode, 100);
+  EXPECT_LE(splits, on_100);
+  EXPECT_TRUE(splits == 1 || 33 * splits <= 100 || !ops::splits_in_cluster(split_kernel(c, 132), decode, splits,
+                                                                             SplitSum::cluster, 100))
+      << splits;
+}
+
+TEST(GemmArgsSmBudget, ANegativeBudgetIsRefusedBeforeAnythingElse) {
+  GemmArgs a = valid_args();
+  a.max_sms = -1;
+  EXPECT_NE(invalid_message([&] { ops::normalize(a); }).find("invalid max_sms = -1"), std::string::npos);
+  a.max_sms = 0;
+  EXPECT_NO_THROW(ops::normalize(a));
+  a.max_sms = 100000;  // more than the GPU has: all of them
+  EXPECT_NO_THROW(ops::normalize(a));
+  RuntimeOptions o;
+  o.max_sms = -3;
+  EXPECT_NE(invalid_message([&] { Runtime rt(o); }).find("invalid max_sms = -3"), std::string::npos);
 }
 
 TEST(GemmArgsSplitK, SplitCountFallsBackToTheLargestCountWhoseClustersFit) {
