@@ -79,3 +79,8 @@ def tune_grouped_gemm(layout: str, groups: int, group_rows: int, a: int, a_forma
     """
     fp8jit::Runtime::tune on device pointers (GroupedGemmArgs; D is overwritten): (candidates, best).
     """
+
+def gemm_tensors(a: object, b: object, scale_a: object, scale_b: object, out: object | None, out_dtype: object | None, scale: object, bias: object | None, fast_accum: bool, max_sms: object, stream: object | None) -> object:
+    """
+    fp8jit.gemm's common case on torch tensors (D, or None where the checked path must take the call).
+    """

@@ -343,6 +343,11 @@ def gemm(a, b, scale_a, scale_b, *, scale: str = "block", out_dtype: Any = None,
     ``max_sms``: the most SMs the GEMM may occupy (leaving the rest to kernels beside it); 0: the
     runtime's budget (FP8JIT_MAX_SMS), else all."""
     T = _T or _torch()
+    # The common case read in C++ (the checks below cost more than the GEMM's launch); None where
+    # these checks must take the call, which raise the precise error.
+    d = _fp8jit.gemm_tensors(a, b, scale_a, scale_b, out, out_dtype, scale, bias, fast_accum, max_sms, stream)
+    if d is not None:
+        return d
     dev, d, args = _gemm_operands(T, a, b, scale_a, scale_b, scale, out_dtype, bias, fast_accum, out, max_sms)
     s = T.raw_stream(dev) if stream is None else _stream(T, dev, stream)
     if dev == T.current_device():  # _launch without its call: this is the hottest path of the package

@@ -204,7 +204,8 @@ void bind_runtime(nb::module_& m) {
 
 }  // namespace
 
-void bind_operations(nb::module_& m);  // operations.cpp
+void bind_operations(nb::module_& m);    // operations.cpp
+void bind_gemm_tensors(nb::module_& m);  // gemm_tensors.cpp
 
 }  // namespace fp8jit::python
 
@@ -215,4 +216,5 @@ NB_MODULE(_fp8jit, m) {
   fp8jit::python::bind_specs(m);
   fp8jit::python::bind_runtime(m);
   fp8jit::python::bind_operations(m);
+  fp8jit::python::bind_gemm_tensors(m);
 }

@@ -4,6 +4,7 @@ the same FP8 operands, random inputs, poisoned outputs. Skip without torch or a 
 import pytest
 
 import fp8jit
+from fp8jit import _fp8jit
 
 torch = pytest.importorskip("torch")
 if not torch.cuda.is_available() or torch.cuda.get_device_capability() < (9, 0):
@@ -104,6 +105,60 @@ def test_gemm_runs_on_the_current_stream_and_under_graph_capture():
     g.replay()
     torch.cuda.synchronize()
     assert torch.equal(d, ref)
+
+
+def _checked_gemm(a, b, sa, sb, scale, out_dtype, out):
+    """The checked Python path alone (what fp8jit.gemm falls back to)."""
+    from fp8jit import _ops
+
+    T = _ops._torch()
+    dev, d, args = _ops._gemm_operands(T, a, b, sa, sb, scale, out_dtype, None, False, out)
+    _fp8jit.gemm(*args, torch.cuda.current_stream().cuda_stream)
+    return d
+
+
+def test_gemm_fast_path_takes_the_common_cases_and_agrees_with_the_checks():
+    """fp8jit.gemm reads the common case in C++ (_fp8jit.gemm_tensors): it must take these calls
+    (not return None) and write the bytes the checked path writes; the rest falls through."""
+    x = torch.randn(200, 640, dtype=torch.bfloat16, device=DEV)
+    w = torch.randn(384, 640, dtype=torch.bfloat16, device=DEV)
+    cases = []
+    for layout in ("row_major", "col_major_tma"):
+        a, sa = fp8jit.quantize(x, scale_layout=layout)
+        b, sb = fp8jit.quantize(w, granularity="128x128")
+        cases.append(("block", a, b, sa, sb))
+    a, sa = fp8jit.quantize(x, "e4m3", "1x128")
+    b, sb = fp8jit.quantize(w, "e4m3", "1x128")
+    cases.append(("group", a, b, sa, sb))
+    a, sa = fp8jit.quantize(x, "e4m3", "row")
+    b, sb = fp8jit.quantize(w, "e5m2", "row")
+    cases.append(("rowwise", a, b, sa, sb.view(-1)))
+    a, sa = fp8jit.quantize(x, "e4m3", "tensor")
+    b, sb = fp8jit.quantize(w, "e4m3", "tensor")
+    cases.append(("tensor", a, b, sa, sb))
+    for scale, a, b, sa, sb in cases:
+        for out_dtype in (None, torch.float32):
+            fast = _fp8jit.gemm_tensors(a, b, sa, sb, None, out_dtype, scale, None, False, 0, None)
+            assert fast is not None, (scale, out_dtype)
+            torch.cuda.synchronize()
+            assert torch.equal(fast, _checked_gemm(a, b, sa, sb, scale, out_dtype, None)), (scale, out_dtype)
+        out = poisoned((200, 384), torch.bfloat16)
+        assert _fp8jit.gemm_tensors(a, b, sa, sb, out, None, scale, None, False, 0,
+                                    torch.cuda.current_stream().cuda_stream) is out
+        assert torch.equal(out, _checked_gemm(a, b, sa, sb, scale, None, None))
+    scale, a, b, sa, sb = cases[0]
+    bias = torch.zeros(384, dtype=torch.bfloat16, device=DEV)
+    for call in (dict(bias=bias), dict(max_sms=True), dict(max_sms=-1), dict(scale="nope"),
+                 dict(out=torch.empty(200, 384, dtype=torch.float16, device=DEV)),  # not out_dtype
+                 dict(stream=torch.cuda.current_stream())):
+        kw = dict(out=None, out_dtype=None, scale=scale, bias=None, fast_accum=False, max_sms=0, stream=None)
+        kw.update(call)
+        assert _fp8jit.gemm_tensors(a, b, sa, sb, kw["out"], kw["out_dtype"], kw["scale"], kw["bias"],
+                                    kw["fast_accum"], kw["max_sms"], kw["stream"]) is None, call
+    assert _fp8jit.gemm_tensors(a.cpu(), b, sa, sb, None, None, scale, None, False, 0, None) is None
+    assert _fp8jit.gemm_tensors(a[:, :512], b, sa, sb, None, None, scale, None, False, 0, None) is None  # K differs
+    assert _fp8jit.gemm_tensors(a, b, sa.t().contiguous().t()[:, :1], sb, None, None, scale, None, False, 0,
+                                None) is None  # too few scales
 
 
 def test_gemm_within_an_sm_budget():
