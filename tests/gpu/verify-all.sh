@@ -9,6 +9,8 @@
 #   ue8m0    lab/probes/deepseek_ue8m0.py: how kernel.py's Triton rounds scales to powers of two
 #   gtests   the GPU tests matching GTESTS (a gtest filter, default RuntimeGpu.*) on build-gpu
 #   pyprobes lab/probes/py_host_cost.py: where fp8jit.gemm's host time goes
+#   pip      `pip install ./python` (offline: --no-build-isolation --no-index) into a scratch folder,
+#            then tests/gpu/first_call_latency.py through it after `fp8jit precompile --model`
 # Usage (repo root, on the device): bash tests/gpu/verify-all.sh "build tests serving"
 # Every step's logs go under $OUT/<step>/ and are packed into $OUT/logs.tar.gz (the device hands back
 # a few files only); a summary of each step is printed.
@@ -40,6 +42,25 @@ build_both() {
   wait $gpu || return 1
   wait $py
 }
+pip_and_latency() {
+  local target=/tmp/fp8jit-pip sqlite=()
+  [ -f /usr/include/sqlite3.h ] || sqlite=(--config-settings=cmake.define.SQLite3_INCLUDE_DIR="$PWD/.carry/sqlite"
+    --config-settings=cmake.define.SQLite3_LIBRARY=/lib/x86_64-linux-gnu/libsqlite3.so.0)
+  rm -rf "$target"
+  echo "=== pip install ./python"
+  CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) python3 -m pip install -q --no-build-isolation --no-index --target "$target" \
+    "${sqlite[@]}" ./python > "$OUT/pip.log" 2>&1 || { tail -30 "$OUT/pip.log"; return 1; }
+  PYTHONPATH=$target python3 -c "import fp8jit, torch; q, s = fp8jit.quantize(torch.randn(256, 512, \
+device='cuda', dtype=torch.bfloat16)); print('installed', fp8jit.__file__, tuple(q.shape), q.dtype)" || return 1
+  echo "=== first calls after the warm-up (DeepSeek-V3, tp=8)"
+  source tests/gpu/build-cli.sh latency || return 1
+  local cache=/tmp/fp8jit-latency-cache
+  rm -rf "$cache"
+  FP8JIT_CACHE_DIR=$cache FP8JIT_DB=$cache/db.sqlite ./$B/fp8jit precompile --model bench/models/deepseek-v3.json \
+    --m 1-4096 --tp 8 | tail -1
+  FP8JIT_JIT=off FP8JIT_CACHE_DIR=$cache FP8JIT_DB=$cache/db.sqlite PYTHONPATH=$target \
+    python3 tests/gpu/first_call_latency.py
+}
 for step in $STEPS; do
   case $step in
     build) run_step build bash -c "$(declare -f build_both); build_both" ;;
@@ -49,6 +70,7 @@ for step in $STEPS; do
     cast) run_step cast bash tests/gpu/cast-on-gpu.sh ;;
     ue8m0) run_step ue8m0 python3 lab/probes/deepseek_ue8m0.py ;;
     gtests) run_step gtests ./build-gpu/tests/fp8jit_gpu_tests --gtest_brief=1 --gtest_filter="${GTESTS:-RuntimeGpu.*}" ;;
+    pip) run_step pip bash -c "$(declare -f pip_and_latency); pip_and_latency" ;;
     pyprobes) run_step pyprobes env PYTHONPATH=build-py/python python3 lab/probes/py_host_cost.py ;;
     *) echo "unknown step '$step' (build tests serving python cast)"; status=1 ;;
   esac
