@@ -23,7 +23,15 @@ from __future__ import annotations
 import json as _json
 from typing import Any, Iterable, Mapping, Sequence, Union
 
-from . import _fp8jit
+try:
+    # torch, where installed, is loaded before the extension: both link CUDA's NVRTC and fmt, and
+    # with the extension's copies loaded first `import torch` aborted ("free(): invalid pointer";
+    # torch 2.11+cu130 on an H100 machine, `import fp8jit, torch`).
+    import torch as _torch_first  # noqa: F401
+except ImportError:  # the spec functions work without torch
+    pass
+
+from . import _fp8jit  # noqa: E402
 from ._ops import TuneResult, dequantize, gemm, grouped_gemm, quantize, tune, tune_grouped
 
 __version__: str = _fp8jit.__version__

@@ -50,6 +50,7 @@ pip_and_latency() {
   echo "=== pip install ./python"
   CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) python3 -m pip install -q --no-build-isolation --no-index --target "$target" \
     "${sqlite[@]}" ./python > "$OUT/pip.log" 2>&1 || { tail -30 "$OUT/pip.log"; return 1; }
+  # fp8jit imported before torch, as a user may write it.
   PYTHONPATH=$target python3 -c "import fp8jit, torch; q, s = fp8jit.quantize(torch.randn(256, 512, \
 device='cuda', dtype=torch.bfloat16)); print('installed', fp8jit.__file__, tuple(q.shape), q.dtype)" || return 1
   echo "=== first calls after the warm-up (DeepSeek-V3, tp=8)"
