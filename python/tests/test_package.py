@@ -234,3 +234,14 @@ def test_deepseek_arithmetic_is_a_quantize_problem_parameter():
     with pytest.raises(ValueError, match="arithmetic"):
         _fp8jit.quantize(16, "bf16", 128, 128, 0, 16, "e4m3", 0, 16, "1x128", "row_major", False, 0, 0, 0, 0, 0, 0,
                          "deepseek-ish")
+
+
+def test_importing_fp8jit_before_torch_works():
+    """`import fp8jit, torch` aborted once (the extension's NVRTC and fmt loaded before torch's)."""
+    pytest.importorskip("torch")
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-c", "import fp8jit, torch; print(torch.__version__)"], capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
