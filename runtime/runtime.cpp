@@ -156,11 +156,8 @@ struct Runtime::Impl {
   }
 
   // The SM budget of a call: its own (GemmArgs::max_sms), else the runtime's; 0: every SM.
-  int budget(int call) const {
-    if (call < 0)
-      throw_invalid("max_sms", std::to_string(call), "the most SMs the GEMM may occupy: 1 or more, or 0 for all");
-    return call > 0 ? call : options.max_sms;
-  }
+  // Both are checked already (ops::normalize, the constructor).
+  int budget(int call) const { return call > 0 ? call : options.max_sms; }
   // A gemm's route key: its shape and problem, and its SM budget.
   template <class Args> RouteKey route_key_of(const Args& a) const {
     RouteKey key = gemm_route_key(driver::ensure_context(), a);

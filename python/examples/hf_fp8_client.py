@@ -14,6 +14,7 @@ import argparse
 import sys
 import tempfile
 import time
+from unittest import mock
 
 import torch
 
@@ -54,22 +55,6 @@ def dequantized_linear(input, weight, weight_scale_inv, block_size=None, bias=No
     s = weight_scale_inv.repeat_interleave(128, 0)[:n].repeat_interleave(128, 1)[:, :k]
     out = torch.nn.functional.linear(input.float(), weight.float() * s, None if bias is None else bias.float())
     return out.to(input.dtype)
-
-
-class Swap:
-    """Sets module attributes for the duration of a with-block."""
-
-    def __init__(self, module, **values):
-        self.module, self.values = module, values
-
-    def __enter__(self):
-        self.saved = {k: getattr(self.module, k) for k in self.values}
-        for k, v in self.values.items():
-            setattr(self.module, k, v)
-
-    def __exit__(self, *exc):
-        for k, v in self.saved.items():
-            setattr(self.module, k, v)
 
 
 def greedy(model, prompt, tokens):
@@ -122,7 +107,8 @@ def main() -> int:
         if v4:
             name = "transformers' Triton kernels"
             ref = run(model, prompt, a.tokens)
-            with Swap(fg, act_quant=fp8jit.deepseek.act_quant, w8a8_block_fp8_matmul_triton=fp8jit_matmul):
+            with mock.patch.multiple(fg, act_quant=fp8jit.deepseek.act_quant,
+                                     w8a8_block_fp8_matmul_triton=fp8jit_matmul):
                 ours = run(model, prompt, a.tokens)
         else:
             name = "transformers' own kernels"
@@ -134,9 +120,9 @@ def main() -> int:
                 print(f"transformers' own FP8 kernels did not run here ({type(e).__name__}: {str(e)[:160]}); "
                       "the reference is the dequantized weights in float32")
                 name = "dequantized float32 weights"
-                with Swap(fg, fp8_linear=dequantized_linear):
+                with mock.patch.multiple(fg, fp8_linear=dequantized_linear):
                     ref = run(model, prompt, a.tokens)
-            with Swap(fg, fp8_linear=fp8jit_linear):
+            with mock.patch.multiple(fg, fp8_linear=fp8jit_linear):
                 ours = run(model, prompt, a.tokens)
     (ref_logits, ref_tokens, ref_s), (logits, tokens, s) = ref, ours
     rel = ((logits - ref_logits).norm() / ref_logits.norm()).item()

@@ -305,11 +305,15 @@ def _output(T, out, dtype, shape, device):
     return out, out_name
 
 
+_INT_MAX = 2**31 - 1
+
+
 def _max_sms(v) -> int:
-    """A checked SM budget: the most SMs the GEMM may occupy, 0 for all."""
+    """A checked SM budget: the most SMs the GEMM may occupy, 0 for all. More SMs than any GPU
+    has means all of them (the runtime's budget is a C int)."""
     if type(v) is not int or v < 0:  # bool is not accepted either
         raise ValueError(f"max_sms: {v!r}, expected an int: 0 (all SMs) or the most SMs the GEMM may occupy")
-    return v
+    return min(v, _INT_MAX)
 
 
 def _gemm_operands(T, a, b, scale_a, scale_b, scale, out_dtype, bias, fast_accum, out, max_sms=0):
@@ -349,11 +353,7 @@ def gemm(a, b, scale_a, scale_b, *, scale: str = "block", out_dtype: Any = None,
     if d is not None:
         return d
     dev, d, args = _gemm_operands(T, a, b, scale_a, scale_b, scale, out_dtype, bias, fast_accum, out, max_sms)
-    s = T.raw_stream(dev) if stream is None else _stream(T, dev, stream)
-    if dev == T.current_device():  # _launch without its call: this is the hottest path of the package
-        _fp8jit.gemm(*args, s)
-    else:
-        _launch(T, dev, _fp8jit.gemm, *args, s)
+    _launch(T, dev, _fp8jit.gemm, *args, _stream(T, dev, stream))
     return d
 
 

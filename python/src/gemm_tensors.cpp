@@ -8,6 +8,7 @@
 #include <nanobind/nanobind.h>
 
 #include <array>
+#include <climits>
 #include <cstdint>
 #include <optional>
 #include <string_view>
@@ -183,7 +184,8 @@ nb::object gemm_tensors(nb::handle a, nb::handle b, nb::handle sa, nb::handle sb
   if (!mode || !bias.is_none() || !PyLong_CheckExact(max_sms.ptr())) return nb::none();
   const long long budget = PyLong_AsLongLong(max_sms.ptr());
   const auto device = as_int(PyObject_CallNoArgs(T.current_device.ptr()));
-  if (!device || budget < 0) return PyErr_Clear(), nb::none();
+  // A budget beyond an int: the checked path, which caps it (more SMs than any GPU has: all).
+  if (!device || budget < 0 || budget > INT_MAX) return PyErr_Clear(), nb::none();
   const int dev = static_cast<int>(*device);
   const View va = view(T, a.ptr(), dev), vb = view(T, b.ptr(), dev);
   if (!va.ok || !vb.ok) return nb::none();

@@ -245,3 +245,13 @@ def test_importing_fp8jit_before_torch_works():
     r = subprocess.run([sys.executable, "-c", "import fp8jit, torch; print(torch.__version__)"], capture_output=True,
                        text=True, timeout=120)
     assert r.returncode == 0, r.stderr[-2000:]
+
+
+def test_max_sms_is_checked_and_huge_means_every_sm():
+    from fp8jit import _ops
+
+    assert _ops._max_sms(0) == 0 and _ops._max_sms(100) == 100
+    assert _ops._max_sms(2**40) == 2**31 - 1  # more SMs than any GPU has: all of them
+    for bad in (-1, True, 2.5, None, "8"):
+        with pytest.raises(ValueError, match="max_sms"):
+            _ops._max_sms(bad)

@@ -240,20 +240,10 @@ TEST_F(RuntimeGpu, FirstCallInsideAGraphCaptureCompilesOutsideIt) {
         y(m * k * 2);
     const auto host = random_tensor(m, k, k, DType::bf16, 5, false);
     x.upload(host.data(), host.size());
-    QuantizeArgs qa;
-    qa.x = x.get();
-    qa.m = m;
-    qa.k = k;
-    qa.q = q.get();
-    qa.scales = scales.f32();
-    qa.granularity = Granularity::block128;
+    const QuantizeArgs qa{
+        .x = x.get(), .m = m, .k = k, .q = q.get(), .scales = scales.f32(), .granularity = Granularity::block128};
     captured_equals_direct([&] { rt.quantize(qa, stream); }, q, "quantize 128x128");
-    DequantizeArgs da;
-    da.q = q.get();
-    da.m = m;
-    da.k = k;
-    da.scales = scales.f32();
-    da.y = y.get();
+    const DequantizeArgs da{.q = q.get(), .m = m, .k = k, .scales = scales.f32(), .y = y.get()};
     captured_equals_direct([&] { rt.dequantize(da, stream); }, y, "dequantize 128x128");
     EXPECT_GE(rt.cache_stats().compiles, 4u) << mode_name << ": the first calls were meant to be cold";
     cudaStreamDestroy(stream);
