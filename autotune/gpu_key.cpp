@@ -1,6 +1,7 @@
 #include "autotune/gpu_key.hpp"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <charconv>
@@ -57,6 +58,14 @@ GpuKey GpuKey::from_string(std::string_view text) {
 GpuKey current_gpu_key() {
   const driver::DeviceInfo d = driver::device_info();
   return GpuKey{d.name, d.cc_major, d.cc_minor, d.sm_count};
+}
+
+std::string current_gpu_identity() {
+  const driver::DeviceInfo d = driver::device_info();
+  char host[256] = {};
+  const std::string_view h = ::gethostname(host, sizeof host - 1) == 0 && host[0] ? host : "unknown-host";
+  // printable: a host name is the one part not ours, and the row is shown as it is stored.
+  return printable(fmt::format("{} device {} (PCI {}, {})", h, d.ordinal, d.pci_bus_id, d.uuid), 200);
 }
 
 }  // namespace fp8jit

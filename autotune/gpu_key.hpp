@@ -29,4 +29,10 @@ struct GpuKey {
 // fp8jit::Error (driver) where none is usable.
 GpuKey current_gpu_key();
 
+// Which card of which host the calling thread's current device is, for the tuning rows it
+// measures: "HOST device ORDINAL (PCI BUS_ID, UUID)", e.g. "node7 device 1 (PCI 0000:1a:00.0,
+// GPU-6f1e2a3b-...)". The ordinal alone would not do: CUDA_VISIBLE_DEVICES renumbers the cards.
+// Needs a GPU, as current_gpu_key().
+std::string current_gpu_identity();
+
 }  // namespace fp8jit

@@ -62,8 +62,8 @@ GemmLookup lookup_rows(const GemmLookup& fallback, const std::string& key, std::
   return fallback;
 }
 
-bool store_row(const std::string& db_path, const GpuKey& gpu, const std::string& key,
-               const GemmShape& shape, const TuneResult& r) {
+bool store_row(const std::string& db_path, const GpuKey& gpu, const std::string& tuned_on,
+               const std::string& key, const GemmShape& shape, const TuneResult& r) {
   if (!r.best || db_path.empty()) return false;
   const CandidateResult& best = r.candidates[*r.best];
   TuningRecord rec;
@@ -77,6 +77,7 @@ bool store_row(const std::string& db_path, const GpuKey& gpu, const std::string&
   rec.best = best.spec;
   rec.best_us = best.timing.median_us;
   rec.timings = timings_to_json(r.candidates);
+  rec.tuned_on = tuned_on;
   thread_db(db_path)->put(rec);
   return true;
 }
@@ -102,15 +103,15 @@ GemmLookup lookup_grouped_gemm(const GemmProblem& problem, std::int64_t groups,
                      db_path, policy, gpu);
 }
 
-bool store_gemm_result(const std::string& db_path, const GpuKey& gpu, const GemmShape& shape,
-                       const TuneResult& r) {
-  return r.best && store_row(db_path, gpu, problem_key(r.candidates[*r.best].spec), shape, r);
+bool store_gemm_result(const std::string& db_path, const GpuKey& gpu, const std::string& tuned_on,
+                       const GemmShape& shape, const TuneResult& r) {
+  return r.best && store_row(db_path, gpu, tuned_on, problem_key(r.candidates[*r.best].spec), shape, r);
 }
 
-bool store_grouped_gemm_result(const std::string& db_path, const GpuKey& gpu, std::int64_t groups,
-                               const GemmShape& shape, const TuneResult& r) {
+bool store_grouped_gemm_result(const std::string& db_path, const GpuKey& gpu, const std::string& tuned_on,
+                               std::int64_t groups, const GemmShape& shape, const TuneResult& r) {
   return r.best &&
-         store_row(db_path, gpu, grouped_problem_key(r.candidates[*r.best].spec, groups), shape, r);
+         store_row(db_path, gpu, tuned_on, grouped_problem_key(r.candidates[*r.best].spec, groups), shape, r);
 }
 
 }  // namespace fp8jit

@@ -34,10 +34,12 @@ GemmLookup lookup_grouped_gemm(const GemmProblem& problem, std::int64_t groups,
                                const std::string& db_path, TunePolicy policy, const GpuKey& gpu,
                                int smem_bytes);
 
-// Stores a sweep's winner (and every candidate's timing). Returns false when nothing passed.
-bool store_gemm_result(const std::string& db_path, const GpuKey& gpu, const GemmShape& shape, const TuneResult& r);
+// Stores a sweep's winner (and every candidate's timing), naming the card that timed it
+// (current_gpu_identity() of the tuning thread). Returns false when nothing passed.
+bool store_gemm_result(const std::string& db_path, const GpuKey& gpu, const std::string& tuned_on,
+                       const GemmShape& shape, const TuneResult& r);
 // The same for a grouped sweep: keyed by the group count, shape.m the expected rows per group.
-bool store_grouped_gemm_result(const std::string& db_path, const GpuKey& gpu, std::int64_t groups,
-                               const GemmShape& shape, const TuneResult& r);
+bool store_grouped_gemm_result(const std::string& db_path, const GpuKey& gpu, const std::string& tuned_on,
+                               std::int64_t groups, const GemmShape& shape, const TuneResult& r);
 
 }  // namespace fp8jit

@@ -162,6 +162,9 @@ std::string tuning_db_detail::record_problem(const TuningRecord& r) {
           "fp8jit_version \"{}\" is not a version (1 to 64 letters, digits, '.', "
           "'-', '+' or '_')",
           brief(r.fp8jit_version, 40));
+    if (r.tuned_on.empty() || r.tuned_on.size() > 256 || has_control_byte(r.tuned_on))
+      return fmt::format("tuned_on \"{}\" does not name a GPU (1 to 256 bytes, no control bytes)",
+                         printable(r.tuned_on, 60));
     if (!std::isfinite(r.best_us) || r.best_us <= 0)
       return fmt::format("best_us {} is not a positive time", r.best_us);
     check_timings(
@@ -186,8 +189,8 @@ RowRead tuning_db_detail::read_row(Stmt& s) {
                                 s.text(5), s.text(6)),
                     160);
   constexpr int T = SQLITE_TEXT, I = SQLITE_INTEGER,
-                kTypes[] = {I, T, T, T, I, I, I, T, T, SQLITE_FLOAT, T, I, T};
-  for (int c = 1; c < 13; ++c)  // best_us (9) may also hold an integer
+                kTypes[] = {I, T, T, T, I, I, I, T, T, SQLITE_FLOAT, T, I, T, T};
+  for (int c = 1; c < 14; ++c)  // best_us (9) may also hold an integer
     if (s.type(c) != kTypes[c] && !(c == 9 && s.type(c) == I))
       out.why = fmt::format("column {} has the wrong type", c);
   if (!out.why.empty()) return out;
@@ -195,6 +198,7 @@ RowRead tuning_db_detail::read_row(Stmt& s) {
   r.op = s.text(2), r.problem_key = s.text(3), r.space_hash = s.text(7), r.timings = s.text(10);
   r.m = s.i64(4), r.n = s.i64(5), r.k = s.i64(6), r.created_at = s.i64(11), r.best_us = s.f64(9);
   r.fp8jit_version = s.text(12);
+  r.tuned_on = s.text(13);
   try {
     r.gpu = GpuKey::from_string(s.text(1));
     r.best = spec_from_json(s.text(8));
@@ -236,13 +240,15 @@ Merge tuning_db_detail::merge_row(sqlite3* db, const std::string& path, const Tu
   Stmt ins(
       db, path,
       "INSERT OR REPLACE INTO results (gpu_key, op, problem_key, m, n, k, space_hash, best_config,"
-      " best_us, timings, created_at, fp8jit_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+      " best_us, timings, created_at, fp8jit_version, tuned_on)"
+      " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   ins.bind_key(r)
       .bind(8, spec_to_json(r.best))
       .bind(9, r.best_us)
       .bind(10, r.timings)
       .bind(11, r.created_at)
       .bind(12, r.fp8jit_version)
+      .bind(13, r.tuned_on)
       .step();
   return kind;
 }
@@ -352,6 +358,7 @@ bool TuningDb::put(const TuningRecord& record) {
   TuningRecord r = record;
   if (r.created_at == 0) r.created_at = std::time(nullptr);
   if (r.fp8jit_version.empty()) r.fp8jit_version = fp8jit_version();
+  if (r.tuned_on.empty()) r.tuned_on = "unknown";
   if (std::string why = record_problem(r); !why.empty())
     invalid(fmt::format("tuning record ({}, {}, m={} n={} k={}): {}", brief(r.gpu.str()),
                         brief(r.op), r.m, r.n, r.k, why));

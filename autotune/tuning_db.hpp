@@ -97,6 +97,10 @@ struct TuningRecord {
   // The fp8jit release that tuned it ("unknown" for rows from before it was recorded): 1 to 64
   // letters, digits, '.', '-', '+' or '_'. put() fills in this library's version for "".
   std::string fp8jit_version;
+  // The card that measured it (current_gpu_identity(): host, PCI bus id, UUID), so that a sweep
+  // over several GPUs or hosts says where each row came from; "unknown" for rows from before it
+  // was recorded and for rows put() without one. 1 to 256 bytes, no control bytes.
+  std::string tuned_on;
 };
 
 // The rows of an `fp8jit db export` document, every one validated as put() would (see
@@ -121,10 +125,11 @@ struct RebuildStats {
 
 class TuningDb {
  public:
-  static constexpr int kSchemaVersion = 3;
+  static constexpr int kSchemaVersion = 4;
 
   // Opens or creates the database (and its parent directories) and migrates an older schema
-  // (version 2 to 3 re-keys rows of the current config spaces to today's space hash).
+  // (version 2 to 3 re-keys rows of the current config spaces to today's space hash; 3 to 4 adds
+  // tuned_on, "unknown" for the rows it finds).
   // Throws Error(io) for a path that cannot be a database, for someone else's file, for a
   // damaged file and while a rebuild of the file does not finish within 10 s.
   explicit TuningDb(const std::string& path);
@@ -165,11 +170,11 @@ class TuningDb {
   // Error(invalid_argument) and deletes nothing.
   std::size_t prune(const std::map<std::string, std::string>& space_hash_by_op = {});
 
-  // {"format": "fp8jit-tuning", "version": 2, "rows": [...]}: every valid row, in list() order,
-  // each with its fp8jit_version.
+  // {"format": "fp8jit-tuning", "version": 3, "rows": [...]}: every valid row, in list() order,
+  // each with its fp8jit_version and tuned_on.
   std::string export_json();
-  // Merges an export into this database, faster entry wins (as put()). Reads version 2 and the
-  // version 1 of earlier releases (rows without fp8jit_version: "unknown"; rows keyed by the
+  // Merges an export into this database, faster entry wins (as put()). Reads version 3 and the
+  // versions 2 and 1 of earlier releases (rows without tuned_on or fp8jit_version: "unknown"; rows keyed by the
   // space hash of earlier releases are re-keyed as migration 3 does); any other version is
   // refused. All or nothing: the document is validated by parse_tuning_export() before one
   // transaction merges it; malformed JSON or any invalid row throws Error(invalid_argument)

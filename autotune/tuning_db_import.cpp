@@ -18,9 +18,10 @@ using nlohmann::json;
 
 namespace {
 
-// Export versions: 1 from releases before fp8jit_version was recorded, 2 with it. A later
-// version may carry fields or meanings this build does not know: refused, never half-read.
-constexpr int kExportVersion = 2;
+// Export versions: 1 from releases before fp8jit_version was recorded, 2 with it, 3 with
+// tuned_on. A later version may carry fields or meanings this build does not know: refused,
+// never half-read.
+constexpr int kExportVersion = 3;
 
 // A row of a version-`version` document, named rows[i] in every error.
 TuningRecord parse_import_row(const json& row, std::size_t i, int version) {
@@ -30,8 +31,8 @@ TuningRecord parse_import_row(const json& row, std::size_t i, int version) {
       "gpu",        "op",          "problem_key",
       "m",          "n",           "k",
       "space_hash", "best_config", "best_us",
-      "timings",    "created_at",  "fp8jit_version"};  // the last one only from version 2 on
-  const auto known_end = version >= 2 ? kFields.end() : kFields.end() - 1;
+      "timings",    "created_at",  "fp8jit_version", "tuned_on"};  // from versions 2 and 3 on
+  const auto known_end = kFields.end() - (version >= 3 ? 0 : version == 2 ? 1 : 2);
   for (const auto& [key, _] : row.items())
     if (std::find(kFields.begin(), known_end, key) == known_end)
       invalid(fmt::format("{}: unknown field \"{}\"", at, brief(key)));
@@ -60,6 +61,7 @@ TuningRecord parse_import_row(const json& row, std::size_t i, int version) {
   r.op = str("op"), r.problem_key = str("problem_key");
   r.space_hash = upgraded_space_hash(r.op, str("space_hash"));  // version 1's may be legacy
   r.fp8jit_version = version >= 2 ? str("fp8jit_version") : "unknown";
+  r.tuned_on = version >= 3 ? str("tuned_on") : "unknown";
   r.m = integer("m"), r.n = integer("n"), r.k = integer("k"), r.created_at = integer("created_at");
   r.best_us = get("best_us", &json::is_number, "a number").get<double>();
   r.timings = get("timings", &json::is_array, "an array").dump();
@@ -71,10 +73,10 @@ TuningRecord parse_import_row(const json& row, std::size_t i, int version) {
 // what any fp8jit writes.
 int export_version(const json& doc) {
   const json v = doc.value("version", json());
-  if (!v.is_number_integer() || (v != 1 && v != kExportVersion))
+  if (!v.is_number_integer() || v < 1 || v > kExportVersion)
     invalid(fmt::format(
-        "import: export version {} is not 1 or {}, the versions this fp8jit reads; import it "
-        "with an fp8jit as new as the one that exported it",
+        "import: export version {} is not one of 1 to {}, the versions this fp8jit reads; import "
+        "it with an fp8jit as new as the one that exported it",
         brief(v.dump(), 20), kExportVersion));
   return v.get<int>();
 }
@@ -111,7 +113,8 @@ std::string TuningDb::export_json() {
                     {"best_us", r.best_us},
                     {"timings", ojson::parse(r.timings)},
                     {"created_at", r.created_at},
-                    {"fp8jit_version", r.fp8jit_version}});
+                    {"fp8jit_version", r.fp8jit_version},
+                    {"tuned_on", r.tuned_on}});
   return ojson{{"format", "fp8jit-tuning"}, {"version", kExportVersion}, {"rows", std::move(rows)}}
              .dump(2) +
          "\n";

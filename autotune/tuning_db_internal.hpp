@@ -169,7 +169,8 @@ int try_lock_exclusive(const std::string& path);
 void unlock(int fd);
 
 // The select list of a file's results table, in the order read_row reads: a file from before
-// migration 3 (salvaged as it is) has no fp8jit_version column; kCols where that cannot be read.
+// migration 3 (salvaged as it is) has no fp8jit_version column, one from before migration 4 no
+// tuned_on ('unknown' stands in for each); kCols where that cannot be read.
 std::string select_list(sqlite3* db, const std::string& path);
 
 // --- Space hashes (tuning_db_space.cpp) ---
@@ -193,7 +194,7 @@ std::string record_problem(const TuningRecord& r);
 inline constexpr std::string_view kColsBeforeVersionColumn =
     "rowid, gpu_key, op, problem_key, m, n, k, space_hash, best_config, best_us, timings, "
     "created_at";
-inline const std::string kCols = std::string(kColsBeforeVersionColumn) + ", fp8jit_version";
+inline const std::string kCols = std::string(kColsBeforeVersionColumn) + ", fp8jit_version, tuned_on";
 
 struct RowRead {
   std::int64_t rowid = 0;

@@ -40,6 +40,8 @@ constexpr Migration kMigrations[] = {
     // of the current kernels is lost by the upgrade.
     {3, "ALTER TABLE results ADD COLUMN fp8jit_version TEXT NOT NULL DEFAULT 'unknown';",
      rekey_legacy_rows},
+    // Which card measured a row: sweeps over several GPUs and hosts merge into one file.
+    {4, "ALTER TABLE results ADD COLUMN tuned_on TEXT NOT NULL DEFAULT 'unknown';", nullptr},
 };
 static_assert(std::end(kMigrations)[-1].to == TuningDb::kSchemaVersion);
 
@@ -48,16 +50,24 @@ const std::vector<std::string> kMetaColumns = {"key", "value"};
 const std::vector<std::string> kResultsColumnsBefore3 = {
     "gpu_key",    "op",          "problem_key", "m",       "n",         "k",
     "space_hash", "best_config", "best_us",     "timings", "created_at"};
-const std::vector<std::string> kResultsColumns = [] {
+const std::vector<std::string> kResultsColumnsBefore4 = [] {
   std::vector<std::string> c = kResultsColumnsBefore3;
   c.push_back("fp8jit_version");  // migration 3
+  return c;
+}();
+const std::vector<std::string> kResultsColumns = [] {
+  std::vector<std::string> c = kResultsColumnsBefore4;
+  c.push_back("tuned_on");  // migration 4
   return c;
 }();
 
 bool results_columns_fit(const std::vector<std::string>& cols,
                          std::optional<std::int64_t> version) {
-  if (!version) return cols == kResultsColumnsBefore3 || cols == kResultsColumns;  // said below
-  return cols == (*version >= 3 ? kResultsColumns : kResultsColumnsBefore3);
+  if (!version)  // said below
+    return cols == kResultsColumnsBefore3 || cols == kResultsColumnsBefore4 || cols == kResultsColumns;
+  return cols == (*version >= 4   ? kResultsColumns
+                  : *version == 3 ? kResultsColumnsBefore4
+                                  : kResultsColumnsBefore3);
 }
 
 // A name from someone else's file, safe to print: non-printable bytes as \xNN, bounded.
@@ -200,8 +210,9 @@ Inspection inspect(sqlite3* db, const std::string& path) {
 
 std::string select_list(sqlite3* db, const std::string& path) {
   try {
-    if (columns(db, path, "results") == kResultsColumnsBefore3)
-      return std::string(kColsBeforeVersionColumn) + ", 'unknown'";
+    const std::vector<std::string> cols = columns(db, path, "results");
+    if (cols == kResultsColumnsBefore3) return std::string(kColsBeforeVersionColumn) + ", 'unknown', 'unknown'";
+    if (cols == kResultsColumnsBefore4) return std::string(kColsBeforeVersionColumn) + ", fp8jit_version, 'unknown'";
   } catch (const Error&) {  // a damaged schema: read as today's, what can be read
   }
   return kCols;

@@ -82,10 +82,10 @@ TuneResult sweep_of(const GroupedGemmArgs& a, const GemmTuneHooks& h, const Tune
   return tune_grouped_gemm(a, h, o);
 }
 void store_result(const std::string& db, const GpuKey& gpu, const GemmArgs& a, const TuneResult& r) {
-  store_gemm_result(db, gpu, {a.m, a.n, a.k}, r);
+  store_gemm_result(db, gpu, current_gpu_identity(), {a.m, a.n, a.k}, r);
 }
 void store_result(const std::string& db, const GpuKey& gpu, const GroupedGemmArgs& a, const TuneResult& r) {
-  store_grouped_gemm_result(db, gpu, a.groups, {a.expected_m, a.n, a.k}, r);
+  store_grouped_gemm_result(db, gpu, current_gpu_identity(), a.groups, {a.expected_m, a.n, a.k}, r);
 }
 void launch_with(Runtime& rt, const GemmArgs& a, const KernelSpec& s) {
   rt.gemm(a, s, nullptr);

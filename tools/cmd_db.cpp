@@ -65,11 +65,12 @@ int db_list(const DbOptions& o) {
   const std::size_t total = db.row_count();
   if (rows.empty()) fmt::print("no valid tuning results in {}\n", printable(db.path()));
   else
-    fmt::print("{:<24} {:<10} {:>7} {:>7} {:>7} {:>10}  {:<44} {:<20} {}\n", "gpu", "op", "m", "n", "k", "best_us",
-               "config", "tuned", "by fp8jit");
+    fmt::print("{:<24} {:<10} {:>7} {:>7} {:>7} {:>10}  {:<44} {:<20} {:<10} {}\n", "gpu", "op", "m", "n", "k",
+               "best_us", "config", "tuned", "by fp8jit", "on");
   for (const TuningRecord& r : rows)
-    fmt::print("{:<24} {:<10} {:>7} {:>7} {:>7} {:>10.2f}  {:<44} {:<20} {}\n", printable(r.gpu.str()), r.op, r.m, r.n, r.k,
-               r.best_us, spec_name(r.best), when(r.created_at), printable(r.fp8jit_version));
+    fmt::print("{:<24} {:<10} {:>7} {:>7} {:>7} {:>10.2f}  {:<44} {:<20} {:<10} {}\n", printable(r.gpu.str()), r.op, r.m,
+               r.n, r.k, r.best_us, spec_name(r.best), when(r.created_at), printable(r.fp8jit_version),
+               printable(r.tuned_on));
   if (!gpu && total > rows.size())
     fmt::print("{} invalid rows ignored: `fp8jit db prune --db {}` removes them\n", total - rows.size(), printable(db.path()));
   return 0;
@@ -85,8 +86,9 @@ int db_show(const DbOptions& o) {
     if ((!o.op.empty() && o.op != r.op) || (o.m >= 0 && o.m != r.m) || (o.n >= 0 && o.n != r.n) ||
         (o.k >= 0 && o.k != r.k))
       continue;
-    fmt::print("{}{} m={} n={} k={} on {} (tuned {} by fp8jit {}, space {})\n", shown++ ? "\n" : "", r.op, r.m, r.n,
-               r.k, printable(r.gpu.str()), when(r.created_at), printable(r.fp8jit_version), printable(r.space_hash));
+    fmt::print("{}{} m={} n={} k={} on {} (tuned {} on {} by fp8jit {}, space {})\n", shown++ ? "\n" : "", r.op, r.m,
+               r.n, r.k, printable(r.gpu.str()), when(r.created_at), printable(r.tuned_on), printable(r.fp8jit_version),
+               printable(r.space_hash));
     fmt::print("  problem: {}\n  best:    {} {:.2f} us\n           {}\n", r.problem_key, spec_name(r.best), r.best_us,
                spec_to_json(r.best));
     const nlohmann::json timings = nlohmann::json::parse(r.timings);  // validated by the database

@@ -188,12 +188,14 @@ int print_results(const std::string& shape_header, const std::vector<TunedRow>& 
   return rows.size() == static_cast<std::size_t>(counted) ? 0 : 1;
 }
 
-// The `tune` command of one process of --all-gpus: these options, on one database.
-std::vector<std::string> child_args(const SweepOptions& o, const std::string& db) {
+// The `tune` command of one process of --all-gpus: these options, on one database. The processes
+// compile at once, so without --jobs each takes its share of the cores, not all of them.
+std::vector<std::string> child_args(const SweepOptions& o, const std::string& db, int devices) {
+  const int jobs = o.jobs > 0 ? o.jobs : std::max(1, resolve_jobs(0) / std::max(1, devices));
   std::vector<std::string> a = {"tune"};
   if (!o.suite.empty()) a.insert(a.end(), {"--suite", o.suite});
   if (!o.shapes.empty()) a.insert(a.end(), {"--shapes", o.shapes});
-  a.insert(a.end(), {"--op", o.op, "--scale", o.scale, "--out", o.out, "--db", db, "--jobs", std::to_string(o.jobs),
+  a.insert(a.end(), {"--op", o.op, "--scale", o.scale, "--out", o.out, "--db", db, "--jobs", std::to_string(jobs),
                      "--top-k", std::to_string(o.top_k)});
   if (o.fast_accum) a.push_back("--fast-accum");
   return a;
@@ -227,7 +229,10 @@ int tune(const SweepOptions& o) {
     return 0;
   }
   require_gpu();
-  if (o.all_gpus) return tune_on_all_gpus(child_args(o, ropt.db_path), driver::device_count());
+  if (o.all_gpus) {
+    const int devices = driver::device_count();
+    return tune_on_all_gpus(child_args(o, ropt.db_path, devices), devices);
+  }
   if (o.device >= 0) driver::use_device(o.device);
   TuneOptions topt;
   topt.jobs = resolve_jobs(o.jobs);

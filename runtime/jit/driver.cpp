@@ -160,6 +160,16 @@ InfoCache& info_cache() {
   return cache;
 }
 
+// nvidia-smi's spelling of a GPU's UUID: "GPU-" then 8-4-4-4-12 hex digits.
+std::string uuid_text(const CUuuid& id) {
+  std::string out = "GPU-";
+  for (int i = 0; i < 16; ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) out += '-';
+    out += fmt::format("{:02x}", static_cast<unsigned char>(id.bytes[i]));
+  }
+  return out;
+}
+
 }  // namespace
 
 const Api& api() {
@@ -313,6 +323,12 @@ DeviceInfo device_info(CUdevice d) {
   info.l2_bytes = attr(CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, "cuDeviceGetAttribute(L2 size)");
   check(a.cuDeviceTotalMem(&info.total_mem, d), "cuDeviceTotalMem");
   check(a.cuDriverGetVersion(&info.driver_version), "cuDriverGetVersion");
+  char bus[32] = {};
+  check(a.cuDeviceGetPCIBusId(bus, sizeof bus - 1, d), "cuDeviceGetPCIBusId");
+  info.pci_bus_id = bus;
+  CUuuid id{};
+  check(a.cuDeviceGetUuid(&id, d), "cuDeviceGetUuid");
+  info.uuid = uuid_text(id);
   cache.by_device.emplace(d, info);
   return info;
 }

@@ -37,6 +37,8 @@ namespace fp8jit::driver {
   X(cuDeviceGetCount, PFN_cuDeviceGetCount_v2000)                                    \
   X(cuDeviceGetName, PFN_cuDeviceGetName_v2000)                                      \
   X(cuDeviceGetAttribute, PFN_cuDeviceGetAttribute_v2000)                            \
+  X(cuDeviceGetPCIBusId, PFN_cuDeviceGetPCIBusId_v4010)                              \
+  X(cuDeviceGetUuid, PFN_cuDeviceGetUuid_v11040)                                     \
   X(cuDeviceTotalMem, PFN_cuDeviceTotalMem_v3020)                                    \
   X(cuDevicePrimaryCtxRetain, PFN_cuDevicePrimaryCtxRetain_v7000)                    \
   X(cuCtxGetCurrent, PFN_cuCtxGetCurrent_v4000)                                      \
@@ -157,6 +159,10 @@ struct DeviceInfo {
   int l2_bytes = 0;
   std::size_t total_mem = 0;
   int driver_version = 0;  // e.g. 12080 for a CUDA 12.8 driver
+  // Which physical GPU this is, whatever CUDA_VISIBLE_DEVICES makes its ordinal: tuning rows name
+  // it, so that a sweep over several GPUs or hosts says which card measured each row.
+  std::string pci_bus_id;  // "0000:19:00.0"
+  std::string uuid;        // "GPU-6f1e2a3b-...", as nvidia-smi -L prints it
 };
 
 // Properties of device d, queried once per device and cached.

@@ -1256,10 +1256,13 @@ IMPORT_DOCS = [  # (name, document text, expectation)
     ("empty-object", "{}", ERROR), ("array", "[]", ERROR), ("null", "null", ERROR), ("number", "5", ERROR),
     ("truncated", '{"format":"fp8jit-tuning","version":1,"rows":[', ERROR),
     ("wrong-format", '{"format":"other","version":1,"rows":[]}', ERROR),
-    # Version 2 is today's export (rows carry fp8jit_version), version 1 the earlier one: both
-    # import. The first version this build does not know (and a non-integer) must be refused.
+    # Version 3 is today's export (rows carry fp8jit_version and tuned_on), versions 1 and 2 the
+    # earlier ones: all import. The first version this build does not know (and a non-integer)
+    # must be refused.
     ("version-2", '{"format":"fp8jit-tuning","version":2,"rows":[]}', OK),
-    ("version-3", '{"format":"fp8jit-tuning","version":3,"rows":[]}', ERROR),
+    ("version-3", '{"format":"fp8jit-tuning","version":3,"rows":[]}', OK),
+    ("version-4", '{"format":"fp8jit-tuning","version":4,"rows":[]}', ERROR),
+    ("version-0", '{"format":"fp8jit-tuning","version":0,"rows":[]}', ERROR),
     ("version-float", '{"format":"fp8jit-tuning","version":2.0,"rows":[]}', ERROR),
     ("version-string", '{"format":"fp8jit-tuning","version":"1","rows":[]}', ERROR),
     ("version-huge", '{"format":"fp8jit-tuning","version":99999999999999999999,"rows":[]}', ERROR),

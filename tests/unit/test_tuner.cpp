@@ -208,7 +208,7 @@ class TunerLookup : public testing::Test {
     c.timing.median_us = us;
     r.candidates = {c};
     r.best = 0;
-    ASSERT_TRUE(store_gemm_result(db_, gpu, s, r));
+    ASSERT_TRUE(store_gemm_result(db_, gpu, "node7 device 0", s, r));
   }
   std::string dir_, db_;
   GpuKey h200{"NVIDIA H200", 9, 0, 132}, h100{"NVIDIA H100 80GB HBM3", 9, 0, 132};
@@ -221,6 +221,7 @@ TEST_F(TunerLookup, ExactThenNearestMThenHeuristic) {
   auto exact = lookup_gemm(p, 4096, 7168, 2048, db_, TunePolicy::cached, h200, 232448);
   EXPECT_EQ(exact.source, LookupSource::exact);
   EXPECT_EQ(exact.spec, tuned);
+  EXPECT_EQ(TuningDb(db_).list().at(0).tuned_on, "node7 device 0");  // the card that timed it
   auto near = lookup_gemm(p, 3000, 7168, 2048, db_, TunePolicy::cached, h200, 232448);
   EXPECT_EQ(near.source, LookupSource::nearest_m);
   EXPECT_EQ(near.spec, tuned);

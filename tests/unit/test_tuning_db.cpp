@@ -98,12 +98,13 @@ TEST_F(TuningDbTest, RefusesNewerSchemaVersion) {
 TEST_F(TuningDbTest, PutGetRoundTripAndRejectsBadRecords) {
   TuningDb db(path_);
   TuningRecord r = quant_record(kH200, 256, 7168, 12.25, kQuant, 3);
+  r.tuned_on = "node7 device 1 (PCI 0000:1a:00.0, GPU-0123)";
   EXPECT_TRUE(db.put(r));
   auto got = db.get_exact(kH200, "quantize", kQuantProblem, 256, 0, 7168, "space-1");
   ASSERT_TRUE(got.has_value());
   auto fields = [](const TuningRecord& x) {
     return std::tie(x.gpu, x.op, x.problem_key, x.m, x.n, x.k, x.space_hash, x.best, x.best_us,
-                    x.timings, x.created_at);
+                    x.timings, x.created_at, x.tuned_on);
   };
   EXPECT_TRUE(fields(*got) == fields(r));
   const auto timings = nlohmann::json::parse(got->timings);
@@ -122,6 +123,7 @@ TEST_F(TuningDbTest, PutGetRoundTripAndRejectsBadRecords) {
   db.put(fresh);
   EXPECT_GT(db.get_exact(kH200, "quantize", kQuantProblem, 1, 0, 128, "space-1")->created_at,
             1700000000);
+  EXPECT_EQ(db.get_exact(kH200, "quantize", kQuantProblem, 1, 0, 128, "space-1")->tuned_on, "unknown");
 
   std::vector<std::pair<TuningRecord, std::string>> bad;
   auto bad_with = [&](auto edit, std::string why) {
@@ -140,6 +142,8 @@ TEST_F(TuningDbTest, PutGetRoundTripAndRejectsBadRecords) {
   bad_with([](TuningRecord& b) { b.best.params["vec"] = std::int64_t{3}; }, "vec");
   bad_with([](TuningRecord& b) { b.gpu.name.clear(); }, "gpu key");
   bad_with([](TuningRecord& b) { b.m = -1; }, "negative");
+  bad_with([](TuningRecord& b) { b.tuned_on = std::string(257, 'g'); }, "tuned_on");
+  bad_with([](TuningRecord& b) { b.tuned_on = "node\n7"; }, "tuned_on");
   for (const auto& [b, why] : bad)
     expect_error([&] { db.put(b); }, ErrorKind::invalid_argument, {why});
   EXPECT_EQ(db.row_count(), 2u);

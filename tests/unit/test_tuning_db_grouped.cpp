@@ -54,7 +54,7 @@ class GroupedTuningDb : public ::testing::Test {
   void store_grouped(std::int64_t groups, std::int64_t expected_m, const KernelSpec& best,
                      double us = 100.0) {
     ASSERT_TRUE(
-        store_grouped_gemm_result(path_, kH200, groups, {expected_m, kN, kK}, won_by(best, us)));
+        store_grouped_gemm_result(path_, kH200, "node7 device 0", groups, {expected_m, kN, kK}, won_by(best, us)));
   }
   test::TempDir tmp_{"fp8jit_grouped_db"};
   const std::string path_ = tmp_.path() + "/tuning.sqlite";
@@ -100,7 +100,7 @@ TEST_F(GroupedTuningDb, OtherGroupCountsAndLayoutsDoNotMatch) {
 
 TEST_F(GroupedTuningDb, DenseRowsAreUnaffected) {
   const KernelSpec dense = make_gemm_spec(GemmProblem{}, {128, 160, 5, 8});
-  ASSERT_TRUE(store_gemm_result(path_, kH200, {4096, kN, kK}, won_by(dense, 50.0)));
+  ASSERT_TRUE(store_gemm_result(path_, kH200, "node7 device 0", {4096, kN, kK}, won_by(dense, 50.0)));
   // A grouped row nearer in M than the dense one is never a dense answer, nor the reverse.
   store_grouped(8, 512, kTuned);
   EXPECT_EQ(dense_lookup(4096).source, LookupSource::exact);

@@ -28,8 +28,10 @@ class TuningDbImport : public ::testing::Test {
     json doc = json::parse(
         export_doc({quant_record(kH200, 1, 4096, 1.0), quant_record(kH200, 2, 4096, 2.0)}));
     doc["version"] = version;
-    if (version == 2)
-      for (json& row : doc["rows"]) row["fp8jit_version"] = "0.1.0";
+    for (json& row : doc["rows"]) {
+      if (version >= 2) row["fp8jit_version"] = "0.1.0";
+      if (version >= 3) row["tuned_on"] = "node7 device 1 (PCI 0000:1a:00.0, GPU-0123)";
+    }
     edit(doc["rows"][1]);
     return doc.dump();
   }
@@ -41,7 +43,7 @@ TEST_F(TuningDbImport, RefusedDocumentCreatesNothing) {
   const std::vector<std::pair<std::string, std::string>> refused = {
       {"{\"format\": \"fp8jit-tuning\", \"version\": 1, \"rows\": [", "not valid JSON"},
       {R"({"format": "other", "version": 1, "rows": []})", "format"},
-      {R"({"format": "fp8jit-tuning", "version": 3, "rows": []})", "export version 3"},
+      {R"({"format": "fp8jit-tuning", "version": 4, "rows": []})", "export version 4"},
       {doc_with([](json& r) { r["m"] = -1; }), "rows[1]: negative shape"},
       {doc_with([](json& r) { r.erase("gpu"); }), "rows[1]: missing field \"gpu\""},
   };
@@ -59,16 +61,44 @@ TEST_F(TuningDbImport, RefusedDocumentCreatesNothing) {
 
 TEST_F(TuningDbImport, OnlyTheExportVersionsThisBuildReads) {
   EXPECT_EQ(parse_tuning_export(doc_with([](json&) {}, 1)).size(), 2u);
-  EXPECT_EQ(parse_tuning_export(doc_with([](json&) {}, 2)).size(), 2u);  // today's export
-  for (const char* version : {"0", "3", "2.0", "\"2\"", "null", "true", "99999999999999999999"}) {
+  EXPECT_EQ(parse_tuning_export(doc_with([](json&) {}, 2)).size(), 2u);
+  EXPECT_EQ(parse_tuning_export(doc_with([](json&) {}, 3)).size(), 2u);  // today's export
+  for (const char* version : {"0", "4", "-1", "2.0", "\"2\"", "null", "true", "99999999999999999999"}) {
     SCOPED_TRACE(version);
     const std::string text =
         std::string(R"({"format": "fp8jit-tuning", "rows": [], "version": )") + version + "}";
     expect_error([&] { parse_tuning_export(text); }, ErrorKind::invalid_argument,
-                 {"export version ", "is not 1 or 2"});
+                 {"export version ", "is not one of 1 to 3"});
   }
+  // A field of a later version is unknown to an earlier one: a version-2 row with tuned_on is
+  // not what any fp8jit wrote.
+  expect_error(
+      [&] { parse_tuning_export(doc_with([](json& r) { r["tuned_on"] = "node7 device 0"; }, 2)); },
+      ErrorKind::invalid_argument, {"rows[1]: unknown field \"tuned_on\""});
   expect_error([&] { parse_tuning_export(R"({"format": "fp8jit-tuning", "rows": []})"); },
                ErrorKind::invalid_argument, {"export version null"});
+}
+
+TEST_F(TuningDbImport, TunedOnSaysWhichCardMeasuredARow) {
+  // Earlier exports did not say: "unknown". Today's carry it through export and import.
+  for (const TuningRecord& r : parse_tuning_export(doc_with([](json&) {}, 2)))
+    EXPECT_EQ(r.tuned_on, "unknown");
+  TuningDb::import_into(path_, doc_with([](json& r) { r["tuned_on"] = "node8 device 0 (PCI 0000:19:00.0, GPU-4567)"; }, 3));
+  const std::vector<TuningRecord> rows = parse_tuning_export(TuningDb(path_).export_json());
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].tuned_on, "node7 device 1 (PCI 0000:1a:00.0, GPU-0123)");
+  EXPECT_EQ(rows[1].tuned_on, "node8 device 0 (PCI 0000:19:00.0, GPU-4567)");
+  // Missing, empty, too long, control bytes, not a string: refused, naming the row.
+  expect_error([&] { parse_tuning_export(doc_with([](json& r) { r.erase("tuned_on"); }, 3)); },
+               ErrorKind::invalid_argument, {"rows[1]: missing field \"tuned_on\""});
+  expect_error([&] { parse_tuning_export(doc_with([](json& r) { r["tuned_on"] = 3; }, 3)); },
+               ErrorKind::invalid_argument, {"rows[1].tuned_on: expected a string"});
+  for (const std::string& bad : {std::string(), std::string(257, 'x'), std::string("node\x1b[2J")}) {
+    SCOPED_TRACE(bad.size());
+    expect_error([&] { parse_tuning_export(doc_with([&](json& r) { r["tuned_on"] = bad; }, 3)); },
+                 ErrorKind::invalid_argument, {"rows[1]: tuned_on", "does not name a GPU"});
+  }
+  EXPECT_EQ(parse_tuning_export(doc_with([](json& r) { r["tuned_on"] = std::string(256, 'x'); }, 3)).size(), 2u);
 }
 
 TEST_F(TuningDbImport, CreatedAtMustBeACalendarTime) {

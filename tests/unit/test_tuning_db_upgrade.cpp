@@ -134,12 +134,13 @@ TEST_F(TuningDbUpgrade, MigrationFromVersion2KeepsTheCurrentSpacesRows) {
   EXPECT_EQ(lookup(100).source, LookupSource::nearest_m);  // 4096's row: 64's is another space
 
   TuningDb db(path_);
-  EXPECT_EQ(db.schema_version(), 3);
+  EXPECT_EQ(db.schema_version(), TuningDb::kSchemaVersion);
   auto quant =
       db.get_exact(kH200, "quantize", kQuantProblem, 128, 0, 4096, tuning_space_hash("quantize"));
   ASSERT_TRUE(quant.has_value());
   EXPECT_EQ(quant->best_us, 7.5);
   EXPECT_EQ(quant->fp8jit_version, "unknown");
+  EXPECT_EQ(quant->tuned_on, "unknown");
   EXPECT_EQ(RawDb(path_).scalar("SELECT m FROM results WHERE space_hash = '" + older + "'"), "64");
   const std::string before = db.export_json();
   EXPECT_EQ(TuningDb(path_).export_json(), before);  // a second open changes nothing
@@ -169,13 +170,34 @@ TEST_F(TuningDbUpgrade, RebuildOfADamagedVersion2FileRekeysItsRows) {
   EXPECT_FALSE(s.healthy);
   EXPECT_GT(s.rows_copied, 0u);
   TuningDb db(path_);
-  EXPECT_EQ(db.schema_version(), 3);
+  EXPECT_EQ(db.schema_version(), TuningDb::kSchemaVersion);
   const std::vector<TuningRecord> rows = db.list();
   EXPECT_EQ(rows.size(), s.rows_copied);
   for (const TuningRecord& r : rows) {
     EXPECT_EQ(r.space_hash, tuning_space_hash("quantize"));
     EXPECT_EQ(r.fp8jit_version, "unknown");
+    EXPECT_EQ(r.tuned_on, "unknown");
   }
+}
+
+TEST_F(TuningDbUpgrade, MigrationFromVersion3KeepsEveryRowAndSaysTunedOnIsUnknown) {
+  {
+    RawDb raw(path_);
+    raw.exec(kV2Schema);
+    raw.exec("ALTER TABLE results ADD COLUMN fp8jit_version TEXT NOT NULL DEFAULT 'unknown';"
+             "UPDATE meta SET value = 3 WHERE key = 'schema_version';");
+    std::vector<Value> row = raw_row(kH200.str(), std::int64_t{128}, spec_to_json(kQuant), 7.5, "[]",
+                                     kQuantProblem, tuning_space_hash("quantize"));
+    row.push_back(std::string("0.9.0"));
+    raw.insert(row);
+  }
+  TuningDb db(path_);
+  EXPECT_EQ(db.schema_version(), 4);
+  const std::vector<TuningRecord> rows = db.list();
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].fp8jit_version, "0.9.0");
+  EXPECT_EQ(rows[0].tuned_on, "unknown");
+  EXPECT_EQ(rows[0].best_us, 7.5);
 }
 
 TEST_F(TuningDbUpgrade, RowsCarryTheVersionThatTunedThem) {
@@ -196,7 +218,7 @@ TEST_F(TuningDbUpgrade, RowsCarryTheVersionThatTunedThem) {
 
   const std::string text = a.export_json();
   const nlohmann::json doc = nlohmann::json::parse(text);
-  EXPECT_EQ(doc["version"], 2);
+  EXPECT_EQ(doc["version"], 3);
   ASSERT_EQ(doc["rows"].size(), 2u);
   EXPECT_EQ(doc["rows"][0]["fp8jit_version"], fp8jit_version());
   EXPECT_EQ(doc["rows"][1]["fp8jit_version"], "0.0.9");
