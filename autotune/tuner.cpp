@@ -44,7 +44,7 @@ TuneResult run_sweep(const std::vector<KernelSpec>& candidates, const Bench& ben
   };
   // Compile everything first, in parallel: NVRTC dominates a sweep's wall time.
   std::vector<bool> compiled(candidates.size(), false);
-  parallel_for(candidates.size(), jobs_or_cores(options.jobs), [&](std::size_t i) {
+  parallel_for(candidates.size(), jobs_or_default(options.jobs), [&](std::size_t i) {
     CandidateResult& c = r.candidates[i];
     c.spec = candidates[i];
     try {

@@ -53,7 +53,7 @@ Settings Settings::from_env() {
   }
   if (const char* v = env("FP8JIT_LOG")) s.log_level = parse_int("FP8JIT_LOG", v, 0, 3);
   if (const char* v = env("FP8JIT_JOBS")) s.jobs = parse_int("FP8JIT_JOBS", v, 0, 1024);
-  s.jobs = jobs_or_cores(s.jobs);
+  s.jobs = jobs_or_default(s.jobs);
   if (const char* v = env("FP8JIT_KEEP_SOURCE"))
     s.keep_source = parse_bool("FP8JIT_KEEP_SOURCE", v);
   if (const char* v = env("FP8JIT_SPLIT_SUM")) {

@@ -17,7 +17,7 @@ struct Settings {
   std::string db_path;          // FP8JIT_DB; default <cache_dir>/tuning.sqlite
   TunePolicy tune = TunePolicy::cached;  // FP8JIT_TUNE=off|cached|on-miss
   int log_level = 1;            // FP8JIT_LOG=0 (quiet) .. 3 (debug)
-  int jobs = 0;                 // FP8JIT_JOBS: compile threads; 0 = hardware concurrency
+  int jobs = 0;                 // FP8JIT_JOBS: compile threads; 0 = the cores, at most 8
   bool keep_source = false;     // FP8JIT_KEEP_SOURCE=1 writes generated .cu next to cubins
   SplitSum split_sum = SplitSum::cluster;  // FP8JIT_SPLIT_SUM=cluster|workspace
   bool jit = true;              // FP8JIT_JIT=on|off: off, a kernel missing from the caches is an error at launch

@@ -128,7 +128,7 @@ struct Runtime::Impl {
   std::map<std::pair<CUcontext, CUstream>, Workspace> workspaces;
   std::vector<std::pair<CUcontext, CUdeviceptr>> retired;
 
-  int jobs() const { return jobs_or_cores(options.jobs); }
+  int jobs() const { return jobs_or_default(options.jobs); }
 
   // Grouped GEMMs (normalized arguments): database row or heuristic (lookup_grouped_gemm).
   // Without a GPU to key the database with: the heuristic for an H100/H200.

@@ -76,7 +76,7 @@ CLI::Validator quant_dim(char which) {
 
 CLI::Option* add_jobs(CLI::App* sub, int& jobs) {
   jobs = 0;
-  return sub->add_option("--jobs", jobs, "parallel NVRTC compilations (default: FP8JIT_JOBS, else the core count)")
+  return sub->add_option("--jobs", jobs, "parallel NVRTC compilations (default: FP8JIT_JOBS, else the cores, at most 8)")
       ->check(integer_in(1, 1024));
 }
 

@@ -40,7 +40,7 @@ struct FP8JIT_API RuntimeOptions {
   std::string cache_dir;  // binary cache directory; empty disables the disk cache
   std::string db_path;    // tuning database; empty: no database (heuristics only)
   TunePolicy tune = TunePolicy::cached;
-  int jobs = 0;  // compile threads of precompile and tune (when TuneOptions::jobs is 0); 0: one per core
+  int jobs = 0;  // compile threads of precompile and tune (when TuneOptions::jobs is 0); 0: the cores, at most 8
   SplitSum split_sum = SplitSum::cluster;
   bool keep_source = false;  // write each generated .cu beside its cubin (needs the disk cache)
   bool ffma_reuse = true;    // the FFMA reuse post-pass on compiled cubins

@@ -403,7 +403,7 @@ def tune(a, b, scale_a, scale_b, *, scale: str = "block", out_dtype: Any = None,
     """Times the ``top_k`` best-ranked kernels of ``gemm``'s problem on these operands (D is
     overwritten; every candidate is checked against a reference), stores the fastest in the
     tuning database (FP8JIT_DB) and uses it from now on. Synchronizes the device. Arguments as
-    for ``gemm``; ``jobs`` compile threads (0: one per core)."""
+    for ``gemm``; ``jobs`` compile threads (0: the cores, at most 8)."""
     options = _tune_options(top_k, warmup, iters, jobs)
     T = _torch()
     dev, _, args = _gemm_operands(T, a, b, scale_a, scale_b, scale, out_dtype, bias, fast_accum, out, max_sms)
