@@ -9,12 +9,14 @@
 #            kernel cache; checks every shape is tuned exactly once and each row names its GPU
 #   overlap  bench/multi_gpu/overlap.py: block-scaled GEMMs with SM budgets beside an all-reduce
 # Usage (repo root, on the device): bash bench/multi_gpu/run.sh "build gtests tune overlap"
-# Logs and results under $OUT (tables in $OUT/*.txt, rows in $OUT/*.json and *.sqlite exports).
+# Logs, tables (*.txt) and the sweeps' exports (*.json) go into $OUT/multi-gpu.tar.gz: the device
+# tool hands back a few files only.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
-OUT=${OUT:-/tmp/fp8jit-multi-gpu}
+RESULTS=${OUT:-/tmp/fp8jit-multi-gpu}
+OUT=/tmp/fp8jit-multi-logs
 STEPS=${1:-build gtests tune overlap}
-mkdir -p "$OUT"
+mkdir -p "$OUT" "$RESULTS"
 # NVLink multicast off, as the machine's notes require, also for processes started here.
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 gpus=$(nvidia-smi -L | wc -l)
@@ -49,31 +51,40 @@ gtests() {
   done
 }
 
-now() { date +%s.%N; }
-since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
-
-tune_sweeps() {
-  local t0 d pids=()
-  rm -rf "$work/tune" && mkdir -p "$work/tune"
-  echo "--- one GPU (device 0)"
-  t0=$(now)
+# Runs a command under bash's `time`: "real user sys" seconds (children included) into $1.
+timed() {
+  local f=$1 TIMEFORMAT='%R %U %S'
+  shift
+  { time "$@"; } 2> "$f"
+}
+one_gpu() {
   CUDA_VISIBLE_DEVICES=0 FP8JIT_CACHE_DIR=$work/tune/cache-one ./$B/fp8jit tune --shapes "$suite" \
-    --db "$work/tune/one.sqlite" > "$OUT/tune_one.txt" 2>&1 || fail "tune on one GPU"
-  local one=$(since "$t0")
-  echo "--- --all-gpus ($gpus GPUs)"
-  t0=$(now)
+    --db "$work/tune/one.sqlite" > "$OUT/tune_one.txt" 2>&1
+}
+all_gpus() {
   FP8JIT_CACHE_DIR=$work/tune/cache-all ./$B/fp8jit tune --shapes "$suite" --all-gpus \
-    --db "$work/tune/all.sqlite" > "$OUT/tune_all.txt" 2>&1 || fail "tune --all-gpus"
-  local all=$(since "$t0")
-  echo "--- $gpus simulated hosts (SLURM_PROCID/SLURM_NTASKS), a database each, merged"
-  t0=$(now)
+    --db "$work/tune/all.sqlite" > "$OUT/tune_all.txt" 2>&1
+}
+simulated_hosts() {
+  local d pids=() rc=0
   for ((d = 0; d < gpus; ++d)); do
     SLURM_PROCID=$d SLURM_NTASKS=$gpus CUDA_VISIBLE_DEVICES=$d FP8JIT_CACHE_DIR=$work/tune/cache-host$d \
       ./$B/fp8jit tune --shapes "$suite" --db "$work/tune/host$d.sqlite" > "$OUT/tune_host$d.txt" 2>&1 &
     pids+=($!)
   done
-  for ((d = 0; d < gpus; ++d)); do wait "${pids[$d]}" || fail "tune on simulated host $d"; done
-  local hosts=$(since "$t0")
+  for ((d = 0; d < gpus; ++d)); do wait "${pids[$d]}" || rc=1; done
+  return $rc
+}
+
+tune_sweeps() {
+  local d
+  rm -rf "$work/tune" && mkdir -p "$work/tune"
+  echo "--- one GPU (device 0)"
+  timed "$OUT/time_one.txt" one_gpu || fail "tune on one GPU"
+  echo "--- --all-gpus ($gpus GPUs)"
+  timed "$OUT/time_all.txt" all_gpus || fail "tune --all-gpus"
+  echo "--- $gpus simulated hosts (SLURM_PROCID/SLURM_NTASKS), a database each, merged"
+  timed "$OUT/time_hosts.txt" simulated_hosts || fail "tune on the simulated hosts"
   for ((d = 0; d < gpus; ++d)); do
     ./$B/fp8jit db export --db "$work/tune/host$d.sqlite" --file "$OUT/host$d-export.json" || fail "export host $d"
     ./$B/fp8jit db import --db "$work/tune/merged.sqlite" --file "$OUT/host$d-export.json" || fail "import host $d"
@@ -83,16 +94,22 @@ tune_sweeps() {
     ./$B/fp8jit db list --db "$work/tune/$db.sqlite" > "$OUT/db_$db.txt"
   done
   python3 bench/multi_gpu/check_sweeps.py "$suite" "$OUT"/{one,all,merged}-export.json || fail "sweep check"
-  awk -v o="$one" -v a="$all" -v h="$hosts" -v g="$gpus" 'BEGIN { printf "wall seconds: one GPU %.1f, --all-gpus \
-%.1f (%.2fx), %d simulated hosts %.1f (%.2fx)\n", o, a, o / a, g, h, o / h }' | tee "$OUT/tune_wall.txt"
+  # Busy cores: CPU seconds (every process) over wall seconds; the sweeps' serial phases leave
+  # cores idle that a second process fills.
+  for t in one all hosts; do
+    awk -v t="$t" '{ printf "%-6s wall %6.1f s, CPU %7.1f s, %5.1f cores busy on average\n", t, $1, $2 + $3, ($2 + $3) / $1 }' \
+      "$OUT/time_$t.txt"
+  done | tee "$OUT/tune_wall.txt"
   grep -h "^=== GPU\|geometric" "$OUT/tune_all.txt" | head -8
 }
 
 overlap() {
-  PYTHONPATH=build-py/python FP8JIT_CACHE_DIR=$work/overlap-cache timeout 400 \
+  # NCCL_DEBUG=INFO: the log says how many channels (CTAs) the all-reduce runs on.
+  NCCL_DEBUG=INFO PYTHONPATH=build-py/python FP8JIT_CACHE_DIR=$work/overlap-cache timeout 400 \
     python3 -m torch.distributed.run --nproc-per-node "$gpus" bench/multi_gpu/overlap.py \
-    --out "$OUT/overlap.json" > "$OUT/overlap.txt" 2>&1 || fail "overlap"
-  grep -v "^\[W\|Warning\|warn(" "$OUT/overlap.txt" | tail -20
+    --budgets "${BUDGETS:-0,120,100}" --out "$OUT/overlap.json" > "$OUT/overlap.txt" 2>&1 || fail "overlap"
+  grep -m4 -i "channels\|nchannels" "$OUT/overlap.txt"
+  grep -v "NCCL INFO\|^\[W\|Warning\|warn(" "$OUT/overlap.txt" | tail -24
 }
 
 for step in $STEPS; do
@@ -107,4 +124,5 @@ for step in $STEPS; do
   esac
   echo "=== $step: $((SECONDS - t0)) s"
 done
+tar -czf "$RESULTS/multi-gpu.tar.gz" -C "$OUT" . && echo "logs: $RESULTS/multi-gpu.tar.gz"
 exit "$status"
