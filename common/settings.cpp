@@ -95,7 +95,7 @@ std::vector<std::pair<std::string, std::string>> Settings::documented() {
       {"FP8JIT_DB", "tuning database path (default <cache dir>/tuning.sqlite)"},
       {"FP8JIT_TUNE", "off | cached | on-miss (default cached)"},
       {"FP8JIT_LOG", "0 quiet .. 3 debug (default 1)"},
-      {"FP8JIT_JOBS", "compile threads (default: all cores)"},
+      {"FP8JIT_JOBS", "compile threads (default: the cores, at most 8)"},
       {"FP8JIT_MAX_SMS", "most SMs a GEMM's persistent grid may occupy, leaving the rest to other kernels (default 0: all)"},
       {"FP8JIT_KEEP_SOURCE", "1 writes each generated .cu beside its cubin"},
       {"FP8JIT_SPLIT_SUM", "cluster | workspace: how split-K ranges are summed (default cluster, where it fits)"},
