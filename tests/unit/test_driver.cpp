@@ -30,7 +30,7 @@ TEST(DriverSymbols, ResolvedByBaseName) {
   // cuGetProcAddress wants "cuMemAlloc", not cuda.h's macro-expanded "cuMemAlloc_v2".
   std::vector<std::string_view> names = driver::symbol_names();
   EXPECT_EQ(names.size(), sizeof(driver::Api) / sizeof(void*));
-  EXPECT_EQ(names.size(), 41u);
+  EXPECT_EQ(names.size(), 43u);
   for (std::string_view n : names) {
     EXPECT_TRUE(n.starts_with("cu")) << n;
     EXPECT_FALSE(contains(std::string(n), "_v2")) << n;
@@ -43,6 +43,8 @@ TEST(DriverSymbols, ResolvedByBaseName) {
   };
   EXPECT_TRUE(has("cuMemAlloc"));
   EXPECT_TRUE(has("cuLaunchKernelEx"));
+  EXPECT_TRUE(has("cuDeviceGetPCIBusId"));  // tuning rows name the card (tuned_on)
+  EXPECT_TRUE(has("cuDeviceGetUuid"));
   EXPECT_TRUE(has("cuTensorMapEncodeTiled"));
   EXPECT_TRUE(has("cuOccupancyMaxActiveBlocksPerMultiprocessor"));
   EXPECT_TRUE(has("cuOccupancyMaxActiveClusters"));  // sizes the persistent grid of 2-CTA clusters
