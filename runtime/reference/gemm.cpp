@@ -1,8 +1,15 @@
 // The float64 GEMM reference: compiled once per process with NVRTC, run on the GPU.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstring>
 #include <mutex>
+#include <thread>
+#include <vector>
+
+#include "common/parallel.hpp"
 
 #include "fp8jit/fp8.hpp"
 #include "fp8jit/gemm/params.cuh"
@@ -74,16 +81,77 @@ void gemm_on_device(const GemmArgs& args, double* d_ref, CUstream stream) {
   driver::check(driver::api().cuStreamSynchronize(stream), "reference GEMM");
 }
 
-double relative_error(const void* d, std::int64_t ldd, DType dtype, const double* ref, std::int64_t m, std::int64_t n) {
+namespace {
+
+struct ErrorSums {
   double err = 0, norm = 0;
-  for (std::int64_t i = 0; i < m; ++i)
+  bool finite = true;
+};
+
+// Rows [r0, r1) of D against the reference, each element decoded by `load(row, j)`.
+template <class Load>
+ErrorSums sum_rows(const unsigned char* d, std::size_t row_bytes, const double* ref, std::int64_t n,
+                   std::int64_t r0, std::int64_t r1, Load load) {
+  ErrorSums s;
+  for (std::int64_t i = r0; i < r1; ++i) {
+    const unsigned char* row = d + static_cast<std::size_t>(i) * row_bytes;
+    const double* r = ref + i * n;
     for (std::int64_t j = 0; j < n; ++j) {
-      const double x = fp8::load_as_float(d, static_cast<std::size_t>(i * ldd + j), dtype);
-      if (!std::isfinite(x)) return INFINITY;
-      const double r = ref[i * n + j];
-      err += (x - r) * (x - r);
-      norm += r * r;
+      const double x = load(row, j);
+      if (!std::isfinite(x)) return {0, 0, false};
+      s.err += (x - r[j]) * (x - r[j]);
+      s.norm += r[j] * r[j];
     }
+  }
+  return s;
+}
+
+ErrorSums sum_rows(const void* d, std::int64_t ldd, DType dtype, const double* ref, std::int64_t n,
+                   std::int64_t r0, std::int64_t r1) {
+  const auto* p = static_cast<const unsigned char*>(d);
+  const std::size_t row_bytes = static_cast<std::size_t>(ldd) * dtype_size(dtype);
+  switch (dtype) {
+    case DType::bf16:  // the upper half of an fp32: exact, inf and NaN included
+      return sum_rows(p, row_bytes, ref, n, r0, r1, [](const unsigned char* row, std::int64_t j) {
+        std::uint16_t b;
+        std::memcpy(&b, row + 2 * j, 2);
+        return static_cast<double>(std::bit_cast<float>(static_cast<std::uint32_t>(b) << 16));
+      });
+    case DType::fp32:
+      return sum_rows(p, row_bytes, ref, n, r0, r1, [](const unsigned char* row, std::int64_t j) {
+        float v;
+        std::memcpy(&v, row + 4 * j, 4);
+        return static_cast<double>(v);
+      });
+    default:
+      return sum_rows(p, row_bytes, ref, n, r0, r1, [dtype](const unsigned char* row, std::int64_t j) {
+        return static_cast<double>(fp8::load_as_float(row, static_cast<std::size_t>(j), dtype));
+      });
+  }
+}
+
+}  // namespace
+
+double relative_error(const void* d, std::int64_t ldd, DType dtype, const double* ref, std::int64_t m, std::int64_t n) {
+  // The tuner checks every candidate's whole D, up to 4096 x 32768 outputs, where one thread
+  // took 1.6 s per check (2 cores of a build machine, 2026-11-26). Fixed chunks of rows, summed
+  // in chunk order, give the same result on any number of threads; small outputs stay on the
+  // calling thread.
+  dtype_size(dtype);  // a bad dtype throws here, not inside a worker thread
+  constexpr std::int64_t kRowsPerChunk = 64;
+  constexpr std::int64_t kSerialElements = std::int64_t{1} << 20;
+  const std::int64_t chunks = (m + kRowsPerChunk - 1) / kRowsPerChunk;
+  std::vector<ErrorSums> parts(static_cast<std::size_t>(std::max<std::int64_t>(chunks, 0)));
+  const int threads = m * n < kSerialElements ? 1 : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  parallel_for(parts.size(), threads, [&](std::size_t c) {
+    const std::int64_t r0 = static_cast<std::int64_t>(c) * kRowsPerChunk;
+    parts[c] = sum_rows(d, ldd, dtype, ref, n, r0, std::min(m, r0 + kRowsPerChunk));
+  });
+  double err = 0, norm = 0;
+  for (const ErrorSums& p : parts) {
+    if (!p.finite) return INFINITY;
+    err += p.err, norm += p.norm;
+  }
   return norm > 0 ? std::sqrt(err / norm) : std::sqrt(err);
 }
 
