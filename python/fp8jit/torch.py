@@ -7,6 +7,11 @@ built from as custom ops (``torch.ops.fp8jit.quantize``, ``torch.ops.fp8jit.gemm
     import fp8jit.torch
     layer = fp8jit.torch.Linear.from_float(torch_linear)          # block scaling
     y = torch.compile(layer)(x)                                   # x bf16 [..., in_features]
+
+and for training, ``Float8Linear`` and ``convert_to_float8_training`` (forward and backward GEMMs
+in FP8; recipes "tensorwise" and "blockwise")::
+
+    fp8jit.torch.convert_to_float8_training(model, recipe="tensorwise")  # in place, nn.Linear only
 """
 
 from typing import List, Optional
@@ -15,7 +20,8 @@ import torch
 
 from . import _ops
 
-__all__ = ["Linear", "quantize_op", "gemm_op"]
+__all__ = ["Linear", "quantize_op", "gemm_op", "Float8Linear", "convert_to_float8_training", "cast_transposed_op",
+           "default_module_filter", "RECIPES"]
 
 _GRANULARITY = {"block": "1x128", "tensor": "tensor"}
 _WEIGHT_GRANULARITY = {"block": "128x128", "tensor": "tensor"}
@@ -102,3 +108,8 @@ class Linear(torch.nn.Module):
     def extra_repr(self) -> str:
         return (f"in_features={self.in_features}, out_features={self.out_features}, "
                 f"bias={self.bias is not None}, scale={self.scale}, out_dtype={self.out_dtype}")
+
+
+# After the ops above: the training layer calls torch.ops.fp8jit.gemm.
+from ._training import (RECIPES, Float8Linear, cast_transposed_op, convert_to_float8_training,  # noqa: E402
+                        default_module_filter)
