@@ -2,15 +2,24 @@
 ``convert_to_float8_training`` (both re-exported by ``fp8jit.torch``).
 
 Each of a layer's three GEMMs runs in FP8: Y = X W^T, dX = dY W and dW = dY^T X. FP8 WGMMA reads
-both operands K-major, so the two backward GEMMs need X, W and dY transposed: every cast writes
-the FP8 copy and its transposed FP8 copy from one read of the tensor (fp8jit's quantize with a
-transposed output), and the forward pass keeps only the transposed copies of X and W for the
-backward pass. Master weights, outputs and gradients stay in the layer's dtype (bf16).
+both operands K-major, so the two backward GEMMs need X, W and dY transposed: where the recipe's
+scales allow it, one cast writes the FP8 copy and its transposed FP8 copy from one read of the
+tensor (fp8jit's quantize with a transposed output), and the forward pass keeps only the
+transposed copies of X and W for the backward pass. Master weights, outputs and gradients stay in
+the layer's dtype (bf16).
 
 Recipes (``recipe=``):
 
 * ``"tensorwise"``: torchao's ``Float8LinearRecipeName.TENSORWISE`` (dynamic, "current" scaling):
   one scale per tensor from its amax at each cast, E4M3 for X, W and dY.
+* ``"rowwise"``: torchao's ``Float8LinearRecipeName.ROWWISE``: a scale per row of each GEMM
+  operand, E4M3. The backward GEMMs contract over the other axis, so X, W and dY are cast a
+  second time, transposed, with their own per-row scales (the kernels have no fused transposed
+  output for per-row scales: per-row scales of X are per-column scales of X^T).
+* ``"delayed"``: TransformerEngine's ``DelayedScaling(fp8_format=Format.HYBRID)``: E4M3 for X and
+  W, E5M2 for dY, each with one scale taken from the history of its amaxes (the largest of the
+  last ``amax_history_len``, times ``2**margin``); each cast writes the current amax itself, and
+  the next forward pass folds it into the history. The first step scales dynamically.
 * ``"blockwise"``: DeepSeek-V3's FP8 training: X and dY scaled per 1x128 group along the row, W
   per 128x128 block, E4M3 everywhere; dW contracts two 1x128-scaled operands (fp8jit's ``group``
   GEMM), both scaled along the tokens.
@@ -26,19 +35,24 @@ from . import _ops
 __all__ = ["Float8Linear", "convert_to_float8_training", "RECIPES", "default_module_filter"]
 
 _log = logging.getLogger("fp8jit")
+_FP8_MAX = {"e4m3": 448.0, "e5m2": 57344.0}
 
 
 class Recipe(NamedTuple):
     name: str
-    activation: str  # the cast granularity of X and dY
-    weight: str  # the cast granularity of W
+    activation: str  # the cast granularity of X and dY: 'tensor', 'row' or '1x128'
+    weight: str  # of W: 'tensor', 'row' or '128x128'
     forward: str  # fp8jit.gemm scale modes of Y = X W^T, dX = dY W and dW = dY^T X
     grad_input: str
     grad_weight: str
+    grad_format: str = "e4m3"  # dY's FP8 format (X and W: e4m3)
+    delayed: bool = False  # scales from amax histories (per tensor only)
 
 
 RECIPES: Dict[str, Recipe] = {
     "tensorwise": Recipe("tensorwise", "tensor", "tensor", "tensor", "tensor", "tensor"),
+    "rowwise": Recipe("rowwise", "row", "row", "rowwise", "rowwise", "rowwise"),
+    "delayed": Recipe("delayed", "tensor", "tensor", "tensor", "tensor", "tensor", "e5m2", True),
     "blockwise": Recipe("blockwise", "1x128", "128x128", "block", "block", "group"),
 }
 
@@ -53,19 +67,29 @@ def _recipe(name) -> Recipe:
 
 # No `from __future__ import annotations` here: custom_op reads these annotations as types.
 @torch.library.custom_op("fp8jit::cast_transposed", mutates_args=())
-def cast_transposed_op(x: torch.Tensor, granularity: str) -> List[torch.Tensor]:
-    """x [M, K] -> [q [M, K], s, qt [K, M], st], E4M3, from one read of x. 'tensor': s and st one
-    scale each (the same value); '1x128': per 128 along the rows of x and of x^T, column-major with
-    rows padded to 4 (as the GEMM reads them by TMA); '128x128': s [ceil(M/128), ceil(K/128)] and
-    st its transpose (the blocks of x^T)."""
+def cast_transposed_op(x: torch.Tensor, granularity: str, fmt: str, scale: Optional[torch.Tensor]) -> List[torch.Tensor]:
+    """x [M, K] -> [q [M, K], s, qt [K, M], st, amax] in FP8 ``fmt``. 'tensor': one scale each (the
+    same value), from x's amax or, given ``scale`` ([1] fp32), that one, with x's amax written by
+    the cast ([1]; [0] without ``scale``); '1x128': per 128 along the rows of x and of x^T,
+    column-major with rows padded to 4 (as the GEMM reads them by TMA); '128x128': s [ceil(M/128),
+    ceil(K/128)] and st its transpose (the blocks of x^T); 'row': per row of x ([M, 1]) and per
+    row of x^T ([K, 1]), two casts (no fused transposed output exists for per-row scales)."""
+    empty = x.new_empty((0,), dtype=torch.float32)
+    if granularity == "row":
+        q, s = _ops.quantize(x, fmt, "row")
+        qt, st = _ops.quantize(x.t().contiguous(), fmt, "row")
+        return [q, s, qt, st, empty]
     if granularity == "1x128":
-        q, s, qt, st = _ops.quantize(x, "e4m3", "1x128", scale_layout="col_major_tma", transpose=True)
-        return [q, s, qt, st]
+        q, s, qt, st = _ops.quantize(x, fmt, "1x128", scale_layout="col_major_tma", transpose=True)
+        return [q, s, qt, st, empty]
     if granularity not in ("tensor", "128x128"):
-        raise ValueError(f"granularity {granularity!r}: expected 'tensor', '1x128' or '128x128'")
-    q, s, qt, _ = _ops.quantize(x, "e4m3", granularity, transpose=True)
+        raise ValueError(f"granularity {granularity!r}: expected 'tensor', 'row', '1x128' or '128x128'")
+    if scale is not None:
+        q, s, qt, _, amax = _ops.quantize(x, fmt, "tensor", static_scale=scale, transpose=True, return_amax=True)
+        return [q, s, qt, s.clone(), amax]
+    q, s, qt, _ = _ops.quantize(x, fmt, granularity, transpose=True)
     # Outputs of a custom op may not alias each other: the transposed copy gets its own scales.
-    return [q, s, qt, s.clone() if granularity == "tensor" else s.t().contiguous()]
+    return [q, s, qt, s.clone() if granularity == "tensor" else s.t().contiguous(), empty]
 
 
 def _col_major_scales(rows: int, k: int, device) -> torch.Tensor:
@@ -74,49 +98,68 @@ def _col_major_scales(rows: int, k: int, device) -> torch.Tensor:
 
 
 @cast_transposed_op.register_fake
-def _(x: torch.Tensor, granularity: str) -> List[torch.Tensor]:
+def _(x: torch.Tensor, granularity: str, fmt: str, scale: Optional[torch.Tensor]) -> List[torch.Tensor]:
     m, k = x.shape
-    q = x.new_empty((m, k), dtype=torch.float8_e4m3fn)
-    qt = x.new_empty((k, m), dtype=torch.float8_e4m3fn)
+    dtype = torch.float8_e4m3fn if fmt == "e4m3" else torch.float8_e5m2
+    q, qt = x.new_empty((m, k), dtype=dtype), x.new_empty((k, m), dtype=dtype)
+    f32 = lambda *shape: x.new_empty(shape, dtype=torch.float32)  # noqa: E731
+    amax = f32(1) if scale is not None and granularity == "tensor" else f32(0)
     if granularity == "1x128":
-        return [q, _col_major_scales(m, k, x.device), qt, _col_major_scales(k, m, x.device)]
+        return [q, _col_major_scales(m, k, x.device), qt, _col_major_scales(k, m, x.device), amax]
     if granularity == "128x128":
         bm, bk = (m + 127) // 128, (k + 127) // 128
-        return [q, x.new_empty((bm, bk), dtype=torch.float32), qt, x.new_empty((bk, bm), dtype=torch.float32)]
-    return [q, x.new_empty((1,), dtype=torch.float32), qt, x.new_empty((1,), dtype=torch.float32)]
+        return [q, f32(bm, bk), qt, f32(bk, bm), amax]
+    if granularity == "row":
+        return [q, f32(m, 1), qt, f32(k, 1), amax]
+    return [q, f32(1), qt, f32(1), amax]
 
 
 def _gemm(a, b, sa, sb, scale: str, dtype, bias=None):
     return torch.ops.fp8jit.gemm(a, b, sa, sb, scale, dtype, bias)
 
 
+def _cast(t, granularity: str, fmt: str, delayed, slot: int):
+    """cast_transposed of ``t``; with delayed scaling (``delayed`` = (scales [3], pending amaxes
+    [3], first step)), by scales[slot], its amax written to pending[slot]. The first step has no
+    history yet: it scales dynamically and records the amax its scale came from."""
+    if delayed is None:
+        return torch.ops.fp8jit.cast_transposed(t, granularity, fmt, None)
+    scales, pending, first = delayed
+    out = torch.ops.fp8jit.cast_transposed(t, granularity, fmt, None if first else scales[slot:slot + 1])
+    with torch.no_grad():
+        pending[slot:slot + 1].copy_(out[1] * _FP8_MAX[fmt] if first else out[4])
+    return out
+
+
 class _Float8LinearFunction(torch.autograd.Function):
-    """Y = X W^T (+ b) with the three GEMMs in FP8. X is 2-D [T, K] with T a multiple of 16."""
+    """Y = X W^T (+ b) with the three GEMMs in FP8. X is 2-D [T, K] with T a multiple of 16.
+    ``delayed``: None, or (scales [3] fp32: X, W, dY; pending [3] fp32, where each cast's amax is
+    written for the next forward pass to fold into the history; whether this is the first step)."""
 
     @staticmethod
-    def forward(ctx, x, weight, bias, recipe: Recipe):
-        qx, sx, qxt, sxt = torch.ops.fp8jit.cast_transposed(x, recipe.activation)
-        qw, sw, qwt, swt = torch.ops.fp8jit.cast_transposed(weight, recipe.weight)
+    def forward(ctx, x, weight, bias, recipe: Recipe, delayed):
+        qx, sx, qxt, sxt, _ = _cast(x, recipe.activation, "e4m3", delayed, 0)
+        qw, sw, qwt, swt, _ = _cast(weight, recipe.weight, "e4m3", delayed, 1)
         y = _gemm(qx, qw, sx, sw, recipe.forward, x.dtype, None if bias is None else bias.to(x.dtype))
         ctx.save_for_backward(qxt, sxt, qwt, swt)
-        ctx.recipe, ctx.x_dtype, ctx.w_dtype, ctx.has_bias = recipe, x.dtype, weight.dtype, bias is not None
+        ctx.recipe, ctx.delayed, ctx.x_dtype, ctx.w_dtype = recipe, delayed, x.dtype, weight.dtype
         ctx.bias_dtype = None if bias is None else bias.dtype
         return y
 
     @staticmethod
     def backward(ctx, dy):
         qxt, sxt, qwt, swt = ctx.saved_tensors
-        r = ctx.recipe
+        r, delayed = ctx.recipe, ctx.delayed
         dy = dy.contiguous()
-        qdy, sdy, qdyt, sdyt = torch.ops.fp8jit.cast_transposed(dy, r.activation)
+        qdy, sdy, qdyt, sdyt, _ = _cast(dy, r.activation, r.grad_format, delayed, 2)
         dx = dw = db = None
         if ctx.needs_input_grad[0]:
             dx = _gemm(qdy, qwt, sdy, swt, r.grad_input, ctx.x_dtype)  # [T, N] x [K, N]^T
         if ctx.needs_input_grad[1]:
             dw = _gemm(qdyt, qxt, sdyt, sxt, r.grad_weight, ctx.w_dtype)  # [N, T] x [K, T]^T
-        if ctx.has_bias and ctx.needs_input_grad[2]:
+        if ctx.bias_dtype is not None and ctx.needs_input_grad[2]:
             db = dy.sum(0, dtype=torch.float32).to(ctx.bias_dtype)
-        return dx, dw, db, None
+        return dx, dw, db, None, None
 
 
 class Float8Linear(torch.nn.Linear):
@@ -124,25 +167,61 @@ class Float8Linear(torch.nn.Linear):
     module's recipes). The weight (and bias) stay the layer's own parameters, in their dtype, so an
     optimizer and a state dict see the same tensors as before the swap. Inputs [..., in_features]
     on a CUDA device; a call with a token count that is not a multiple of 16 (what FP8 TMA rows
-    need) runs in the input's dtype instead, logged once per layer."""
+    need) runs in the input's dtype instead, logged once per layer. ``recipe="delayed"`` keeps its
+    state in buffers: ``fp8_amax_history`` [3, amax_history_len] (X, W, dY), ``fp8_scales`` [3]
+    and ``fp8_pending_amax`` [3] (the last casts' amaxes, folded in by the next forward)."""
 
     def __init__(self, in_features: int, out_features: int, bias: bool = True, device=None, dtype=None, *,
-                 recipe="tensorwise"):
+                 recipe="tensorwise", amax_history_len: int = 16, margin: int = 0):
         super().__init__(in_features, out_features, bias, device=device, dtype=dtype)
         self.recipe = _recipe(recipe)
         _check_dims(in_features, out_features)
+        if type(amax_history_len) is not int or amax_history_len < 1:
+            raise ValueError(f"amax_history_len: {amax_history_len!r}, expected an int >= 1")
+        if type(margin) is not int or not 0 <= margin <= 64:
+            raise ValueError(f"margin: {margin!r}, expected an int from 0 to 64 (scales grow by 2**margin)")
+        self.amax_history_len, self.margin = amax_history_len, margin
         self._warned_tokens = False
+        self._delayed_started = False
+        self._init_delayed_state(device)
+
+    def _init_delayed_state(self, device) -> None:
+        if not self.recipe.delayed:
+            return
+        f32 = dict(dtype=torch.float32, device=device)
+        self.register_buffer("fp8_amax_history", torch.zeros(3, self.amax_history_len, **f32))
+        self.register_buffer("fp8_scales", torch.ones(3, **f32))
+        self.register_buffer("fp8_pending_amax", torch.zeros(3, **f32))
+        fmt_max = [_FP8_MAX["e4m3"], _FP8_MAX["e4m3"], _FP8_MAX[self.recipe.grad_format]]
+        self.register_buffer("_fp8_max", torch.tensor(fmt_max, **f32), persistent=False)
 
     @classmethod
-    def from_float(cls, linear: torch.nn.Linear, recipe="tensorwise") -> "Float8Linear":
+    def from_float(cls, linear: torch.nn.Linear, recipe="tensorwise", *, amax_history_len: int = 16,
+                   margin: int = 0) -> "Float8Linear":
         """A Float8Linear sharing ``linear``'s weight and bias parameters (no copy)."""
         if not isinstance(linear, torch.nn.Linear):
             raise ValueError(f"linear: a {type(linear).__name__}, expected a torch.nn.Linear")
         _check_dims(linear.in_features, linear.out_features)
         with torch.device("meta"):
-            layer = cls(linear.in_features, linear.out_features, linear.bias is not None, recipe=recipe)
+            layer = cls(linear.in_features, linear.out_features, linear.bias is not None, recipe=recipe,
+                        amax_history_len=amax_history_len, margin=margin)
         layer.weight, layer.bias = linear.weight, linear.bias
+        layer._init_delayed_state(linear.weight.device)
         return layer
+
+    def _delayed_scaling(self):
+        """The delayed recipe's (scales, pending amaxes, first step) for this forward pass, after
+        folding the last step's amaxes into the history."""
+        first = not self._delayed_started
+        if not first:
+            with torch.no_grad():
+                h = torch.roll(self.fp8_amax_history, 1, dims=1)
+                h[:, 0] = self.fp8_pending_amax
+                self.fp8_amax_history.copy_(h)
+                top = h.amax(dim=1)
+                self.fp8_scales.copy_(torch.where(top > 0, top * 2.0**self.margin / self._fp8_max, self.fp8_scales))
+        self._delayed_started = True
+        return self.fp8_scales, self.fp8_pending_amax, first
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if x.shape[-1] != self.in_features:
@@ -157,11 +236,13 @@ class Float8Linear(torch.nn.Linear):
                 self._warned_tokens = True
             return torch.nn.functional.linear(x, self.weight.to(x.dtype),
                                               None if self.bias is None else self.bias.to(x.dtype))
-        y = _Float8LinearFunction.apply(x2.contiguous(), self.weight, self.bias, self.recipe)
+        delayed = self._delayed_scaling() if self.recipe.delayed else None
+        y = _Float8LinearFunction.apply(x2.contiguous(), self.weight, self.bias, self.recipe, delayed)
         return y.reshape(*x.shape[:-1], self.out_features)
 
     def extra_repr(self) -> str:
-        return super().extra_repr() + f", recipe={self.recipe.name}"
+        extra = f", amax_history_len={self.amax_history_len}, margin={self.margin}" if self.recipe.delayed else ""
+        return super().extra_repr() + f", recipe={self.recipe.name}" + extra
 
 
 def _check_dims(in_features: int, out_features: int) -> None:
@@ -186,13 +267,14 @@ def default_module_filter(module: torch.nn.Module, fqn: str) -> bool:
 
 
 def convert_to_float8_training(model: torch.nn.Module, *, recipe="tensorwise",
-                               module_filter_fn: Optional[Callable[[torch.nn.Module, str], bool]] = None
-                               ) -> torch.nn.Module:
+                               module_filter_fn: Optional[Callable[[torch.nn.Module, str], bool]] = None,
+                               amax_history_len: int = 16, margin: int = 0) -> torch.nn.Module:
     """Swaps every ``torch.nn.Linear`` of ``model`` (the model itself included) for a
     ``Float8Linear`` with ``recipe``, in place, as torchao's ``convert_to_float8_training`` does;
     ``module_filter_fn(module, fully_qualified_name)`` decides which (default:
     ``default_module_filter``). The swapped layers keep their parameters, so convert before
-    creating the optimizer or after: it holds the same tensors. Returns ``model``."""
+    creating the optimizer or after: it holds the same tensors. ``amax_history_len`` and
+    ``margin``: the delayed recipe's (see Float8Linear). Returns ``model``."""
     r = _recipe(recipe)
     keep = default_module_filter if module_filter_fn is None else module_filter_fn
     if not callable(keep):
@@ -200,7 +282,9 @@ def convert_to_float8_training(model: torch.nn.Module, *, recipe="tensorwise",
 
     def swap(module: torch.nn.Module, fqn: str) -> torch.nn.Module:
         if isinstance(module, torch.nn.Linear) and not isinstance(module, Float8Linear):
-            return Float8Linear.from_float(module, r) if keep(module, fqn) else module
+            if not keep(module, fqn):
+                return module
+            return Float8Linear.from_float(module, r, amax_history_len=amax_history_len, margin=margin)
         for name, child in list(module.named_children()):
             new = swap(child, f"{fqn}.{name}" if fqn else name)
             if new is not child:

@@ -9,7 +9,7 @@ built from as custom ops (``torch.ops.fp8jit.quantize``, ``torch.ops.fp8jit.gemm
     y = torch.compile(layer)(x)                                   # x bf16 [..., in_features]
 
 and for training, ``Float8Linear`` and ``convert_to_float8_training`` (forward and backward GEMMs
-in FP8; recipes "tensorwise" and "blockwise")::
+in FP8; recipes "tensorwise", "rowwise", "delayed" and "blockwise", see ``fp8jit._training``)::
 
     fp8jit.torch.convert_to_float8_training(model, recipe="tensorwise")  # in place, nn.Linear only
 """

@@ -25,6 +25,8 @@ def dequant(q, s, granularity):
     r, c = q.shape
     if granularity == "tensor":
         return q.double() * s.double().reshape(())
+    if granularity == "row":
+        return q.double() * s.double().reshape(r, 1)
     if granularity == "1x128":  # any C: the last group may be partial
         return q.double() * s.double().reshape(r, -1).repeat_interleave(128, 1)[:, :c]
     full = s.double().repeat_interleave(128, 0)[:r].repeat_interleave(128, 1)[:, :c]
@@ -34,9 +36,20 @@ def dequant(q, s, granularity):
 # --- without a GPU ---------------------------------------------------------------------------
 
 def test_recipes_and_bad_arguments():
-    assert set(ft.RECIPES) == {"tensorwise", "blockwise"}
-    with pytest.raises(ValueError, match="recipe 'rowwise': expected one of 'tensorwise', 'blockwise'"):
-        ft.Float8Linear(256, 256, recipe="rowwise", device="meta")
+    assert list(ft.RECIPES) == ["tensorwise", "rowwise", "delayed", "blockwise"]
+    with pytest.raises(ValueError, match="recipe 'fastest': expected one of 'tensorwise', 'rowwise', 'delayed'"):
+        ft.Float8Linear(256, 256, recipe="fastest", device="meta")
+    for bad in (0, -1, 2.0, True):
+        with pytest.raises(ValueError, match="amax_history_len"):
+            ft.Float8Linear(256, 256, recipe="delayed", amax_history_len=bad, device="meta")
+    for bad in (-1, 65, 0.5):
+        with pytest.raises(ValueError, match="margin"):
+            ft.Float8Linear(256, 256, recipe="delayed", margin=bad, device="meta")
+    delayed = ft.Float8Linear(256, 256, recipe="delayed", amax_history_len=8, margin=1, device="meta")
+    assert delayed.fp8_amax_history.shape == (3, 8) and delayed.fp8_scales.shape == (3,)
+    assert {"fp8_amax_history", "fp8_scales", "fp8_pending_amax"} <= set(delayed.state_dict())
+    assert "_fp8_max" not in delayed.state_dict() and "margin=1" in repr(delayed)
+    assert not hasattr(ft.Float8Linear(256, 256, device="meta"), "fp8_scales")
     with pytest.raises(ValueError, match="multiples of 16"):
         ft.Float8Linear(100, 256, device="meta")
     with pytest.raises(ValueError, match="expected a torch.nn.Linear"):
@@ -85,14 +98,16 @@ def _layer_and_grads(recipe, t, k, n, bias=True, dtype=torch.bfloat16):
 
 
 @gpu
-@pytest.mark.parametrize("recipe", ["tensorwise", "blockwise"])
+@pytest.mark.parametrize("recipe", ["tensorwise", "rowwise", "delayed", "blockwise"])
 @pytest.mark.parametrize("t, k, n", [(256, 512, 384), (8192 // 16, 1024, 2048), (48, 256, 640)])
 def test_each_gemm_against_float64_of_its_fp8_operands(recipe, t, k, n):
     layer, x, dy, y = _layer_and_grads(recipe, t, k, n)
     r = ft.RECIPES[recipe]
-    qx, sx, qxt, sxt = ft.cast_transposed_op(x.detach(), r.activation)
-    qw, sw, qwt, swt = ft.cast_transposed_op(layer.weight.detach(), r.weight)
-    qdy, sdy, qdyt, sdyt = ft.cast_transposed_op(dy, r.activation)
+    # The same casts (delayed: its first step scales dynamically, as these do).
+    qx, sx, qxt, sxt, _ = ft.cast_transposed_op(x.detach(), r.activation, "e4m3", None)
+    qw, sw, qwt, swt, _ = ft.cast_transposed_op(layer.weight.detach(), r.weight, "e4m3", None)
+    qdy, sdy, qdyt, sdyt, _ = ft.cast_transposed_op(dy, r.activation, r.grad_format, None)
+    assert qdy.dtype == (torch.float8_e5m2 if recipe == "delayed" else torch.float8_e4m3fn)
     xw = dequant(qw, sw, r.weight)
     y_ref = dequant(qx, sx, r.activation) @ xw.T + layer.bias.double()
     dx_ref = dequant(qdy, sdy, r.activation) @ dequant(qwt, swt, r.weight).T
@@ -102,10 +117,11 @@ def test_each_gemm_against_float64_of_its_fp8_operands(recipe, t, k, n):
     assert rel_err(x.grad, dx_ref) < 4e-3
     assert rel_err(layer.weight.grad, dw_ref) < 4e-3
     assert rel_err(layer.bias.grad, dy.double().sum(0)) < 4e-3
-    # The weight's transposed copy is the plain one transposed, byte for byte (one scale, or the
-    # same 128x128 blocks), with its scales transposed.
-    assert torch.equal(qwt.view(torch.uint8), qw.t().contiguous().view(torch.uint8))
-    assert torch.equal(swt.reshape(-1) if recipe == "tensorwise" else swt, sw.reshape(-1) if recipe == "tensorwise" else sw.t())
+    if r.weight != "row":
+        # The weight's transposed copy is the plain one transposed, byte for byte (one scale, or
+        # the same 128x128 blocks), with its scales transposed.
+        assert torch.equal(qwt.view(torch.uint8), qw.t().contiguous().view(torch.uint8))
+        assert torch.equal(swt, sw.clone() if r.weight == "tensor" else sw.t())
     # And all of it near the unquantized product: E4M3's 3 mantissa bits.
     full = x.detach().double() @ layer.weight.detach().double().T + layer.bias.double()
     assert rel_err(y, full) < 0.08
@@ -128,7 +144,26 @@ def test_no_inf_or_nan_from_outliers_and_the_unaligned_token_count_runs_in_bf16(
 
 
 @gpu
-@pytest.mark.parametrize("recipe", ["tensorwise", "blockwise"])
+def test_delayed_scaling_takes_its_scales_from_the_amax_history():
+    layer, x, dy, y = _layer_and_grads("delayed", 64, 256, 512)
+    f32 = lambda t: t.detach().float().abs().max()  # noqa: E731
+    amaxes = torch.stack([f32(x), f32(layer.weight), f32(dy)])
+    # The first step scaled dynamically and recorded its amaxes (scale * max: within float rounding).
+    assert torch.allclose(layer.fp8_pending_amax, amaxes, rtol=1e-6)
+    x2 = torch.randn(64, 256, device=DEV, dtype=torch.bfloat16) * 5
+    layer(x2)  # folds them in and casts by the history's scales; writes x2's amax from the cast
+    assert torch.allclose(layer.fp8_amax_history[:, 0], amaxes, rtol=1e-6)
+    assert (layer.fp8_amax_history[:, 1:] == 0).all()
+    assert torch.allclose(layer.fp8_scales, amaxes / torch.tensor([448.0, 448.0, 57344.0], device=DEV), rtol=1e-6)
+    assert layer.fp8_pending_amax[0].item() == f32(x2).item()
+    # A 5x larger x2 than the history saw saturates to +-448 instead of overflowing.
+    qx, sx, _, _, amax = ft.cast_transposed_op(x2, "tensor", "e4m3", layer.fp8_scales[0:1].clone())
+    assert torch.isfinite(qx.float()).all() and qx.float().abs().max().item() == 448.0
+    assert amax.item() == f32(x2).item() and sx.item() == layer.fp8_scales[0].item()
+
+
+@gpu
+@pytest.mark.parametrize("recipe", ["tensorwise", "rowwise", "blockwise"])
 def test_torch_compile_gives_the_eager_results(recipe):
     torch.manual_seed(1)
     model = torch.nn.Sequential(torch.nn.Linear(512, 1024), torch.nn.GELU(), torch.nn.Linear(1024, 512))
@@ -148,7 +183,7 @@ def test_torch_compile_gives_the_eager_results(recipe):
 
 
 @gpu
-@pytest.mark.parametrize("recipe", ["tensorwise", "blockwise"])
+@pytest.mark.parametrize("recipe", ["tensorwise", "rowwise", "delayed", "blockwise"])
 def test_training_follows_the_bf16_loss_curve(recipe):
     """An MLP regressing a fixed random teacher, 300 Adam steps from the same start: the FP8
     run's loss stays within 10 % of the bf16 run's (averaged over the last 50 steps) and falls
