@@ -1,0 +1,160 @@
+"""FP8 training of one FFN block, Linear(d, 4d) -> GELU -> Linear(4d, d), forward + backward on
+T tokens: bf16 eager against torchao's float8 training (tensorwise and rowwise, torch.compile) and
+fp8jit's Float8Linear recipes (eager and compiled), plus what the six FP8 GEMMs alone cost
+(torch._scaled_mm, operands already quantized, per-tensor scales). CUDA-event medians in one
+process, the same inputs for every row; for fp8jit's rows also how the kernel time splits between
+casts, GEMMs and the rest (torch.profiler, one step).
+
+Usage: PYTHONPATH=build-py/python[:torchao's site] python3 bench/training/ffn_bench.py
+       [--dims 2048,4096,8192,16384] [--tokens 8192] [--out FILE.json]
+torchao's rows are left out (and said so) where torchao does not import.
+"""
+import argparse
+import copy
+import json
+import os
+import statistics
+
+import torch
+
+import fp8jit.torch as ft
+
+WARMUP, REPEATS = 3, 10
+
+
+def ffn(d: int) -> torch.nn.Module:
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(d, 4 * d), torch.nn.GELU(), torch.nn.Linear(4 * d, d)).cuda().bfloat16()
+
+
+def step_time_ms(model, x, dy) -> float:
+    """Median of REPEATS forward + backward steps (gradients dropped between steps)."""
+    def step():
+        for p in model.parameters():
+            p.grad = None
+        model(x).backward(dy)
+
+    for _ in range(WARMUP):
+        step()
+    times = []
+    for _ in range(REPEATS):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        step()
+        b.record()
+        torch.cuda.synchronize()
+        times.append(a.elapsed_time(b))
+    return statistics.median(times)
+
+
+def six_gemms_ms(d: int, t: int) -> float:
+    """The block's six GEMMs alone in FP8 (torch._scaled_mm, per-tensor scales, bf16 out): what
+    a float8 Linear costs when its casts are free."""
+    def fp8(*shape):
+        return (torch.randn(*shape, device="cuda") * 0.5).to(torch.float8_e4m3fn)
+
+    one = torch.ones((), device="cuda")
+    x, w1, h, w2 = fp8(t, d), fp8(4 * d, d), fp8(t, 4 * d), fp8(d, 4 * d)
+    dy2, dh = fp8(t, d), fp8(t, 4 * d)
+    w1t, w2t = fp8(d, 4 * d), fp8(4 * d, d)  # the transposed copies, K-major
+    dy2t, dht, ht, xt = fp8(d, t), fp8(4 * d, t), fp8(4 * d, t), fp8(d, t)
+    mm = lambda a, b_nk: torch._scaled_mm(a, b_nk.t(), one, one, out_dtype=torch.bfloat16)  # noqa: E731
+
+    def gemms():
+        mm(x, w1), mm(h, w2)  # forward
+        mm(dy2, w2t), mm(dy2t, ht)  # second layer: dH, dW2
+        mm(dh, w1t), mm(dht, xt)  # first layer: dX, dW1
+
+    for _ in range(WARMUP):
+        gemms()
+    times = []
+    for _ in range(REPEATS):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        gemms()
+        b.record()
+        torch.cuda.synchronize()
+        times.append(a.elapsed_time(b))
+    return statistics.median(times)
+
+
+def kernel_split(model, x, dy) -> dict:
+    """One step's kernel time by kind (µs): fp8jit's casts, its GEMMs, everything else."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for p in model.parameters():
+            p.grad = None
+        model(x).backward(dy)
+        torch.cuda.synchronize()
+    split = {"casts": 0.0, "gemms": 0.0, "rest": 0.0}
+    for e in prof.key_averages():
+        us = e.device_time_total if hasattr(e, "device_time_total") else e.cuda_time_total
+        if us <= 0:
+            continue
+        name = e.key.lower()
+        kind = "gemms" if "gemm_sm90" in name else "casts" if "quantize" in name else "rest"
+        split[kind] += us
+    return split
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--dims", default="2048,4096,8192,16384")
+    p.add_argument("--tokens", type=int, default=8192)
+    p.add_argument("--out", default="")
+    args = p.parse_args()
+    try:
+        from torchao.float8 import Float8LinearConfig
+        from torchao.float8 import convert_to_float8_training as ao_convert
+        torchao_note = "torchao " + __import__("torchao").__version__
+    except Exception as e:  # noqa: BLE001 - any import failure means: no torchao rows
+        ao_convert, torchao_note = None, f"torchao not importable ({type(e).__name__}: {e}); its rows left out"
+    print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}, {torchao_note}, T = {args.tokens}")
+    rows = []
+    for d in map(int, args.dims.split(",")):
+        x = torch.randn(args.tokens, d, device="cuda", dtype=torch.bfloat16)
+        dy = torch.randn(args.tokens, d, device="cuda", dtype=torch.bfloat16)
+        base = ffn(d)
+        row = {"d": d, "bf16_ms": step_time_ms(base, x, dy), "six_fp8_gemms_ms": six_gemms_ms(d, args.tokens)}
+        if ao_convert is not None:
+            for recipe in ("tensorwise", "rowwise"):
+                m = ao_convert(copy.deepcopy(base), config=Float8LinearConfig.from_recipe_name(recipe))
+                row[f"torchao_{recipe}_compile_ms"] = step_time_ms(torch.compile(m), x, dy)
+                del m
+                torch._dynamo.reset()
+        for recipe in ft.RECIPES:
+            m = ft.convert_to_float8_training(copy.deepcopy(base), recipe=recipe)
+            row[f"fp8jit_{recipe}_ms"] = step_time_ms(m, x, dy)
+            row[f"fp8jit_{recipe}_split_us"] = kernel_split(m, x, dy)
+            try:
+                row[f"fp8jit_{recipe}_compile_ms"] = step_time_ms(torch.compile(m), x, dy)
+            except Exception as e:  # noqa: BLE001 - reported in the table, not fatal for the others
+                row[f"fp8jit_{recipe}_compile_ms"] = None
+                row[f"fp8jit_{recipe}_compile_error"] = f"{type(e).__name__}: {str(e)[:300]}"
+            del m
+            torch._dynamo.reset()  # compiled graphs hold their model: free it before the next copy
+            torch.cuda.empty_cache()
+        rows.append(row)
+        print(json.dumps(row), flush=True)  # a call cut short still leaves the finished dims
+    cols = ["six_fp8_gemms_ms"] + [k for k in rows[0] if k.endswith("_ms") and k not in ("bf16_ms", "six_fp8_gemms_ms")]
+    print("speed-up over bf16 eager (bf16 ms in the second column)")
+    print("| d | bf16 ms | " + " | ".join(c[:-3] for c in cols) + " |")
+    print("|" + " --- |" * (len(cols) + 2))
+    for r in rows:
+        cells = [f"{r['bf16_ms'] / r[c]:.2f}x" if r.get(c) else "failed" for c in cols]
+        print(f"| {r['d']} | {r['bf16_ms']:.2f} | " + " | ".join(cells) + " |")
+    for r in rows:
+        for recipe in ft.RECIPES:
+            s = r[f"fp8jit_{recipe}_split_us"]
+            print(f"d={r['d']} {recipe}: casts {s['casts']:.0f} us, GEMMs {s['gemms']:.0f} us, rest {s['rest']:.0f} us"
+                  + (f"; compile failed: {r[f'fp8jit_{recipe}_compile_error']}" if r.get(f"fp8jit_{recipe}_compile_error") else ""))
+    if args.out:
+        tmp = args.out + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump({"device": torch.cuda.get_device_name(), "torchao": torchao_note, "rows": rows}, f, indent=1)
+        os.replace(tmp, args.out)
+
+
+if __name__ == "__main__":
+    main()
