@@ -27,24 +27,29 @@ def ffn(d: int) -> torch.nn.Module:
     return torch.nn.Sequential(torch.nn.Linear(d, 4 * d), torch.nn.GELU(), torch.nn.Linear(4 * d, d)).cuda().bfloat16()
 
 
+def median_ms(fn) -> float:
+    """CUDA-event median of REPEATS calls of ``fn`` after WARMUP."""
+    for _ in range(WARMUP):
+        fn()
+    times = []
+    for _ in range(REPEATS):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        torch.cuda.synchronize()
+        times.append(a.elapsed_time(b))
+    return statistics.median(times)
+
+
 def step_time_ms(model, x, dy) -> float:
-    """Median of REPEATS forward + backward steps (gradients dropped between steps)."""
+    """One forward + backward step (gradients dropped between steps)."""
     def step():
         for p in model.parameters():
             p.grad = None
         model(x).backward(dy)
 
-    for _ in range(WARMUP):
-        step()
-    times = []
-    for _ in range(REPEATS):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        step()
-        b.record()
-        torch.cuda.synchronize()
-        times.append(a.elapsed_time(b))
-    return statistics.median(times)
+    return median_ms(step)
 
 
 def six_gemms_ms(d: int, t: int) -> float:
@@ -65,17 +70,7 @@ def six_gemms_ms(d: int, t: int) -> float:
         mm(dy2, w2t), mm(dy2t, ht)  # second layer: dH, dW2
         mm(dh, w1t), mm(dht, xt)  # first layer: dX, dW1
 
-    for _ in range(WARMUP):
-        gemms()
-    times = []
-    for _ in range(REPEATS):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        gemms()
-        b.record()
-        torch.cuda.synchronize()
-        times.append(a.elapsed_time(b))
-    return statistics.median(times)
+    return median_ms(gemms)
 
 
 def kernel_split(model, x, dy) -> dict:

@@ -36,6 +36,9 @@ __all__ = ["Float8Linear", "convert_to_float8_training", "RECIPES", "default_mod
 
 _log = logging.getLogger("fp8jit")
 _FP8_MAX = {"e4m3": 448.0, "e5m2": 57344.0}
+# TransformerEngine's longest default history is 1024; far longer ones only cost memory and the
+# roll each step.
+_MAX_HISTORY = 1 << 16
 
 
 class Recipe(NamedTuple):
@@ -173,14 +176,15 @@ class Float8Linear(torch.nn.Linear):
 
     def __init__(self, in_features: int, out_features: int, bias: bool = True, device=None, dtype=None, *,
                  recipe="tensorwise", amax_history_len: int = 16, margin: int = 0):
-        super().__init__(in_features, out_features, bias, device=device, dtype=dtype)
-        self.recipe = _recipe(recipe)
+        # Every argument checked before the parameters are allocated.
+        r = _recipe(recipe)
         _check_dims(in_features, out_features)
-        if type(amax_history_len) is not int or amax_history_len < 1:
-            raise ValueError(f"amax_history_len: {amax_history_len!r}, expected an int >= 1")
+        if type(amax_history_len) is not int or not 1 <= amax_history_len <= _MAX_HISTORY:
+            raise ValueError(f"amax_history_len: {amax_history_len!r}, expected an int from 1 to {_MAX_HISTORY}")
         if type(margin) is not int or not 0 <= margin <= 64:
             raise ValueError(f"margin: {margin!r}, expected an int from 0 to 64 (scales grow by 2**margin)")
-        self.amax_history_len, self.margin = amax_history_len, margin
+        super().__init__(in_features, out_features, bias, device=device, dtype=dtype)
+        self.recipe, self.amax_history_len, self.margin = r, amax_history_len, margin
         self._warned_tokens = False
         self._delayed_started = False
         self._init_delayed_state(device)
@@ -201,8 +205,7 @@ class Float8Linear(torch.nn.Linear):
         """A Float8Linear sharing ``linear``'s weight and bias parameters (no copy)."""
         if not isinstance(linear, torch.nn.Linear):
             raise ValueError(f"linear: a {type(linear).__name__}, expected a torch.nn.Linear")
-        _check_dims(linear.in_features, linear.out_features)
-        with torch.device("meta"):
+        with torch.device("meta"):  # checks the arguments; the parameters are linear's
             layer = cls(linear.in_features, linear.out_features, linear.bias is not None, recipe=recipe,
                         amax_history_len=amax_history_len, margin=margin)
         layer.weight, layer.bias = linear.weight, linear.bias
@@ -246,6 +249,8 @@ class Float8Linear(torch.nn.Linear):
 
 
 def _check_dims(in_features: int, out_features: int) -> None:
+    if in_features < 1 or out_features < 1:
+        raise ValueError(f"features: in {in_features}, out {out_features}; both must be positive")
     if in_features % 16 or out_features % 16:
         raise ValueError(f"features: in {in_features}, out {out_features}; FP8 GEMMs need both to be multiples "
                          "of 16 (keep this layer in bf16: convert_to_float8_training's default filter does)")

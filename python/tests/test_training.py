@@ -39,19 +39,27 @@ def test_recipes_and_bad_arguments():
     assert list(ft.RECIPES) == ["tensorwise", "rowwise", "delayed", "blockwise"]
     with pytest.raises(ValueError, match="recipe 'fastest': expected one of 'tensorwise', 'rowwise', 'delayed'"):
         ft.Float8Linear(256, 256, recipe="fastest", device="meta")
-    for bad in (0, -1, 2.0, True):
+    for bad in ("", None, "TENSORWISE"):  # empty, missing, another spelling
+        with pytest.raises(ValueError, match="recipe"):
+            ft.convert_to_float8_training(torch.nn.Linear(256, 256), recipe=bad)
+    for bad in (0, -1, 2.0, True, 1 << 40):  # 2**40 floats would be 4 TB per layer
         with pytest.raises(ValueError, match="amax_history_len"):
             ft.Float8Linear(256, 256, recipe="delayed", amax_history_len=bad, device="meta")
     for bad in (-1, 65, 0.5):
         with pytest.raises(ValueError, match="margin"):
             ft.Float8Linear(256, 256, recipe="delayed", margin=bad, device="meta")
+    with pytest.raises(ValueError, match="granularity '2x2'"):
+        ft.cast_transposed_op(torch.zeros(16, 16), "2x2", "e4m3", None)
+    with pytest.raises(ValueError, match="CUDA"):  # a CPU tensor: refused before any launch
+        ft.cast_transposed_op(torch.zeros(16, 16), "tensor", "e4m3", None)
     delayed = ft.Float8Linear(256, 256, recipe="delayed", amax_history_len=8, margin=1, device="meta")
     assert delayed.fp8_amax_history.shape == (3, 8) and delayed.fp8_scales.shape == (3,)
     assert {"fp8_amax_history", "fp8_scales", "fp8_pending_amax"} <= set(delayed.state_dict())
     assert "_fp8_max" not in delayed.state_dict() and "margin=1" in repr(delayed)
     assert not hasattr(ft.Float8Linear(256, 256, device="meta"), "fp8_scales")
-    with pytest.raises(ValueError, match="multiples of 16"):
-        ft.Float8Linear(100, 256, device="meta")
+    for i, o in ((100, 256), (256, 0), (0, 256), (256, 10**9 + 1)):  # misaligned, empty, huge and odd
+        with pytest.raises(ValueError, match="multiples of 16|positive"):
+            ft.Float8Linear(i, o, device="meta")
     with pytest.raises(ValueError, match="expected a torch.nn.Linear"):
         ft.Float8Linear.from_float(torch.nn.Conv1d(4, 4, 1))
     with pytest.raises(ValueError, match="not callable"):

@@ -106,10 +106,9 @@ ErrorSums sum_rows(const unsigned char* d, std::size_t row_bytes, const double* 
   return s;
 }
 
-ErrorSums sum_rows(const void* d, std::int64_t ldd, DType dtype, const double* ref, std::int64_t n,
+ErrorSums sum_rows(const void* d, std::size_t row_bytes, DType dtype, const double* ref, std::int64_t n,
                    std::int64_t r0, std::int64_t r1) {
   const auto* p = static_cast<const unsigned char*>(d);
-  const std::size_t row_bytes = static_cast<std::size_t>(ldd) * dtype_size(dtype);
   switch (dtype) {
     case DType::bf16:  // the upper half of an fp32: exact, inf and NaN included
       return sum_rows(p, row_bytes, ref, n, r0, r1, [](const unsigned char* row, std::int64_t j) {
@@ -137,7 +136,8 @@ double relative_error(const void* d, std::int64_t ldd, DType dtype, const double
   // took 1.6 s per check (2 cores of a build machine, 2026-11-26). Fixed chunks of rows, summed
   // in chunk order, give the same result on any number of threads; small outputs stay on the
   // calling thread.
-  dtype_size(dtype);  // a bad dtype throws here, not inside a worker thread
+  // A bad dtype throws here, not inside a worker thread.
+  const std::size_t row_bytes = static_cast<std::size_t>(ldd) * dtype_size(dtype);
   constexpr std::int64_t kRowsPerChunk = 64;
   constexpr std::int64_t kSerialElements = std::int64_t{1} << 20;
   const std::int64_t chunks = (m + kRowsPerChunk - 1) / kRowsPerChunk;
@@ -145,7 +145,7 @@ double relative_error(const void* d, std::int64_t ldd, DType dtype, const double
   const int threads = m * n < kSerialElements ? 1 : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   parallel_for(parts.size(), threads, [&](std::size_t c) {
     const std::int64_t r0 = static_cast<std::int64_t>(c) * kRowsPerChunk;
-    parts[c] = sum_rows(d, ldd, dtype, ref, n, r0, std::min(m, r0 + kRowsPerChunk));
+    parts[c] = sum_rows(d, row_bytes, dtype, ref, n, r0, std::min(m, r0 + kRowsPerChunk));
   });
   double err = 0, norm = 0;
   for (const ErrorSums& p : parts) {
