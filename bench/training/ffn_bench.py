@@ -87,8 +87,10 @@ def kernel_split(model, x, dy) -> dict:
         us = e.device_time_total if hasattr(e, "device_time_total") else e.cuda_time_total
         if us <= 0:
             continue
-        name = e.key.lower()
-        kind = "gemms" if "gemm_sm90" in name else "casts" if "quantize" in name else "rest"
+        # fp8jit's kernels are named by the generator: fp8jit_gemm (and its split-K fp8jit_gemm_reduce)
+        # for GEMMs, fp8jit_amax / fp8jit_quantize / fp8jit_finalize for the casts.
+        name = e.key
+        kind = "gemms" if name.startswith("fp8jit_gemm") else "casts" if name.startswith("fp8jit_") else "rest"
         split[kind] += us
     return split
 
