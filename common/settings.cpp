@@ -65,6 +65,7 @@ Settings Settings::from_env() {
   if (const char* v = env("FP8JIT_FFMA_REUSE")) s.ffma_reuse = parse_bool("FP8JIT_FFMA_REUSE", v);
   if (const char* v = env("FP8JIT_JIT")) s.jit = parse_bool("FP8JIT_JIT", v);
   if (const char* v = env("FP8JIT_MAX_SMS")) s.max_sms = parse_int("FP8JIT_MAX_SMS", v, 0, INT_MAX);
+  if (const char* v = env("FP8JIT_PDL")) s.pdl = parse_bool("FP8JIT_PDL", v);
   return s;
 }
 

@@ -22,6 +22,7 @@ struct Settings {
   SplitSum split_sum = SplitSum::cluster;  // FP8JIT_SPLIT_SUM=cluster|workspace
   bool jit = true;              // FP8JIT_JIT=on|off: off, a kernel missing from the caches is an error at launch
   int max_sms = 0;              // FP8JIT_MAX_SMS: most SMs a GEMM may occupy; 0 = all
+  bool pdl = false;             // FP8JIT_PDL=0|1: programmatic dependent launch (RuntimeOptions::pdl)
   bool ffma_reuse = true;       // FP8JIT_FFMA_REUSE=0|1: FFMA runs keep their factor cached (runtime/sass/ffma_reuse.hpp)
 
   // Reads the environment. Throws fp8jit::Error naming the variable for a malformed value.

@@ -169,7 +169,7 @@ void fp8jit_runtime_options_init(fp8jit_runtime_options* options) {
   if (!options) return;
   const fp8jit::RuntimeOptions defaults;
   *options = fp8jit_runtime_options{sizeof(fp8jit_runtime_options), nullptr, nullptr, defaults.jit ? 1 : 0,
-                                    defaults.max_sms};
+                                    defaults.max_sms, defaults.pdl ? 1 : 0};
 }
 
 fp8jit_status fp8jit_runtime_create_with_options(const fp8jit_runtime_options* options, fp8jit_runtime** out) {
@@ -189,11 +189,14 @@ fp8jit_status fp8jit_runtime_create_with_options(const fp8jit_runtime_options* o
       fp8jit::throw_invalid("options->jit", std::to_string(options->jit), "0 or 1");
     if (options->max_sms < 0)
       fp8jit::throw_invalid("options->max_sms", std::to_string(options->max_sms), "0 (all SMs) or more");
+    if (options->pdl != 0 && options->pdl != 1)
+      fp8jit::throw_invalid("options->pdl", std::to_string(options->pdl), "0 or 1");
     fp8jit::RuntimeOptions o;
     o.cache_dir = options->cache_dir ? options->cache_dir : "";
     o.db_path = options->db_path ? options->db_path : "";
     o.jit = options->jit == 1;
     o.max_sms = options->max_sms;
+    o.pdl = options->pdl == 1;
     *out = new fp8jit_runtime(o);
   });
 }
@@ -205,6 +208,14 @@ void fp8jit_runtime_destroy(fp8jit_runtime* runtime) {
 
 const char* fp8jit_runtime_cache_dir(const fp8jit_runtime* runtime) {
   return runtime ? runtime->runtime.cache_dir().c_str() : nullptr;
+}
+
+fp8jit_status fp8jit_runtime_set_pdl(fp8jit_runtime* runtime, int enabled) {
+  return guarded([&] {
+    require(runtime, "runtime", "fp8jit_runtime_set_pdl", kRuntimeWhat);
+    if (enabled != 0 && enabled != 1) fp8jit::throw_invalid("enabled", std::to_string(enabled), "0 or 1");
+    runtime->runtime.set_pdl(enabled == 1);
+  });
 }
 
 fp8jit_status fp8jit_quantize(fp8jit_runtime* runtime, const fp8jit_quantize_args* args,

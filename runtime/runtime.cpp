@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <map>
 #include <mutex>
 #include <shared_mutex>
@@ -40,6 +41,7 @@ RuntimeOptions RuntimeOptions::from_settings() {
   o.split_sum = s.split_sum;
   o.jit = s.jit;
   o.max_sms = s.max_sms;
+  o.pdl = s.pdl;
   o.keep_source = s.keep_source;
   o.ffma_reuse = s.ffma_reuse;
   o.log_level = s.log_level;
@@ -107,10 +109,12 @@ struct Runtime::Impl {
   explicit Impl(const RuntimeOptions& o)
       : options(applied(o)),
         kernels({options.cache_dir, options.keep_source, gemm_post_passes(options.ffma_reuse), {ops::gemm_load_hook()},
-                 options.jit}) {}
+                 options.jit}),
+        pdl(options.pdl) {}
 
   RuntimeOptions options;
   KernelCache kernels;
+  std::atomic<bool> pdl;  // Runtime::set_pdl; read once per launch
   // What every call seen so far was routed to (quantize, dequantize and gemm).
   RouteTable routes;
   // Contexts whose device was checked, with its SM count.
@@ -247,14 +251,14 @@ struct Runtime::Impl {
       check_device(key.ctx);
       route = remember(key, kernels.get(default_spec(problem, vec)));
     }
-    ops::launch(*route.kernel, a, stream);
+    ops::launch(*route.kernel, a, stream, pdl.load(std::memory_order_relaxed));
   }
 
   template <class Args> void run_elementwise(const Args& args, const KernelSpec& spec, CUstream stream) {
     const Args a = ops::normalize(args);
     ops::check_matches(spec, a);
     check_device(driver::ensure_context());
-    ops::launch(kernels.get(spec), a, stream);
+    ops::launch(kernels.get(spec), a, stream, pdl.load(std::memory_order_relaxed));
   }
 
   // Both tune()s (normalized arguments): the sweep, compiling through the kernel cache and
@@ -281,7 +285,7 @@ struct Runtime::Impl {
   void run_gemm(const LoadedKernel& k, const GemmArgs& a, CUcontext ctx, int sm_count, int splits, CUstream stream) {
     const SplitSum sum = options.split_sum;
     ops::launch(k, a, sm_count, splits, workspace(ctx, stream, ops::workspace_bytes(k, a, splits, sum, sm_count)), stream,
-                sum);
+                sum, pdl.load(std::memory_order_relaxed));
   }
 };
 
@@ -388,14 +392,14 @@ void Runtime::grouped_gemm(const GroupedGemmArgs& args, CUstream stream) {
     log::at(log::info, "{}: {} (from the {})", what, spec_name(found.spec), to_string(found.source));
     route = impl_->remember(key, impl_->kernels.get(found.spec, what));
   }
-  ops::launch(*route.kernel, a, route.sm_count, stream);
+  ops::launch(*route.kernel, a, route.sm_count, stream, impl_->pdl.load(std::memory_order_relaxed));
 }
 
 void Runtime::grouped_gemm(const GroupedGemmArgs& args, const KernelSpec& spec, CUstream stream) {
   const GroupedGemmArgs a = ops::normalize(args);
   ops::check_matches(spec, a);
   const int sms = Impl::within(impl_->check_device(driver::ensure_context()), impl_->budget(a.max_sms));
-  ops::launch(impl_->kernels.get(spec), a, sms, stream);
+  ops::launch(impl_->kernels.get(spec), a, sms, stream, impl_->pdl.load(std::memory_order_relaxed));
 }
 
 void Runtime::gemm(const GemmArgs& args, const KernelSpec& spec, CUstream stream) {
@@ -464,6 +468,8 @@ CacheStats Runtime::cache_stats() const { return impl_->kernels.stats(); }
 void Runtime::reset_cache_stats() { impl_->kernels.reset_stats(); }
 const std::string& Runtime::cache_dir() const { return impl_->options.cache_dir; }
 const RuntimeOptions& Runtime::options() const { return impl_->options; }
+void Runtime::set_pdl(bool enabled) { impl_->pdl.store(enabled, std::memory_order_relaxed); }
+bool Runtime::pdl() const { return impl_->pdl.load(std::memory_order_relaxed); }
 
 Runtime& default_runtime() {
   static Runtime runtime;

@@ -23,7 +23,8 @@ std::string render_body(const KernelSpec& spec) {
   return fmt::format(
       "using Strategy = Dequantizer<{}, {}, {}, /*VEC=*/{}, /*THREADS=*/{}, /*UNROLL=*/{}>;\n\n"
       "extern \"C\" __global__ void __launch_bounds__({}) fp8jit_dequantize("
-      "const __grid_constant__ DequantParams p) {{ Strategy::run(p); }}\n",
+      "const __grid_constant__ DequantParams p) {{\n"
+      "  enter_dependent_grid();\n  Strategy::run(p);\n}}\n",
       dev_fp8(p.format), dev_elem(p.output), dev_gran(p.granularity), c.vec, c.threads, c.unroll,
       c.threads);
 }

@@ -70,19 +70,21 @@ std::string render_body(const KernelSpec& spec) {
   if (needs_amax_pass(spec)) {
     out += fmt::format(
         "using AmaxPass = StreamQuantizer<{}, {}, kTensor, {}, {}, {}>;\n\n"
-        "{} fp8jit_amax(const __grid_constant__ QuantParams p) {{ AmaxPass::amax_pass(p); }}\n",
+        "{} fp8jit_amax(const __grid_constant__ QuantParams p) {{\n"
+        "  enter_dependent_grid();\n  AmaxPass::amax_pass(p);\n}}\n",
         e, f, c.vec, c.threads, c.unroll, head);
   }
   out += "\n";
   if (s == Strategy::tile)
     out += head + " fp8jit_quantize(const __grid_constant__ QuantParams p) {\n"
-                  "  extern __shared__ float smem[];\n  Strategy::run(p, smem);\n}\n";
+                  "  extern __shared__ float smem[];\n  enter_dependent_grid();\n  Strategy::run(p, smem);\n}\n";
   else
-    out += head + " fp8jit_quantize(const __grid_constant__ QuantParams p) { Strategy::run(p); }\n";
+    out += head + " fp8jit_quantize(const __grid_constant__ QuantParams p) {\n"
+                  "  enter_dependent_grid();\n  Strategy::run(p);\n}\n";
   if (needs_amax_pass(spec))
     out += fmt::format(
         "\nextern \"C\" __global__ void fp8jit_finalize(const __grid_constant__ QuantParams p) {{\n"
-        "  finalize_tensor_scale<{}>(p);\n}}\n", f);
+        "  enter_dependent_grid();\n  finalize_tensor_scale<{}>(p);\n}}\n", f);
   return out;
 }
 

@@ -245,6 +245,10 @@ typedef struct fp8jit_runtime_options {
   int max_sms;           /* the most SMs a GEMM's persistent grid may occupy, leaving the rest to
                             kernels beside it (communication); 0 (default): all of them. Kernels
                             and tuning rows are chosen for the budget. */
+  int pdl;               /* 1: programmatic dependent launch (each kernel may start under the
+                            previous one in its stream and waits for it on the GPU; hides launch
+                            latency between back-to-back kernels); 0 (default): off.
+                            fp8jit_runtime_set_pdl changes it later. */
 } fp8jit_runtime_options;
 /* The defaults of fp8jit::RuntimeOptions (no disk cache, no database, jit on); no FP8JIT_*
  * variable is read. NULL is a no-op. */
@@ -255,6 +259,9 @@ FP8JIT_API fp8jit_status fp8jit_runtime_create_with_options(const fp8jit_runtime
 FP8JIT_API void fp8jit_runtime_destroy(fp8jit_runtime* runtime);
 /* The disk cache directory ("" when disabled; NULL for a NULL handle). Owned by the handle. */
 FP8JIT_API const char* fp8jit_runtime_cache_dir(const fp8jit_runtime* runtime);
+/* Programmatic dependent launch for the launches that follow: enabled 1 (on) or 0 (off); any other
+ * value is FP8JIT_ERROR_INVALID_ARGUMENT. Safe while other threads launch through the runtime. */
+FP8JIT_API fp8jit_status fp8jit_runtime_set_pdl(fp8jit_runtime* runtime, int enabled);
 
 /* Pick the kernel, compile or load it on first use, launch it on `stream` (asynchronous).
  * Arguments are checked before anything is launched. */

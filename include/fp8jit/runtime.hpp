@@ -51,13 +51,18 @@ struct FP8JIT_API RuntimeOptions {
   // The most SMs a GEMM's persistent grid may occupy, for every call that sets no budget of its
   // own (GemmArgs::max_sms); 0: all of them. Tuning rows are stored and looked up per budget.
   int max_sms = 0;
+  // Programmatic dependent launch: each kernel may start while the previous kernel in its stream
+  // is still running and waits for that kernel's completion on the GPU before touching memory,
+  // hiding launch latency and set-up between back-to-back kernels (a quantize feeding a GEMM, a
+  // layer's GEMMs). Results are the same either way; Runtime::set_pdl changes it later.
+  bool pdl = false;
   // Where no GPU is present, the heuristics choose for this GPU (a present GPU is always used).
   GpuTarget target;
   // Diagnostics on stderr: 0 quiet, 1 warnings, 2 info, 3 debug. The level is process-wide: a
   // Runtime sets it when built (the last one built decides).
   int log_level = 1;
   // FP8JIT_CACHE_DIR, FP8JIT_DISK_CACHE, FP8JIT_DB, FP8JIT_TUNE, FP8JIT_JOBS, FP8JIT_SPLIT_SUM,
-  // FP8JIT_KEEP_SOURCE, FP8JIT_FFMA_REUSE, FP8JIT_LOG, FP8JIT_JIT, FP8JIT_MAX_SMS
+  // FP8JIT_KEEP_SOURCE, FP8JIT_FFMA_REUSE, FP8JIT_LOG, FP8JIT_JIT, FP8JIT_MAX_SMS, FP8JIT_PDL
   static RuntimeOptions from_settings();
 };
 
@@ -145,6 +150,10 @@ class FP8JIT_API Runtime {
   void reset_cache_stats();
   const std::string& cache_dir() const;
   const RuntimeOptions& options() const;  // as given to the constructor
+  // Programmatic dependent launch for the launches that follow (RuntimeOptions::pdl); safe to
+  // call while other threads launch through this runtime.
+  void set_pdl(bool enabled);
+  bool pdl() const;
 
  private:
   struct Impl;

@@ -52,9 +52,11 @@ __all__ = [
     "precompile",
     "precompile_model",
     "quantize",
+    "pdl",
     "reset_cache_stats",
     "select_gemm",
     "select_grouped_gemm",
+    "set_pdl",
     "spec_name",
     "tune",
     "tune_grouped",
@@ -175,3 +177,18 @@ def cache_stats() -> dict:
 
 def reset_cache_stats() -> None:
     _fp8jit.reset_cache_stats()
+
+
+def set_pdl(enabled: bool) -> None:
+    """Programmatic dependent launch for the calls that follow: each fp8jit kernel may start while
+    the previous kernel in its stream still runs, and waits for it on the GPU before touching
+    memory, which hides launch latency between back-to-back kernels (a quantize feeding a GEMM, a
+    layer's GEMMs). Results are identical either way. Off unless ``FP8JIT_PDL=1``."""
+    if not isinstance(enabled, bool):
+        raise ValueError(f"enabled: {enabled!r}, expected True or False")
+    _fp8jit.set_pdl(enabled)
+
+
+def pdl() -> bool:
+    """Whether programmatic dependent launch is on (``set_pdl``, ``FP8JIT_PDL``)."""
+    return _fp8jit.pdl()

@@ -200,6 +200,10 @@ void bind_runtime(nb::module_& m) {
       },
       "The runtime's kernel-cache counters.");
   m.def("reset_cache_stats", [] { rt().reset_cache_stats(); });
+  m.def(
+      "set_pdl", [](bool enabled) { rt().set_pdl(enabled); }, "enabled"_a,
+      "Programmatic dependent launch for the launches that follow (RuntimeOptions::pdl).");
+  m.def("pdl", [] { return rt().pdl(); }, "Whether programmatic dependent launch is on.");
 }
 
 }  // namespace

@@ -255,3 +255,18 @@ def test_max_sms_is_checked_and_huge_means_every_sm():
     for bad in (-1, True, 2.5, None, "8"):
         with pytest.raises(ValueError, match="max_sms"):
             _ops._max_sms(bad)
+
+
+def test_set_pdl_switches_the_runtime_and_refuses_non_bools():
+    was = fp8jit.pdl()
+    try:
+        fp8jit.set_pdl(True)
+        assert fp8jit.pdl() is True
+        fp8jit.set_pdl(False)
+        assert fp8jit.pdl() is False
+        for bad in (1, 0, "yes", None, 1.0):
+            with pytest.raises(ValueError, match="enabled"):
+                fp8jit.set_pdl(bad)
+            assert fp8jit.pdl() is False  # unchanged
+    finally:
+        fp8jit.set_pdl(was)

@@ -104,9 +104,9 @@ void set_max_dynamic_smem(CUfunction f, int bytes) {
 
 namespace {
 
-// The driver's form of cfg; with a cluster, its dimension goes into `attr` (which must outlive
-// the returned config). Fixed-size, no allocation: launch() is the hot path.
-CUlaunchConfig driver_config(const LaunchConfig& cfg, bool clustered, CUlaunchAttribute* attr) {
+// The driver's form of cfg; its attributes (a cluster dimension, PDL) go into `attrs` (which
+// must outlive the returned config). Fixed-size, no allocation: launch() is the hot path.
+CUlaunchConfig driver_config(const LaunchConfig& cfg, bool clustered, CUlaunchAttribute (&attrs)[2]) {
   CUlaunchConfig config = {};
   config.gridDimX = cfg.grid[0];
   config.gridDimY = cfg.grid[1];
@@ -116,14 +116,18 @@ CUlaunchConfig driver_config(const LaunchConfig& cfg, bool clustered, CUlaunchAt
   config.blockDimZ = cfg.block[2];
   config.sharedMemBytes = cfg.smem_bytes;
   config.hStream = cfg.stream;
+  config.attrs = attrs;
   if (clustered) {
-    *attr = {};
-    attr->id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-    attr->value.clusterDim.x = cfg.cluster[0];
-    attr->value.clusterDim.y = cfg.cluster[1];
-    attr->value.clusterDim.z = cfg.cluster[2];
-    config.attrs = attr;
-    config.numAttrs = 1;
+    CUlaunchAttribute& a = attrs[config.numAttrs++] = {};
+    a.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    a.value.clusterDim.x = cfg.cluster[0];
+    a.value.clusterDim.y = cfg.cluster[1];
+    a.value.clusterDim.z = cfg.cluster[2];
+  }
+  if (cfg.pdl) {
+    CUlaunchAttribute& a = attrs[config.numAttrs++] = {};
+    a.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    a.value.programmaticStreamSerializationAllowed = 1;
   }
   return config;
 }
@@ -131,8 +135,10 @@ CUlaunchConfig driver_config(const LaunchConfig& cfg, bool clustered, CUlaunchAt
 }  // namespace
 
 int max_active_clusters(CUfunction f, const LaunchConfig& cfg) {
-  CUlaunchAttribute attr;
-  const CUlaunchConfig config = driver_config(cfg, true, &attr);
+  CUlaunchAttribute attrs[2];
+  LaunchConfig clustered = cfg;
+  clustered.pdl = false;  // occupancy does not depend on it
+  const CUlaunchConfig config = driver_config(clustered, true, attrs);
   int clusters = 0;
   const CUresult r = driver::api().cuOccupancyMaxActiveClusters(&clusters, f, &config);
   if (r != CUDA_SUCCESS)
@@ -158,17 +164,17 @@ void launch(CUfunction f, const LaunchConfig& cfg, void** args) {
   }
   if (f == nullptr) throw_bad_launch("null CUfunction");
 
-  CUlaunchAttribute attr;
-  const CUlaunchConfig config = driver_config(cfg, clustered, &attr);
+  CUlaunchAttribute attrs[2];
+  const CUlaunchConfig config = driver_config(cfg, clustered, attrs);
 
   CUresult r = driver::api().cuLaunchKernelEx(&config, f, args, nullptr);
   if (r != CUDA_SUCCESS) [[unlikely]] {
     driver::throw_error(
         r, fmt::format("cuLaunchKernelEx(grid {}x{}x{}, block {}x{}x{}, cluster {}x{}x{}, "
-                       "{} bytes dynamic smem{})",
+                       "{} bytes dynamic smem{}{})",
                        cfg.grid[0], cfg.grid[1], cfg.grid[2], cfg.block[0], cfg.block[1],
                        cfg.block[2], cfg.cluster[0], cfg.cluster[1], cfg.cluster[2],
-                       cfg.smem_bytes,
+                       cfg.smem_bytes, cfg.pdl ? ", programmatic dependent launch" : "",
                        cfg.smem_bytes > unsigned(kDefaultDynamicSmem)
                            ? "; above 48 KiB it must not exceed what set_max_dynamic_smem allowed"
                            : ""));

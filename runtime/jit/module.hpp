@@ -41,6 +41,9 @@ struct LaunchConfig {
   unsigned smem_bytes = 0;  // dynamic shared memory per block
   CUstream stream = nullptr;
   unsigned cluster[3] = {1, 1, 1};  // thread-block cluster; 1x1x1 launches without one
+  // Programmatic dependent launch: the kernel may start while the previous kernel in the stream
+  // runs (it must wait for it in device code: templates/fp8jit/common/grid_dependency.cuh).
+  bool pdl = false;
 };
 
 // Lets f use more than the default 48 KiB of dynamic shared memory. A no-op at or below 48 KiB,

@@ -22,8 +22,9 @@ int max_vec(const DequantizeArgs& a);
 void check_matches(const KernelSpec& spec, const QuantizeArgs& a);
 void check_matches(const KernelSpec& spec, const DequantizeArgs& a);
 
-// Launches (in-stream, no allocation, no synchronisation). Arguments must be normalized.
-void launch(const LoadedKernel& k, const QuantizeArgs& a, CUstream stream);
-void launch(const LoadedKernel& k, const DequantizeArgs& a, CUstream stream);
+// Launches (in-stream, no allocation, no synchronisation). Arguments must be normalized. `pdl`:
+// every kernel may start under the previous one in the stream (LaunchConfig::pdl).
+void launch(const LoadedKernel& k, const QuantizeArgs& a, CUstream stream, bool pdl = false);
+void launch(const LoadedKernel& k, const DequantizeArgs& a, CUstream stream, bool pdl = false);
 
 }  // namespace fp8jit::ops

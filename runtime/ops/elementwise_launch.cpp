@@ -25,8 +25,9 @@ std::int64_t scale_rows(Granularity g, std::int64_t m) {
   return g == Granularity::block128 ? ceil_div(m, kGroup) : m;
 }
 
-LaunchConfig config(unsigned grid_x, unsigned grid_y, int threads, int smem, CUstream stream) {
+LaunchConfig config(unsigned grid_x, unsigned grid_y, int threads, int smem, CUstream stream, bool pdl) {
   LaunchConfig c;
+  c.pdl = pdl;
   c.grid[0] = grid_x;
   c.grid[1] = grid_y;
   c.block[0] = static_cast<unsigned>(threads);
@@ -62,7 +63,7 @@ dev::QuantParams quant_params(const QuantizeArgs& a, bool vector_ok) {
 
 }  // namespace
 
-void launch(const LoadedKernel& k, const QuantizeArgs& a, CUstream stream) {
+void launch(const LoadedKernel& k, const QuantizeArgs& a, CUstream stream, bool pdl) {
   const ElementwiseConfig c = elementwise_config_of(k.spec);
   const QuantizeProblem prob = quantize_problem_of(k.spec);
   dev::QuantParams p = quant_params(a, max_vec(a) >= c.vec);
@@ -76,7 +77,7 @@ void launch(const LoadedKernel& k, const QuantizeArgs& a, CUstream stream) {
   if (dynamic_tensor) {
     if (!a.static_scale) {
       driver::check(cu.cuMemsetD32Async(reinterpret_cast<CUdeviceptr>(a.scales), 0, 1, stream), "cuMemsetD32Async(scales)");
-      fp8jit::launch(k.functions[0], config(stream_grid, 1, c.threads, 0, stream), args);
+      fp8jit::launch(k.functions[0], config(stream_grid, 1, c.threads, 0, stream, pdl), args);
       p.amax_out = nullptr;  // finalize copies the tensor amax
     }
     main = 1;
@@ -86,19 +87,19 @@ void launch(const LoadedKernel& k, const QuantizeArgs& a, CUstream stream) {
   LaunchConfig lc;
   if (prob.granularity == Granularity::block128 || prob.transpose)
     lc = config(static_cast<unsigned>(ceil_div(a.k, kGroup)), static_cast<unsigned>(ceil_div(a.m, kGroup)),
-                c.threads, k.smem_bytes, stream);
+                c.threads, k.smem_bytes, stream, pdl);
   else if (prob.granularity == Granularity::row)
-    lc = config(static_cast<unsigned>(ceil_div(a.m, c.threads / 32)), 1, c.threads, 0, stream);
+    lc = config(static_cast<unsigned>(ceil_div(a.m, c.threads / 32)), 1, c.threads, 0, stream, pdl);
   else
-    lc = config(stream_grid, 1, c.threads, 0, stream);
+    lc = config(stream_grid, 1, c.threads, 0, stream, pdl);
   fp8jit::launch(k.functions[main], lc, args);
   if (dynamic_tensor) {
     p.amax_out = a.static_scale ? nullptr : a.amax;
-    fp8jit::launch(k.functions[2], config(1, 1, 32, 0, stream), args);
+    fp8jit::launch(k.functions[2], config(1, 1, 32, 0, stream, pdl), args);
   }
 }
 
-void launch(const LoadedKernel& k, const DequantizeArgs& a, CUstream stream) {
+void launch(const LoadedKernel& k, const DequantizeArgs& a, CUstream stream, bool pdl) {
   const ElementwiseConfig c = elementwise_config_of(k.spec);
   dev::DequantParams p{};
   p.q = a.q;
@@ -115,7 +116,7 @@ void launch(const LoadedKernel& k, const DequantizeArgs& a, CUstream stream) {
   void* args[] = {&p};
   fp8jit::launch(k.functions[0],
                  config(static_cast<unsigned>(ceil_div(segments, std::int64_t{c.threads} * c.unroll)), 1,
-                        c.threads, 0, stream),
+                        c.threads, 0, stream, pdl),
                  args);
 }
 

@@ -131,7 +131,7 @@ void fill_params(dev::GemmParams& p, const GemmConfig& c, const GemmArgs& a, int
 }  // namespace
 
 GemmLaunch prepare(const LoadedKernel& k, const GemmArgs& a, int sm_count, int splits, float* workspace,
-                   CUstream stream, SplitSum sum) {
+                   CUstream stream, SplitSum sum, bool pdl) {
   const GemmConfig& c = k.gemm_config;
   const GemmGeometry g = gemm_geometry(problem_of(a), c);
   GemmLaunch l;
@@ -154,6 +154,7 @@ GemmLaunch prepare(const LoadedKernel& k, const GemmArgs& a, int sm_count, int s
   l.main.block[0] = static_cast<unsigned>(k.threads);
   l.main.smem_bytes = static_cast<unsigned>(k.smem_bytes);
   l.main.stream = stream;
+  l.main.pdl = l.reduce.pdl = pdl;
   l.reduce.grid[0] = static_cast<unsigned>(std::min<std::int64_t>(ceil_div(a.m * a.n, 256), std::int64_t{sm_count} * 8));
   l.reduce.block[0] = 256;
   l.reduce.stream = stream;
@@ -167,8 +168,8 @@ void launch(const LoadedKernel& k, GemmLaunch& l) {
 }
 
 void launch(const LoadedKernel& k, const GemmArgs& a, int sm_count, int splits, float* workspace, CUstream stream,
-            SplitSum sum) {
-  GemmLaunch l = prepare(k, a, sm_count, splits, workspace, stream, sum);
+            SplitSum sum, bool pdl) {
+  GemmLaunch l = prepare(k, a, sm_count, splits, workspace, stream, sum, pdl);
   launch(k, l);
 }
 

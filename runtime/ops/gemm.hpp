@@ -41,13 +41,14 @@ struct GemmLaunch {
 };
 
 // Encodes the tensor maps and sizes the persistent grid on `sm_count` multiprocessors.
-// `workspace` must hold workspace_bytes(a, splits).
+// `workspace` must hold workspace_bytes(a, splits). `pdl`: both kernels may start under the
+// previous kernel in the stream (LaunchConfig::pdl).
 GemmLaunch prepare(const LoadedKernel& k, const GemmArgs& a, int sm_count, int splits, float* workspace,
-                   CUstream stream, SplitSum sum = SplitSum::cluster);
+                   CUstream stream, SplitSum sum = SplitSum::cluster, bool pdl = false);
 // Launches a prepared GEMM (the driver's part of a call: what remains with everything cached).
 void launch(const LoadedKernel& k, GemmLaunch& l);
 // prepare + launch.
 void launch(const LoadedKernel& k, const GemmArgs& a, int sm_count, int splits, float* workspace, CUstream stream,
-            SplitSum sum = SplitSum::cluster);
+            SplitSum sum = SplitSum::cluster, bool pdl = false);
 
 }  // namespace fp8jit::ops

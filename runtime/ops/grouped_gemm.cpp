@@ -109,7 +109,7 @@ void fill_params(dev::GemmParams& p, const GemmConfig& c, const GroupedGemmArgs&
 
 }  // namespace
 
-GemmLaunch prepare(const LoadedKernel& k, const GroupedGemmArgs& a, int sm_count, CUstream stream) {
+GemmLaunch prepare(const LoadedKernel& k, const GroupedGemmArgs& a, int sm_count, CUstream stream, bool pdl) {
   const GemmConfig& c = k.gemm_config;
   const GemmGeometry g = gemm_geometry(problem_of(a), c);
   GemmLaunch l;
@@ -139,11 +139,12 @@ GemmLaunch prepare(const LoadedKernel& k, const GroupedGemmArgs& a, int sm_count
   l.main.block[0] = static_cast<unsigned>(k.threads);
   l.main.smem_bytes = static_cast<unsigned>(k.smem_bytes);
   l.main.stream = stream;
+  l.main.pdl = pdl;
   return l;
 }
 
-void launch(const LoadedKernel& k, const GroupedGemmArgs& a, int sm_count, CUstream stream) {
-  GemmLaunch l = prepare(k, a, sm_count, stream);
+void launch(const LoadedKernel& k, const GroupedGemmArgs& a, int sm_count, CUstream stream, bool pdl) {
+  GemmLaunch l = prepare(k, a, sm_count, stream, pdl);
   void* args[] = {&l.params};
   fp8jit::launch(k.functions[0], l.main, args);
 }

@@ -21,8 +21,9 @@ void check_matches(const KernelSpec& spec, const GroupedGemmArgs& a);
 // Rows of A and D: contiguous m, masked groups * m.
 std::int64_t total_rows(const GroupedGemmArgs& a);
 
-// Encodes the tensor maps and sizes the persistent grid on `sm_count` multiprocessors.
-GemmLaunch prepare(const LoadedKernel& k, const GroupedGemmArgs& a, int sm_count, CUstream stream);
-void launch(const LoadedKernel& k, const GroupedGemmArgs& a, int sm_count, CUstream stream);
+// Encodes the tensor maps and sizes the persistent grid on `sm_count` multiprocessors; `pdl` as
+// for dense GEMMs (LaunchConfig::pdl).
+GemmLaunch prepare(const LoadedKernel& k, const GroupedGemmArgs& a, int sm_count, CUstream stream, bool pdl = false);
+void launch(const LoadedKernel& k, const GroupedGemmArgs& a, int sm_count, CUstream stream, bool pdl = false);
 
 }  // namespace fp8jit::ops

@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/common/ptx_checks.hpp"
 #include "fp8jit/error.hpp"
 #include "fp8jit/kernel_spec.hpp"
 #include "generator/families/gemm_geometry.hpp"
@@ -347,6 +348,8 @@ TEST(CompileGemmPtx, WgmmaTmaMbarrierAndSetmaxnreg) {
     for (const char* needle : {"barrier.cluster.arrive", "barrier.cluster.wait", "mapa.shared::cluster"})
       EXPECT_EQ(p.find(needle) != std::string::npos, cluster_code) << needle;
     if (!clustered && cluster_code) EXPECT_NE(p.find("ld.shared::cluster.v4.f32"), std::string::npos);
+    // Programmatic dependent launch: both entry points wait for the previous grid first.
+    EXPECT_EQ(test::expect_grid_dependency_wait_first(p), 2);
     // The producer gives registers up; the consumers (one or two warpgroups) take them.
     EXPECT_NE(p.find("setmaxnreg.dec.sync.aligned.u32 40;"), std::string::npos);
     EXPECT_NE(p.find(fmt::format("setmaxnreg.inc.sync.aligned.u32 {};",

@@ -18,6 +18,7 @@
 #include "generator/family.hpp"
 #include "runtime/jit/nvrtc.hpp"
 #include "common/parallel.hpp"
+#include "tests/common/ptx_checks.hpp"
 
 namespace fp8jit {
 namespace {
@@ -204,6 +205,23 @@ TEST(CompilePtx, SixteenByteAccessesAreSingleV4Loads) {
   EXPECT_NE(dp.find("ld.global.nc.v4.u32"), std::string::npos);
   EXPECT_NE(dp.find("cvt.rn.f16x2.e4m3x2"), std::string::npos);
   EXPECT_NE(dp.find(".target sm_90a"), std::string::npos);
+}
+
+// Programmatic dependent launch: every entry point of every strategy (per-tensor's three passes,
+// rows, 1x128, the tile strategy with a transposed output, dequantize) waits for the previous
+// grid before it touches global memory.
+TEST(CompilePtx, EveryElementwiseEntryWaitsForThePreviousGridFirst) {
+  const std::pair<KernelSpec, int> cases[] = {
+      {default_quantize_spec({DType::bf16, Fp8Format::e4m3, Granularity::tensor, false}), 3},
+      {default_quantize_spec({DType::fp16, Fp8Format::e5m2, Granularity::row, false}), 1},
+      {default_quantize_spec({DType::bf16, Fp8Format::e4m3, Granularity::group128, false}), 1},
+      {default_quantize_spec({DType::fp32, Fp8Format::e4m3, Granularity::block128, true}), 1},
+      {default_dequantize_spec({Fp8Format::e4m3, DType::bf16, Granularity::block128}), 1},
+  };
+  for (const auto& [spec, entries] : cases) {
+    SCOPED_TRACE(spec_name(spec));
+    EXPECT_EQ(test::expect_grid_dependency_wait_first(ptx_of(spec)), entries);
+  }
 }
 
 TEST(CompileErrors, BrokenSourceThrowsCompileErrorWithLog) {

@@ -4,4 +4,7 @@
 using namespace fp8jit::dev;
 using Strategy = Dequantizer<kE5M2, kFP32, kRow, /*VEC=*/4, /*THREADS=*/128, /*UNROLL=*/4>;
 
-extern "C" __global__ void __launch_bounds__(128) fp8jit_dequantize(const __grid_constant__ DequantParams p) { Strategy::run(p); }
+extern "C" __global__ void __launch_bounds__(128) fp8jit_dequantize(const __grid_constant__ DequantParams p) {
+  enter_dependent_grid();
+  Strategy::run(p);
+}

@@ -4,4 +4,7 @@
 using namespace fp8jit::dev;
 using Strategy = StreamQuantizer<kBF16, kE4M3, kGroup128, /*VEC=*/8, /*THREADS=*/256, /*UNROLL=*/2>;
 
-extern "C" __global__ void __launch_bounds__(256) fp8jit_quantize(const __grid_constant__ QuantParams p) { Strategy::run(p); }
+extern "C" __global__ void __launch_bounds__(256) fp8jit_quantize(const __grid_constant__ QuantParams p) {
+  enter_dependent_grid();
+  Strategy::run(p);
+}

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "fp8jit/fp8jit.h"
+#include "runtime/c_api_support.hpp"  // the handle's Runtime, to read the PDL setting
 
 namespace {
 
@@ -22,6 +23,7 @@ TEST(CApiServing, CreateWithOptionsChecksTheStructAndTakesJitOff) {
   EXPECT_EQ(o.db_path, nullptr);
   EXPECT_EQ(o.jit, 1);
   EXPECT_EQ(o.max_sms, 0);  // every SM
+  EXPECT_EQ(o.pdl, 0);      // no programmatic dependent launch
   fp8jit_runtime_options_init(nullptr);  // a no-op
   fp8jit_runtime* rt = nullptr;
   o.jit = 0;
@@ -35,6 +37,8 @@ TEST(CApiServing, CreateWithOptionsChecksTheStructAndTakesJitOff) {
       {[](fp8jit_runtime_options& x) { x.struct_size += 8; }, "options->struct_size"},
       {[](fp8jit_runtime_options& x) { x.jit = 2; }, "invalid options->jit = 2: 0 or 1"},
       {[](fp8jit_runtime_options& x) { x.max_sms = -1; }, "invalid options->max_sms = -1"},
+      {[](fp8jit_runtime_options& x) { x.pdl = 2; }, "invalid options->pdl = 2: 0 or 1"},
+      {[](fp8jit_runtime_options& x) { x.pdl = -1; }, "invalid options->pdl = -1: 0 or 1"},
   };
   for (const auto& [edit, needle] : bad) {
     fp8jit_runtime_options_init(&o);
@@ -46,6 +50,30 @@ TEST(CApiServing, CreateWithOptionsChecksTheStructAndTakesJitOff) {
   }
   EXPECT_EQ(fp8jit_runtime_create_with_options(nullptr, &rt), FP8JIT_ERROR_INVALID_ARGUMENT);
   EXPECT_NE(last_error().find("options"), std::string::npos) << last_error();
+}
+
+// PDL from the options, then switched per runtime; a value other than 0 or 1, or no runtime, is
+// refused and leaves the setting as it was.
+TEST(CApiServing, PdlFromOptionsAndSetter) {
+  fp8jit_runtime_options o;
+  fp8jit_runtime_options_init(&o);
+  o.pdl = 1;
+  fp8jit_runtime* rt = nullptr;
+  ASSERT_EQ(fp8jit_runtime_create_with_options(&o, &rt), FP8JIT_SUCCESS) << last_error();
+  EXPECT_TRUE(rt->runtime.pdl());
+  EXPECT_EQ(fp8jit_runtime_set_pdl(rt, 0), FP8JIT_SUCCESS) << last_error();
+  EXPECT_FALSE(rt->runtime.pdl());
+  for (const int bad : {2, -1, 1 << 30}) {
+    EXPECT_EQ(fp8jit_runtime_set_pdl(rt, bad), FP8JIT_ERROR_INVALID_ARGUMENT);
+    EXPECT_NE(last_error().find("invalid enabled = " + std::to_string(bad) + ": 0 or 1"), std::string::npos)
+        << last_error();
+    EXPECT_FALSE(rt->runtime.pdl());
+  }
+  EXPECT_EQ(fp8jit_runtime_set_pdl(rt, 1), FP8JIT_SUCCESS) << last_error();
+  EXPECT_TRUE(rt->runtime.pdl());
+  fp8jit_runtime_destroy(rt);
+  EXPECT_EQ(fp8jit_runtime_set_pdl(nullptr, 1), FP8JIT_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(last_error().find("runtime"), std::string::npos) << last_error();
 }
 
 TEST(CApiServing, PrecompileModelCompilesItsKernelsOnce) {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "fp8jit/common/convert.cuh"
+#include "fp8jit/common/grid_dependency.cuh"
 #include "fp8jit/common/memory.cuh"
 #include "fp8jit/gemm/params.cuh"
 
@@ -10,6 +11,7 @@ namespace dev {
 
 template <int OUT, bool kBias> struct Sm90GemmReduce {
   static FP8JIT_DEVICE void run(const GemmParams& p) {
+    enter_dependent_grid();  // the partial sums are the previous kernel's
     constexpr int S = ElemSize<OUT>::value;
     const i64 total = static_cast<i64>(p.M) * p.N;
     const i64 stride = static_cast<i64>(gridDim.x) * blockDim.x;

@@ -17,6 +17,7 @@
 #include "fp8jit/common/bulk_store.cuh"
 #include "fp8jit/common/cluster.cuh"
 #include "fp8jit/common/convert.cuh"
+#include "fp8jit/common/grid_dependency.cuh"
 #include "fp8jit/common/memory.cuh"
 #include "fp8jit/common/tma.cuh"
 #include "fp8jit/common/warpgroup.cuh"
@@ -583,6 +584,9 @@ struct Sm90Fp8Gemm {
       cluster::sync();
     else
       __syncthreads();
+    // Everything above overlaps the previous kernel's tail under PDL; the operands, scales and D
+    // are touched only below.
+    enter_dependent_grid();
     const int rank = cta_rank();
     if (wg == kMathWGs) {  // the last warpgroup produces
       warpgroup::decrease_registers<kProducerRegs>();

@@ -2,6 +2,7 @@
 // Each thread converts UNROLL segments of VEC codes; all loads are issued before any store.
 #pragma once
 
+#include "fp8jit/common/grid_dependency.cuh"
 #include "fp8jit/quant/params.cuh"
 #include "fp8jit/quant/vec_io.cuh"
 

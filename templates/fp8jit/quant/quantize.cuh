@@ -11,6 +11,7 @@
 
 #include "fp8jit/common/reduce.cuh"
 #include "fp8jit/common/scale.cuh"
+#include "fp8jit/common/grid_dependency.cuh"
 #include "fp8jit/quant/params.cuh"
 #include "fp8jit/quant/vec_io.cuh"
 
