@@ -57,8 +57,12 @@ def cache_stats() -> dict:
     """The runtime's kernel-cache counters."""
 
 def reset_cache_stats() -> None: ...
-def set_pdl(enabled: bool) -> None: ...
-def pdl() -> bool: ...
+
+def set_pdl(enabled: bool) -> None:
+    """Programmatic dependent launch for later launches."""
+
+def pdl() -> bool:
+    """Whether programmatic dependent launch is on."""
 
 def quantize(x: int, input: str, m: int, k: int, ldx: int, q: int, format: str, ldq: int, scales: int, granularity: str, scale_layout: str, pow2_scale: bool, static_scale: int, qt: int, ldqt: int, scales_t: int, amax: int, stream: int, arithmetic: str = 'ieee') -> None:
     """fp8jit::Runtime::quantize on device pointers (QuantizeArgs)."""

@@ -202,7 +202,7 @@ void bind_runtime(nb::module_& m) {
   m.def("reset_cache_stats", [] { rt().reset_cache_stats(); });
   m.def(
       "set_pdl", [](bool enabled) { rt().set_pdl(enabled); }, "enabled"_a,
-      "Programmatic dependent launch for the launches that follow (RuntimeOptions::pdl).");
+      "Programmatic dependent launch for later launches.");
   m.def("pdl", [] { return rt().pdl(); }, "Whether programmatic dependent launch is on.");
 }
 
