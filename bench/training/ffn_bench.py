@@ -74,7 +74,8 @@ def six_gemms_ms(d: int, t: int) -> float:
 
 
 def kernel_split(model, x, dy) -> dict:
-    """One step's kernel time by kind (µs): fp8jit's casts, its GEMMs, everything else."""
+    """One step's kernel time by kind (µs): fp8jit's casts, its GEMMs, everything else; and under
+    "top" the five costliest kernels that are not GEMMs (name, µs, launches)."""
     from torch.profiler import ProfilerActivity, profile
 
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
@@ -83,6 +84,7 @@ def kernel_split(model, x, dy) -> dict:
         model(x).backward(dy)
         torch.cuda.synchronize()
     split = {"casts": 0.0, "gemms": 0.0, "rest": 0.0}
+    others = []
     for e in prof.key_averages():
         us = e.device_time_total if hasattr(e, "device_time_total") else e.cuda_time_total
         if us <= 0:
@@ -92,6 +94,9 @@ def kernel_split(model, x, dy) -> dict:
         name = e.key
         kind = "gemms" if name.startswith("fp8jit_gemm") else "casts" if name.startswith("fp8jit_") else "rest"
         split[kind] += us
+        if kind != "gemms":
+            others.append((name[:60], round(us, 1), e.count))
+    split["top"] = sorted(others, key=lambda o: -o[1])[:5]
     return split
 
 
@@ -146,6 +151,7 @@ def main():
             s = r[f"fp8jit_{recipe}_split_us"]
             print(f"d={r['d']} {recipe}: casts {s['casts']:.0f} us, GEMMs {s['gemms']:.0f} us, rest {s['rest']:.0f} us"
                   + (f"; compile failed: {r[f'fp8jit_{recipe}_compile_error']}" if r.get(f"fp8jit_{recipe}_compile_error") else ""))
+            print("    top non-GEMM kernels: " + "; ".join(f"{n} {us:.0f} us x{c}" for n, us, c in s.get("top", [])))
     if args.out:
         tmp = args.out + ".tmp"
         with open(tmp, "w") as f:
