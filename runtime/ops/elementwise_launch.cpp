@@ -1,5 +1,7 @@
 // Launch sequences of quantize and dequantize: parameter blocks and grids. Nothing here
 // allocates or synchronises, so a launch can be captured in a CUDA graph.
+#include <algorithm>
+
 #include "fp8jit/quant/params.cuh"
 #include "runtime/jit/driver.hpp"
 #include "runtime/ops/elementwise.hpp"
@@ -77,7 +79,10 @@ void launch(const LoadedKernel& k, const QuantizeArgs& a, CUstream stream, bool 
   if (dynamic_tensor) {
     if (!a.static_scale) {
       driver::check(cu.cuMemsetD32Async(reinterpret_cast<CUdeviceptr>(a.scales), 0, 1, stream), "cuMemsetD32Async(scales)");
-      fp8jit::launch(k.functions[0], config(stream_grid, 1, c.threads, 0, stream, pdl), args);
+      // The amax pass walks the tensor with a grid of at most what an H100/H200 holds at once
+      // (132 SMs x 2048 threads), one atomic per CTA (StreamQuantizer::amax_pass).
+      const auto amax_grid = std::min<unsigned>(stream_grid, std::max(1, 132 * 2048 / c.threads));
+      fp8jit::launch(k.functions[0], config(amax_grid, 1, c.threads, 0, stream, pdl), args);
       p.amax_out = nullptr;  // finalize copies the tensor amax
     }
     main = 1;

@@ -46,19 +46,20 @@ template <int E, int F, int G, int VEC, int THREADS, int UNROLL, bool DEEPSEEK =
   static constexpr int kTeams = THREADS / kTeam;
   static constexpr int kSegmentsPerCta = kTeams * UNROLL;
 
-  // Segment j of this thread: (row, first column), or row = -1 past the end.
-  static FP8JIT_DEVICE void locate(const QuantParams& p, int j, int& row, int& col) {
+  // Segment j of this thread in CTA-sized chunk `chunk`: (row, first column), or row = -1 past
+  // the end.
+  static FP8JIT_DEVICE void locate(const QuantParams& p, u32 chunk, int j, int& row, int& col) {
     const u32 groups = (p.K + kScaleGroup - 1) / kScaleGroup;
-    const u32 seg = blockIdx.x * kSegmentsPerCta + j * kTeams + threadIdx.x / kTeam;
+    const u32 seg = chunk * kSegmentsPerCta + j * kTeams + threadIdx.x / kTeam;
     row = seg < static_cast<u32>(p.M) * groups ? static_cast<int>(seg / groups) : -1;
     col = static_cast<int>(seg % groups) * kScaleGroup + (threadIdx.x % kTeam) * VEC;
   }
 
-  static FP8JIT_DEVICE void load(const QuantParams& p, float (&v)[UNROLL][VEC], int (&row)[UNROLL],
+  static FP8JIT_DEVICE void load(const QuantParams& p, u32 chunk, float (&v)[UNROLL][VEC], int (&row)[UNROLL],
                                  int (&col)[UNROLL]) {
 #pragma unroll
     for (int j = 0; j < UNROLL; ++j) {
-      locate(p, j, row[j], col[j]);
+      locate(p, chunk, j, row[j], col[j]);
       if (row[j] >= 0) load_elems<E, VEC>(p.x, p.ldx, row[j], col[j], p.K, p.vector_ok, v[j]);
       else
 #pragma unroll
@@ -66,22 +67,43 @@ template <int E, int F, int G, int VEC, int THREADS, int UNROLL, bool DEEPSEEK =
     }
   }
 
-  // Dynamic per-tensor scaling, pass 1: amax of everything.
+  // CTA-sized chunks of the tensor (the quantize pass's grid).
+  static FP8JIT_DEVICE u32 chunk_count(const QuantParams& p) {
+    const u32 groups = (p.K + kScaleGroup - 1) / kScaleGroup;
+    return (static_cast<u32>(p.M) * groups + kSegmentsPerCta - 1) / kSegmentsPerCta;
+  }
+
+  // Dynamic per-tensor scaling, pass 1: amax of everything. The host launches at most as many
+  // CTAs as fit on the GPU at once, each walking chunks with a stride of the grid and reducing
+  // through shared memory to one atomic: with a CTA per chunk and an atomic per warp, a 67M-element
+  // tensor made 262k atomics on one address and the pass ran at a third of the copy bandwidth.
   static FP8JIT_DEVICE void amax_pass(const QuantParams& p) {
-    float v[UNROLL][VEC];
-    int row[UNROLL], col[UNROLL];
-    load(p, v, row, col);
     float amax = 0.0f;
+    // Unrolled so that several chunks' loads are in flight per thread (a chunk may be as little
+    // as 4 elements a thread).
+#pragma unroll 4
+    for (u32 chunk = blockIdx.x, n = chunk_count(p); chunk < n; chunk += gridDim.x) {
+      float v[UNROLL][VEC];
+      int row[UNROLL], col[UNROLL];
+      load(p, chunk, v, row, col);
 #pragma unroll
-    for (int j = 0; j < UNROLL; ++j) amax = abs_max(v[j], amax);
+      for (int j = 0; j < UNROLL; ++j) amax = abs_max(v[j], amax);
+    }
     amax = group_max<kWarpSize>(amax);
-    if (threadIdx.x % kWarpSize == 0) atomic_max_nonneg(p.tensor_amax, amax);
+    __shared__ float warp_amax[THREADS / kWarpSize];
+    if (threadIdx.x % kWarpSize == 0) warp_amax[threadIdx.x / kWarpSize] = amax;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+#pragma unroll
+      for (int w = 1; w < THREADS / kWarpSize; ++w) amax = fmaxf(amax, warp_amax[w]);
+      atomic_max_nonneg(p.tensor_amax, amax);
+    }
   }
 
   static FP8JIT_DEVICE void run(const QuantParams& p) {
     float v[UNROLL][VEC];
     int row[UNROLL], col[UNROLL];
-    load(p, v, row, col);
+    load(p, blockIdx.x, v, row, col);
     ScalePair sp;
     if constexpr (G == kTensor) sp = tensor_scale<F>(p);
     float thread_amax = 0.0f;
