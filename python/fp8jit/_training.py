@@ -69,8 +69,7 @@ def _recipe(name) -> Recipe:
 
 
 # No `from __future__ import annotations` here: custom_op reads these annotations as types.
-@torch.library.custom_op("fp8jit::cast_transposed", mutates_args=())
-def cast_transposed_op(x: torch.Tensor, granularity: str, fmt: str, scale: Optional[torch.Tensor]) -> List[torch.Tensor]:
+def _cast_transposed(x: torch.Tensor, granularity: str, fmt: str, scale: Optional[torch.Tensor]) -> List[torch.Tensor]:
     """x [M, K] -> [q [M, K], s, qt [K, M], st, amax] in FP8 ``fmt``. 'tensor': one scale each (the
     same value), from x's amax or, given ``scale`` ([1] fp32), that one, with x's amax written by
     the cast ([1]; [0] without ``scale``); '1x128': per 128 along the rows of x and of x^T,
@@ -95,6 +94,9 @@ def cast_transposed_op(x: torch.Tensor, granularity: str, fmt: str, scale: Optio
     return [q, s, qt, s.clone() if granularity == "tensor" else s.t().contiguous(), empty]
 
 
+cast_transposed_op = torch.library.custom_op("fp8jit::cast_transposed", _cast_transposed, mutates_args=())
+
+
 def _col_major_scales(rows: int, k: int, device) -> torch.Tensor:
     pad = (rows + 3) // 4 * 4
     return torch.empty_strided((rows, (k + 127) // 128), (1, pad), dtype=torch.float32, device=device)
@@ -117,8 +119,19 @@ def _(x: torch.Tensor, granularity: str, fmt: str, scale: Optional[torch.Tensor]
     return [q, f32(1), qt, f32(1), amax]
 
 
+# Eager calls skip the custom ops and call their implementations: a custom op's dispatch costs
+# more host time per call than the fp8jit call itself, and a training step makes a dozen (the
+# eager FFN step at d = 2048 was host-bound). torch.compile traces the custom ops, which it needs.
 def _gemm(a, b, sa, sb, scale: str, dtype, bias=None):
+    if not torch.compiler.is_compiling():
+        return _ops.gemm(a, b, sa, sb, scale=scale, out_dtype=dtype, bias=bias)
     return torch.ops.fp8jit.gemm(a, b, sa, sb, scale, dtype, bias)
+
+
+def _cast_op(t, granularity: str, fmt: str, scale):
+    if not torch.compiler.is_compiling():
+        return _cast_transposed(t, granularity, fmt, scale)
+    return torch.ops.fp8jit.cast_transposed(t, granularity, fmt, scale)
 
 
 def _cast(t, granularity: str, fmt: str, delayed, slot: int):
@@ -126,9 +139,9 @@ def _cast(t, granularity: str, fmt: str, delayed, slot: int):
     [3], first step)), by scales[slot], its amax written to pending[slot]. The first step has no
     history yet: it scales dynamically and records the amax its scale came from."""
     if delayed is None:
-        return torch.ops.fp8jit.cast_transposed(t, granularity, fmt, None)
+        return _cast_op(t, granularity, fmt, None)
     scales, pending, first = delayed
-    out = torch.ops.fp8jit.cast_transposed(t, granularity, fmt, None if first else scales[slot:slot + 1])
+    out = _cast_op(t, granularity, fmt, None if first else scales[slot:slot + 1])
     with torch.no_grad():
         pending[slot:slot + 1].copy_(out[1] * _FP8_MAX[fmt] if first else out[4])
     return out
