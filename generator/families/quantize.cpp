@@ -93,11 +93,11 @@ std::vector<std::string> entry_points(const KernelSpec& spec) {
   return {"fp8jit_quantize"};
 }
 
-// Mirrors TileQuantizer::smem_bytes(): per-tensor scaling stages the 128x128 tile's FP8 bytes;
-// the others the 128x129 float tile, row/column reciprocals and scratch.
+// Mirrors TileQuantizer::smem_bytes(): per-tensor scaling stages the 128x128 tile's FP8 bytes
+// (rows padded to 132); the others the 128x129 float tile, row/column reciprocals and scratch.
 int dynamic_smem(const KernelSpec& spec) {
   if (strategy_of(spec) != Strategy::tile) return 0;
-  return spec.s("granularity") == "tensor" ? 128 * 128 : (128 * 129 + 2 * 128 + 32) * 4;
+  return spec.s("granularity") == "tensor" ? 128 * 132 : (128 * 129 + 2 * 128 + 32) * 4;
 }
 
 int block_threads(const KernelSpec& spec) { return static_cast<int>(spec.i("threads")); }

@@ -25,8 +25,11 @@ template <int E, int F, int G, bool TRANSPOSE, int VEC, int THREADS> struct Tile
 
   // Dynamic shared memory: the tile (bytes, or floats with per-row and per-column reciprocals and
   // reduction scratch).
+  // Staged code rows are 4 bytes longer than the tile, so that rows 16 apart (read by the two
+  // lanes writing one 32-byte sector of qt) fall in different banks.
+  static constexpr int kBytePitch = kTile + 4;
   static constexpr int smem_bytes() {
-    return kStageBytes ? kTile * kTile : (kTile * kPitch + 2 * kTile + kWarpSize) * 4;
+    return kStageBytes ? kTile * kBytePitch : (kTile * kPitch + 2 * kTile + kWarpSize) * 4;
   }
 
   static FP8JIT_DEVICE float stage(const QuantParams& p, float* tile, int r0, int c0) {
@@ -135,18 +138,20 @@ template <int E, int F, int G, bool TRANSPOSE, int VEC, int THREADS> struct Tile
       quantize_pack<F, VEC>(v, sp.inv, w);
       if (in) store_fp8<VEC>(p.q, p.ldq, r0 + r, c0 + c, p.K, p.vector_ok, w);
 #pragma unroll
-      for (int j = 0; j < VEC / 4; ++j) reinterpret_cast<u32*>(codes + r * kTile + c)[j] = w[j];
+      for (int j = 0; j < VEC / 4; ++j) reinterpret_cast<u32*>(codes + r * kBytePitch + c)[j] = w[j];
     }
     publish_amax(p, amax);
     __syncthreads();
-    // qt[c, r..r+16) from staged bytes: a warp's lanes read 32 consecutive bytes of one row.
+    // qt[c, r..r+16) from the staged codes. Lanes 2j and 2j+1 take the two 16-row halves of one
+    // 32-row run of column c, so that each store instruction writes whole 32-byte sectors of qt
+    // (16 qt rows per warp) instead of half sectors of 32 rows.
     const bool aligned = ((p.ldqt | reinterpret_cast<i64>(p.qt)) & (kTransposeBytes - 1)) == 0;
     for (int idx = threadIdx.x; idx < kTile * (kTile / kTransposeBytes); idx += THREADS) {
-      const int c = idx % kTile, r = (idx / kTile) * kTransposeBytes;
+      const int c = (idx >> 1) % kTile, r = ((idx >> 1) / kTile) * 2 * kTransposeBytes + (idx & 1) * kTransposeBytes;
       if (c0 + c >= p.K || r0 + r >= p.M) continue;
       u32 w[kTransposeBytes / 4] = {};
 #pragma unroll
-      for (int i = 0; i < kTransposeBytes; ++i) w[i / 4] |= u32(codes[(r + i) * kTile + c]) << (8 * (i % 4));
+      for (int i = 0; i < kTransposeBytes; ++i) w[i / 4] |= u32(codes[(r + i) * kBytePitch + c]) << (8 * (i % 4));
       store_transposed(p, w, c0 + c, r0 + r, aligned);
     }
   }
