@@ -45,7 +45,7 @@ QuantRun run_quantize(Runtime& rt, QuantizeArgs a, int iters, std::vector<unsign
                       std::vector<float>* s_out, const std::vector<unsigned char>& x_host) {
   const std::size_t n = static_cast<std::size_t>(a.m * a.k);
   const std::int64_t ns = scale_count(a.granularity, a.scale_layout, a.m, a.k);
-  DeviceBuffer x(x_host.size()), q(n), s(ns * 4), qt(a.qt ? n : 0), st(a.scales_t ? 4 * scale_count(Granularity::group128, a.scale_layout, a.k, a.m) : 0);
+  DeviceBuffer x(x_host.size()), q(n), s(ns * 4), qt(a.qt ? n : 0), st(a.scales_t ? 4 * scale_count(a.granularity, a.scale_layout, a.k, a.m) : 0);
   x.upload(x_host.data(), x_host.size());
   q.fill(0xA5);  // poison
   s.fill(0xFF);
@@ -97,11 +97,9 @@ QuantizeArgs quantize_args_from(const QuantOptions& o) {
   a.scale_layout = *parse_scale_layout(o.layout);
   a.pow2_scale = o.pow2;
   if (o.transpose) {
-    if (a.granularity == Granularity::row)
-      throw_invalid("--transpose", "with --granularity row",
-                    "per-row scaling has no transposed output; use tensor, 1x128 or 128x128");
     a.qt = reinterpret_cast<void*>(16);  // placeholder: replaced by a device buffer
-    if (a.granularity == Granularity::group128) a.scales_t = reinterpret_cast<float*>(16);
+    if (a.granularity == Granularity::group128 || a.granularity == Granularity::row)
+      a.scales_t = reinterpret_cast<float*>(16);
   }
   return a;
 }
@@ -228,7 +226,7 @@ void add_run_commands(CLI::App& app) {
   add_choice(q, "--granularity", qo->granularity, grans, "scale granularity");
   add_choice(q, "--layout", qo->layout, layouts, "scale layout");
   q->add_flag("--pow2", qo->pow2, "round scales up to powers of two");
-  q->add_flag("--transpose", qo->transpose, "also write the transposed output (not with --granularity row)");
+  q->add_flag("--transpose", qo->transpose, "also write the transposed output");
   q->add_option("--iters", qo->iters, "timed iterations")->check(integer_in(1, 100000))->capture_default_str();
   on_run(q, [=] { return quantize(*qo); });
 

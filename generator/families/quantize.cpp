@@ -13,8 +13,8 @@ using namespace elementwise;
 enum class Strategy { stream, row, tile };
 
 Strategy strategy_of(Granularity g, bool transpose) {
-  if (g == Granularity::row) return Strategy::row;
   if (g == Granularity::block128 || transpose) return Strategy::tile;
+  if (g == Granularity::row) return Strategy::row;
   return Strategy::stream;
 }
 
@@ -22,8 +22,11 @@ Strategy strategy_of(const KernelSpec& spec) {
   return strategy_of(granularity_param(spec), spec.i("transpose") != 0);
 }
 
+// Per-tensor scaling, and per-row scaling with a transposed output (scaled per column of x), find
+// their amaxes in a pass of their own before the cast, and turn them into scales after it.
 bool needs_amax_pass(const KernelSpec& spec) {
-  return granularity_param(spec) == Granularity::tensor;
+  const Granularity g = granularity_param(spec);
+  return g == Granularity::tensor || (g == Granularity::row && spec.i("transpose") != 0);
 }
 
 std::string check(const KernelSpec& spec) {
@@ -33,9 +36,6 @@ std::string check(const KernelSpec& spec) {
       (g != Granularity::group128 || spec.i("transpose") || spec.s("format") != "e4m3"))
     return "arithmetic = deepseek reproduces DeepSeek-V3's act_quant: granularity 1x128, format e4m3, "
            "transpose 0";
-  if (g == Granularity::row && spec.i("transpose"))
-    return "transpose = 1 is not available for per-row scaling (the transposed tensor would need "
-           "per-column scales); use tensor, 1x128 or 128x128";
   // The tile strategy reads `unroll` only in the amax pass of per-tensor scaling: other values
   // would be duplicates of unroll = 1.
   if (strategy_of(spec) == Strategy::tile && g != Granularity::tensor && spec.i("unroll") != 1)
@@ -67,12 +67,18 @@ std::string render_body(const KernelSpec& spec) {
                       e, f, g, p.transpose ? "true" : "false", c.vec, c.threads);
   const std::string head = fmt::format(
       "extern \"C\" __global__ void __launch_bounds__({})", c.threads);
-  if (needs_amax_pass(spec)) {
+  const bool per_tensor = p.granularity == Granularity::tensor;
+  if (needs_amax_pass(spec) && per_tensor) {
     out += fmt::format(
         "using AmaxPass = StreamQuantizer<{}, {}, kTensor, {}, {}, {}>;\n\n"
         "{} fp8jit_amax(const __grid_constant__ QuantParams p) {{\n"
         "  enter_dependent_grid();\n  AmaxPass::amax_pass(p);\n}}\n",
         e, f, c.vec, c.threads, c.unroll, head);
+  } else if (needs_amax_pass(spec)) {
+    out += fmt::format(
+        "\n{} fp8jit_amax(const __grid_constant__ QuantParams p) {{\n"
+        "  enter_dependent_grid();\n  Strategy::row_col_amax(p);\n}}\n",
+        head);
   }
   out += "\n";
   if (s == Strategy::tile)
@@ -84,7 +90,8 @@ std::string render_body(const KernelSpec& spec) {
   if (needs_amax_pass(spec))
     out += fmt::format(
         "\nextern \"C\" __global__ void fp8jit_finalize(const __grid_constant__ QuantParams p) {{\n"
-        "  enter_dependent_grid();\n  finalize_tensor_scale<{}>(p);\n}}\n", f);
+        "  enter_dependent_grid();\n  {}<{}>(p);\n}}\n",
+        per_tensor ? "finalize_tensor_scale" : "finalize_row_col_scales", f);
   return out;
 }
 
@@ -93,11 +100,13 @@ std::vector<std::string> entry_points(const KernelSpec& spec) {
   return {"fp8jit_quantize"};
 }
 
-// Mirrors TileQuantizer::smem_bytes(): per-tensor scaling stages the 128x128 tile's FP8 bytes
-// (rows padded to 132); the others the 128x129 float tile, row/column reciprocals and scratch.
+// Mirrors TileQuantizer::smem_bytes(): per-tensor and per-row scaling stage the 128x128 tile's FP8
+// bytes (rows padded to 132) and row/column reciprocals; the others the 128x129 float tile,
+// row/column reciprocals and scratch.
 int dynamic_smem(const KernelSpec& spec) {
   if (strategy_of(spec) != Strategy::tile) return 0;
-  return spec.s("granularity") == "tensor" ? 128 * 132 : (128 * 129 + 2 * 128 + 32) * 4;
+  const Granularity g = granularity_param(spec);
+  return g == Granularity::tensor || g == Granularity::row ? 128 * 132 + 2 * 128 * 4 : (128 * 129 + 2 * 128 + 32) * 4;
 }
 
 int block_threads(const KernelSpec& spec) { return static_cast<int>(spec.i("threads")); }

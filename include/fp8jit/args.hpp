@@ -24,10 +24,13 @@ struct QuantizeArgs {
   bool pow2_scale = false;              // round scales up to powers of two
   const float* static_scale = nullptr;  // per-tensor only: use this scale instead of the amax
   // Optional transposed output qt [k, m] (row stride ldqt). For 1x128 it is scaled by 1x128
-  // groups of the transpose (128x1 of x) into scales_t; otherwise it shares `scales`.
+  // groups of the transpose (128x1 of x) into scales_t; for per-row scaling by rows of the
+  // transpose (columns of x: torchao's rowwise recipe for weight gradients) into scales_t;
+  // otherwise it shares `scales`.
   void* qt = nullptr;
   std::int64_t ldqt = 0;
-  float* scales_t = nullptr;  // 1x128 only: scale_count(group128, scale_layout, k, m) floats
+  // 1x128: scale_count(group128, scale_layout, k, m) floats; per row: k floats.
+  float* scales_t = nullptr;
   float* amax = nullptr;      // optional: max |x| over the tensor (NaNs ignored)
   // DeepSeek-V3 kernel.py's act_quant arithmetic instead of IEEE rounding, its bytes (see
   // QuantizeProblem::deepseek_arithmetic): 1x128, E4M3, no transposed output. The host reference

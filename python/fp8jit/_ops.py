@@ -181,7 +181,8 @@ def quantize(x, format: str = "e4m3", granularity: str = "1x128", *, scale_layou
     """x [..., K] (bf16/fp16/fp32, CUDA) -> (q [..., K] FP8, scales fp32) with scales per
     ``granularity``: 'tensor', 'row', '1x128' (per 128 of a row) or '128x128'. ``pow2_scale``
     rounds scales up to powers of two; ``static_scale`` (per tensor) is used instead of the amax.
-    With ``transpose`` also (qt [K, M], scales_t); with ``return_amax`` also the amax (fp32 [1]).
+    With ``transpose`` also (qt [K, M], scales_t: per 128 of qt's rows for '1x128', per row of qt
+    [K, 1] for 'row', else ``scales``); with ``return_amax`` also the amax (fp32 [1]).
     ``arithmetic="deepseek"`` (1x128, e4m3): DeepSeek-V3 kernel.py's act_quant arithmetic, its
     bytes (amax floored at 1e-4, Triton's approximate divisions) instead of IEEE rounding."""
     T = _torch()
@@ -227,7 +228,8 @@ def quantize(x, format: str = "e4m3", granularity: str = "1x128", *, scale_layou
     qt = st = None
     if transpose:
         qt = torch.empty((k, m), dtype=qdtype, device=x.device)
-        st = _new_scales(torch, "1x128", scale_layout, k, m, x.device) if granularity == "1x128" else None
+        # 1x128 and per-row scaling scale the transpose by its own groups or rows (x's columns).
+        st = _new_scales(torch, granularity, scale_layout, k, m, x.device) if granularity in ("1x128", "row") else None
     amax = torch.empty((1,), dtype=torch.float32, device=x.device) if return_amax else None
     _launch(T, dev, _fp8jit.quantize, _ptr(x2), _dtype_name(T, x.dtype), m, k, ldx, _ptr(q), fmt, ldq, _ptr(s),
             granularity, scale_layout, pow2_scale, _ptr(static), _ptr(qt), m if qt is not None else 0, _ptr(st),

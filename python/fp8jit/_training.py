@@ -75,11 +75,10 @@ def _cast_transposed(x: torch.Tensor, granularity: str, fmt: str, scale: Optiona
     the cast ([1]; [0] without ``scale``); '1x128': per 128 along the rows of x and of x^T,
     column-major with rows padded to 4 (as the GEMM reads them by TMA); '128x128': s [ceil(M/128),
     ceil(K/128)] and st its transpose (the blocks of x^T); 'row': per row of x ([M, 1]) and per
-    row of x^T ([K, 1]), two casts (no fused transposed output exists for per-row scales)."""
+    row of x^T ([K, 1]) in one fused cast (an amax pass over rows and columns, then both outputs)."""
     empty = x.new_empty((0,), dtype=torch.float32)
     if granularity == "row":
-        q, s = _ops.quantize(x, fmt, "row")
-        qt, st = _ops.quantize(x.t().contiguous(), fmt, "row")
+        q, s, qt, st = _ops.quantize(x, fmt, "row", transpose=True)
         return [q, s, qt, st, empty]
     if granularity == "1x128":
         q, s, qt, st = _ops.quantize(x, fmt, "1x128", scale_layout="col_major_tma", transpose=True)

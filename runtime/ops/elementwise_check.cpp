@@ -60,8 +60,6 @@ QuantizeArgs normalize(const QuantizeArgs& in) {
     throw_invalid("static_scale", ptr_str(a.static_scale), "only per-tensor scaling takes a static scale");
   if (a.static_scale) require_aligned(a.static_scale, 4, "static_scale");
   if (a.amax) require_aligned(a.amax, 4, "amax");
-  if (a.granularity == Granularity::row && a.qt)
-    throw_invalid("qt", ptr_str(a.qt), "per-row scaling has no transposed output; use tensor, 1x128 or 128x128");
   if (a.qt) a.ldqt = leading_dim(a.ldqt, a.m, "ldqt");
   else if (a.ldqt != 0) throw_invalid("ldqt", std::to_string(a.ldqt), "given without qt");
   if (a.deepseek_arithmetic && (a.granularity != Granularity::group128 || a.format != Fp8Format::e4m3 || a.qt))
@@ -69,13 +67,14 @@ QuantizeArgs normalize(const QuantizeArgs& in) {
                   fmt::format("DeepSeek's act_quant arithmetic is 1x128 E4M3 without a transposed output; "
                               "here granularity {}, format {}{}",
                               to_string(a.granularity), to_string(a.format), a.qt ? ", qt given" : ""));
-  const bool wants_scales_t = a.qt && a.granularity == Granularity::group128;
+  // 1x128 and per-row scaling scale the transpose by its own groups or rows (x's columns).
+  const bool wants_scales_t = a.qt && (a.granularity == Granularity::group128 || a.granularity == Granularity::row);
   if (wants_scales_t) {
     require_ptr(a.scales_t, "scales_t");
     require_aligned(a.scales_t, 4, "scales_t");
   } else if (a.scales_t) {
     throw_invalid("scales_t", ptr_str(a.scales_t),
-                  "only 1x128 scaling with a transposed output writes scales_t (128x128 and "
+                  "only 1x128 and per-row scaling with a transposed output write scales_t (128x128 and "
                   "tensor share `scales`)");
   }
   return a;

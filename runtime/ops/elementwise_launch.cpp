@@ -50,9 +50,8 @@ dev::QuantParams quant_params(const QuantizeArgs& a, bool vector_ok) {
   scale_strides(a.granularity, a.scale_layout, scale_rows(a.granularity, a.m), ceil_div(a.k, kGroup),
                 p.scale_rs, p.scale_cs);
   p.scales_t = a.scales_t;
-  if (a.scales_t)  // 1x128 groups of the transpose [k, m]
-    scale_strides(Granularity::group128, a.scale_layout, a.k, ceil_div(a.m, kGroup), p.scale_t_rs,
-                  p.scale_t_cs);
+  if (a.scales_t)  // 1x128 groups or rows of the transpose [k, m]
+    scale_strides(a.granularity, a.scale_layout, a.k, ceil_div(a.m, kGroup), p.scale_t_rs, p.scale_t_cs);
   p.static_scale = a.static_scale;
   p.amax_out = a.amax;
   p.tensor_amax = a.scales;  // dynamic per-tensor: scales[0] holds the amax until finalize
@@ -76,6 +75,26 @@ void launch(const LoadedKernel& k, const QuantizeArgs& a, CUstream stream, bool 
   void* args[] = {&p};
   const bool dynamic_tensor = prob.granularity == Granularity::tensor;  // 3 kernels: amax, quantize, finalize
   std::size_t main = 0;
+  if (prob.granularity == Granularity::row && prob.transpose) {
+    // Rows and columns of x: their amaxes into scales and scales_t (zeroed first), the cast, then
+    // the amaxes turned into scales.
+    driver::check(cu.cuMemsetD32Async(reinterpret_cast<CUdeviceptr>(a.scales), 0, a.m, stream), "cuMemsetD32Async(scales)");
+    driver::check(cu.cuMemsetD32Async(reinterpret_cast<CUdeviceptr>(a.scales_t), 0, a.k, stream),
+                  "cuMemsetD32Async(scales_t)");
+    if (p.amax_out)
+      driver::check(cu.cuMemsetD32Async(reinterpret_cast<CUdeviceptr>(p.amax_out), 0, 1, stream), "cuMemsetD32Async(amax)");
+    const LaunchConfig tiles = config(static_cast<unsigned>(ceil_div(a.k, kGroup)),
+                                      static_cast<unsigned>(ceil_div(a.m, kGroup)), c.threads, 0, stream, pdl);
+    fp8jit::launch(k.functions[0], tiles, args);
+    LaunchConfig cast = tiles;
+    cast.smem_bytes = static_cast<unsigned>(k.smem_bytes);
+    fp8jit::launch(k.functions[1], cast, args);
+    fp8jit::launch(k.functions[2],
+                   config(static_cast<unsigned>(std::min<std::int64_t>(ceil_div(a.m + a.k, 256), 1024)), 1, 256, 0,
+                          stream, pdl),
+                   args);
+    return;
+  }
   if (dynamic_tensor) {
     if (!a.static_scale) {
       driver::check(cu.cuMemsetD32Async(reinterpret_cast<CUdeviceptr>(a.scales), 0, 1, stream), "cuMemsetD32Async(scales)");

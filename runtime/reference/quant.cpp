@@ -117,6 +117,15 @@ void quantize(const QuantizeArgs& in) {
   for (std::int64_t r = 0; r < m; ++r)
     for (std::int64_t c = 0; c < k; ++c) q[r * a.ldq + c] = fp8::from_float(x(r, c) * inv(r, c), a.format);
   if (!qt) return;
+  if (a.granularity == Granularity::row) {  // per row of the transpose: per column of x
+    const ScaleIndex st = index_for(Granularity::row, a.scale_layout, k, m);
+    for (std::int64_t c = 0; c < k; ++c) {
+      const ScalePair sp = scale_from_amax(unit_amax(0, m, c, c + 1), a.format, a.pow2_scale);
+      a.scales_t[st.at(c, 0)] = sp.scale;
+      for (std::int64_t r = 0; r < m; ++r) qt[c * a.ldqt + r] = fp8::from_float(x(r, c) * sp.inv, a.format);
+    }
+    return;
+  }
   if (a.granularity != Granularity::group128) {
     for (std::int64_t r = 0; r < m; ++r)
       for (std::int64_t c = 0; c < k; ++c) qt[c * a.ldqt + r] = q[r * a.ldq + c];

@@ -120,7 +120,7 @@ TEST(CompileTiming, ColdCompileOfOneQuantizeVariant) {
 TEST(CompileDefaults, EveryQuantizeProblem) {
   std::vector<KernelSpec> specs;
   for (const KernelSpec& p : problems_of(quantize_family())) specs.push_back(default_quantize_spec(quantize_problem_of(p)));
-  ASSERT_EQ(specs.size(), 45u);  // 42 IEEE problems + DeepSeek's act_quant arithmetic for each input type
+  ASSERT_EQ(specs.size(), 51u);  // 48 IEEE problems + DeepSeek's act_quant arithmetic for each input type
   compile_all(specs, "quantize defaults");
 }
 
@@ -208,12 +208,13 @@ TEST(CompilePtx, SixteenByteAccessesAreSingleV4Loads) {
 }
 
 // Programmatic dependent launch: every entry point of every strategy (per-tensor's three passes,
-// rows, 1x128, the tile strategy with a transposed output, dequantize) waits for the previous
+// rows, per row with a transposed output, 1x128, the tile strategy, dequantize) waits for the previous
 // grid before it touches global memory.
 TEST(CompilePtx, EveryElementwiseEntryWaitsForThePreviousGridFirst) {
   const std::pair<KernelSpec, int> cases[] = {
       {default_quantize_spec({DType::bf16, Fp8Format::e4m3, Granularity::tensor, false}), 3},
       {default_quantize_spec({DType::fp16, Fp8Format::e5m2, Granularity::row, false}), 1},
+      {default_quantize_spec({DType::bf16, Fp8Format::e4m3, Granularity::row, true}), 3},
       {default_quantize_spec({DType::bf16, Fp8Format::e4m3, Granularity::group128, false}), 1},
       {default_quantize_spec({DType::fp32, Fp8Format::e4m3, Granularity::block128, true}), 1},
       {default_dequantize_spec({Fp8Format::e4m3, DType::bf16, Granularity::block128}), 1},

@@ -44,7 +44,7 @@ std::vector<QuantCase> all_cases() {
     for (Fp8Format f : {Fp8Format::e4m3, Fp8Format::e5m2})
       for (Granularity g : {Granularity::tensor, Granularity::row, Granularity::group128, Granularity::block128})
         for (bool tr : {false, true})
-          if (!(tr && g == Granularity::row)) out.push_back({in, f, g, tr});
+          out.push_back({in, f, g, tr});
   return out;
 }
 
@@ -67,8 +67,8 @@ void check_one(const QuantCase& c, const Shape& s, int variant, unsigned seed) {
   const bool use_static = c.granularity == Granularity::tensor && variant == 2;
   const std::int64_t ns = scale_count(a.granularity, a.scale_layout, a.m, a.k);
   const std::int64_t ldqt = s.m + s.pad;
-  const std::int64_t nst = c.transpose && c.granularity == Granularity::group128
-                               ? scale_count(Granularity::group128, a.scale_layout, a.k, a.m) : 0;
+  const std::int64_t nst = c.transpose && (c.granularity == Granularity::group128 || c.granularity == Granularity::row)
+                               ? scale_count(c.granularity, a.scale_layout, a.k, a.m) : 0;
   const auto xh = random_tensor(a.m, a.ldx, a.k, a.input, seed, edge);
   DeviceMem x(xh.size()), q(a.m * a.ldq), sc(4 * ns), qt(c.transpose ? a.k * ldqt : 0), st(4 * nst),
       amax(4), stat(4);
@@ -155,7 +155,8 @@ TEST(QuantizeGpuBadInput, RejectedBeforeAnythingIsWritten) {
   b = a; b.k = -5; expect_invalid(b, "k");
   b = a; b.ldx = 100; expect_invalid(b, "ldx");
   b = a; b.x = static_cast<char*>(x.get()) + 1; expect_invalid(b, "x");
-  b = a; b.granularity = Granularity::row; b.qt = q.get(); expect_invalid(b, "qt");
+  b = a; b.granularity = Granularity::row; b.qt = q.get(); expect_invalid(b, "scales_t");  // per row: qt needs its own scales
+  b = a; b.granularity = Granularity::block128; b.qt = q.get(); b.scales_t = s.f32(); expect_invalid(b, "scales_t");
   b = a; b.static_scale = s.f32(); expect_invalid(b, "static_scale");
   const auto after = q.download();
   for (unsigned char byte : after) ASSERT_EQ(byte, kPoison);

@@ -78,8 +78,6 @@ TEST_F(CliSafety, ChoicesAndCombinations) {
   expect_refused({"tune", "--suite", "deepseek-v3", "--shapes", "x.csv"}, 2, {"--suite", "--shapes", "excludes"});
   expect_refused({"tune"}, 1, {"--suite/--shapes", "<missing>"});
   expect_refused({"bench", "--suite", "deepseek-v3", "--shapes", "x.csv"}, 2, {"excludes"});
-  expect_refused({"quantize", "--granularity", "row", "--transpose"}, 1,
-                 {"--transpose", "per-row scaling has no transposed output"});
   expect_refused({"select-gemm", "--scale", "block", "--fast-accum"}, 1, {"--fast-accum", "tensor and rowwise"});
   expect_refused({"db", "prune", "--op", "gemm"}, 2, {"--op", "requires --space-hash"});
   expect_refused({"db", "prune", "--space-hash", "abc"}, 2, {"--space-hash", "requires --op"});

@@ -195,9 +195,10 @@ TEST(CodegenEntryPoints, PerTensorHasThreePassesEachDefinedOnce) {
     if (s.family == "dequantize") want = {"fp8jit_dequantize"};
     else if (s.family == "gemm" && s.s("layout") != "dense") want = {"fp8jit_gemm"};  // grouped: no split-K
     else if (s.family == "gemm") want = {"fp8jit_gemm", "fp8jit_gemm_reduce"};  // split-K reduction second
-    else if (s.s("granularity") == "tensor") {
+    else if (s.s("granularity") == "tensor" || (s.s("granularity") == "row" && s.i("transpose"))) {
+      // Per row with a transposed output: row and column amaxes, the cast, the scales.
       want = {"fp8jit_amax", "fp8jit_quantize", "fp8jit_finalize"};
-      ++per_tensor;
+      per_tensor += s.s("granularity") == "tensor";
     } else {
       want = {"fp8jit_quantize"};
     }
@@ -252,18 +253,20 @@ TEST(CodegenSmem, OverDefaultLimitExactlyForTileStrategy) {
       ASSERT_NE(render_source(s).find("extern __shared__ __align__(1024) u8 smem[];"), std::string::npos);
       continue;
     }
-    // Per tensor: the 128x128 tile's FP8 bytes (rows padded to 132). Otherwise the 128x129 float tile, two 128-float
-    // reciprocal vectors and 32 floats of scratch, over the 48 KiB a launch gets without opting in.
-    const bool bytes = is_tile(s) && s.s("granularity") == "tensor";
+    // Per tensor and per row: the 128x128 tile's FP8 bytes (rows padded to 132) and two 128-float
+    // reciprocal vectors. Otherwise the 128x129 float tile, two 128-float reciprocal vectors and 32
+    // floats of scratch, over the 48 KiB a launch gets without opting in.
+    const bool bytes = is_tile(s) && (s.s("granularity") == "tensor" || s.s("granularity") == "row");
     ASSERT_EQ(smem > 48 * 1024, is_tile(s) && !bytes);
-    ASSERT_EQ(smem, !is_tile(s) ? 0 : bytes ? 128 * 132 : (128 * 129 + 2 * 128 + 32) * 4);
+    ASSERT_EQ(smem, !is_tile(s) ? 0 : bytes ? 128 * 132 + 2 * 128 * 4 : (128 * 129 + 2 * 128 + 32) * 4);
     if (is_tile(s)) {
       ++tiles;
       ASSERT_NE(render_source(s).find("extern __shared__ float smem[];"), std::string::npos);
     }
   }
-  // Per input x format: 128x128 (both transposes) and 1x128 transposed, unroll 1; tensor transposed, any unroll.
-  EXPECT_EQ(tiles, 3 * 2 * (3 * tile_configs() + configs_per_problem()));
+  // Per input x format: 128x128 (both transposes), 1x128 and per-row transposed, unroll 1; tensor
+  // transposed, any unroll.
+  EXPECT_EQ(tiles, 3 * 2 * (4 * tile_configs() + configs_per_problem()));
   EXPECT_GE(gemms, 400);
 }
 

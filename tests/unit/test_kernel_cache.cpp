@@ -257,7 +257,7 @@ TEST(KernelCacheRuntime, InvalidQuantizeArgsNamedBeforeDriverUse) {
        [](QuantizeArgs& a) { a.x = fake(0x10002), a.input = DType::fp32; }},
       {"invalid static_scale", [](QuantizeArgs& a) { a.static_scale = fake_f(0x500000); }},
       {"invalid scales_t", [](QuantizeArgs& a) { a.scales_t = fake_f(0x600000); }},
-      {"invalid qt", [](QuantizeArgs& a) { a.granularity = Granularity::row, a.qt = fake(0x700000); }},
+      {"invalid scales_t = nullptr", [](QuantizeArgs& a) { a.granularity = Granularity::row, a.qt = fake(0x700000); }},
       {"invalid scales_t = nullptr", [](QuantizeArgs& a) { a.qt = fake(0x700000); }},
       {"invalid ldqt = 256", [](QuantizeArgs& a) { a.ldqt = 256; }},
       {"invalid deepseek_arithmetic = true: DeepSeek's act_quant arithmetic is 1x128 E4M3 without a "

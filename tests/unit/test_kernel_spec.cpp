@@ -72,11 +72,11 @@ std::string allowed_set(const FamilyDef& f, const std::string& name) {
 }
 
 std::size_t quantize_count() {
-  // Per input x format: tensor (2 transposes), row, 1x128 with all configs; 1x128 transposed and
-  // 128x128 (2 transposes) on the tile strategy. Per input: DeepSeek's act_quant arithmetic
-  // (1x128, E4M3, no transpose) with all configs.
+  // Per input x format: tensor (2 transposes), row, 1x128 with all configs; 1x128 and row
+  // transposed and 128x128 (2 transposes) on the tile strategy. Per input: DeepSeek's act_quant
+  // arithmetic (1x128, E4M3, no transpose) with all configs.
   const FamilyDef& f = quantize_family();
-  return 3 * 2 * (4 * configs_per_problem(f) + 3 * tile_configs(f)) + 3 * configs_per_problem(f);
+  return 3 * 2 * (4 * configs_per_problem(f) + 4 * tile_configs(f)) + 3 * configs_per_problem(f);
 }
 std::size_t dequantize_count() { return 2 * 3 * 4 * configs_per_problem(dequantize_family()); }
 
@@ -301,10 +301,14 @@ TEST(KernelSpecValidation, BooleansReadAsZeroOrOne) {
 
 // ---- cross-parameter rules -----------------------------------------------------------------
 
-TEST(KernelSpecRules, RowWithTransposeRejected) {
-  KernelSpec s = with(with(quant_spec(), "granularity", std::string("row")), "transpose", std::int64_t{1});
-  expect_rejected(s, {"invalid quantize spec", "transpose = 1", "per-row"});
-  EXPECT_NO_THROW(validate_spec(with(s, "transpose", std::int64_t{0})));
+// Per row with a transposed output runs on the tile strategy (three kernels: row and column
+// amaxes, the cast, the scales), which takes unroll 1 only.
+TEST(KernelSpecRules, RowWithTransposeIsATileSpec) {
+  KernelSpec s = with(with(with(quant_spec(), "granularity", std::string("row")), "transpose", std::int64_t{1}),
+                      "unroll", std::int64_t{1});
+  EXPECT_NO_THROW(validate_spec(s));
+  EXPECT_EQ(spec_entry_points(s), (std::vector<std::string>{"fp8jit_amax", "fp8jit_quantize", "fp8jit_finalize"}));
+  expect_rejected(with(s, "unroll", std::int64_t{2}), {"invalid quantize spec", "unroll = 2", "tile strategy"});
 }
 
 TEST(KernelSpecRules, TileStrategyNeedsUnrollOne) {
@@ -368,7 +372,7 @@ TEST(KernelSpecTyped, MakeAndOfRoundTrip) {
 }
 
 TEST(KernelSpecTyped, ProblemCounts) {
-  EXPECT_EQ(quantize_problems().size(), 42u);  // 3 inputs x 2 formats x (4 granularities x 2 - row/transpose)
+  EXPECT_EQ(quantize_problems().size(), 48u);  // 3 inputs x 2 formats x 4 granularities x 2 transposes
   EXPECT_EQ(dequantize_problems().size(), 24u);
 }
 
@@ -408,7 +412,9 @@ TEST(KernelSpecTyped, DefaultsValidateAndRespectMaxVec) {
     }
     EXPECT_EQ(default_dequantize_spec(p), default_dequantize_spec(p, 16));
   }
-  invalid_message([] { (void)default_quantize_spec({DType::bf16, Fp8Format::e4m3, Granularity::row, true}); });
+  // Per row with a transposed output: the tile strategy.
+  EXPECT_EQ(spec_name(default_quantize_spec({DType::bf16, Fp8Format::e4m3, Granularity::row, true})),
+            "quant_sm90_bf16_e4m3_row_tr_v8_t256_u1");
 }
 
 TEST(KernelSpecAccessors, TypedGettersThrowNamingTheKey) {

@@ -182,5 +182,16 @@ template <int F> FP8JIT_DEVICE void finalize_tensor_scale(const QuantParams& p) 
   p.scales[0] = scale_from_amax(amax, Fp8Max<F>::value, p.pow2 != 0).scale;
 }
 
+// Per-row scaling with a transposed output, last step: `scales` (M rows) and `scales_t` (K
+// columns) held the amaxes of pass 1, read by the quantize pass; they become the scales.
+template <int F> FP8JIT_DEVICE void finalize_row_col_scales(const QuantParams& p) {
+  const bool pow2 = p.pow2 != 0;
+  for (i64 i = static_cast<i64>(blockIdx.x) * blockDim.x + threadIdx.x; i < static_cast<i64>(p.M) + p.K;
+       i += static_cast<i64>(gridDim.x) * blockDim.x) {
+    float* slot = i < p.M ? p.scales + i * p.scale_rs : p.scales_t + (i - p.M) * p.scale_t_rs;
+    *slot = scale_from_amax(*slot, Fp8Max<F>::value, pow2).scale;
+  }
+}
+
 }  // namespace dev
 }  // namespace fp8jit

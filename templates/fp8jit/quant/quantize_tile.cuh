@@ -14,15 +14,15 @@ template <int E, int F, int G, bool TRANSPOSE, int VEC, int THREADS> struct Tile
   static constexpr int kPitch = kTile + 1;
   static constexpr int kWarps = THREADS / kWarpSize;
   static constexpr int kTransposeBytes = 16;  // rows of the tile packed into one qt store
-  static_assert(G != kRow, "TileQuantizer: per-row scaling has no tile form");
   static_assert(G != kGroup128 || TRANSPOSE, "TileQuantizer: 1x128 without transpose streams");
-  // Per-tensor scaling knows its scale before the tile is read (the amax pass ran, or the scale
-  // is static), so the tile is quantized as it is loaded: q goes out straight from registers and
-  // only the FP8 bytes are staged for qt. 16 KiB of shared memory instead of 66 KiB lets four
-  // times as many CTAs overlap their loads and stores (the float-staged cast ran at 0.58 of the
-  // copy bandwidth).
-  static constexpr bool kStageBytes = G == kTensor;
-  static_assert(!kStageBytes || TRANSPOSE, "TileQuantizer: per-tensor without transpose streams");
+  // Per-tensor scaling, and per-row scaling with a transposed output (scaled per row of the
+  // transpose, i.e. per column of x), know their scales before the tile is read (an amax pass
+  // ran, or the scale is static), so the tile is quantized as it is loaded: q goes out straight
+  // from registers and only qt's FP8 codes are staged. 16 KiB of shared memory instead of 66 KiB
+  // lets four times as many CTAs overlap their loads and stores (the float-staged per-tensor cast
+  // ran at 0.58 of the copy bandwidth).
+  static constexpr bool kStageBytes = G == kTensor || G == kRow;
+  static_assert(!kStageBytes || TRANSPOSE, "TileQuantizer: per-tensor or per-row without transpose streams");
 
   // Dynamic shared memory: the tile (bytes, or floats with per-row and per-column reciprocals and
   // reduction scratch).
@@ -30,7 +30,7 @@ template <int E, int F, int G, bool TRANSPOSE, int VEC, int THREADS> struct Tile
   // lanes writing one 32-byte sector of qt) fall in different banks.
   static constexpr int kBytePitch = kTile + 4;
   static constexpr int smem_bytes() {
-    return kStageBytes ? kTile * kBytePitch : (kTile * kPitch + 2 * kTile + kWarpSize) * 4;
+    return kStageBytes ? kTile * kBytePitch + 2 * kTile * 4 : (kTile * kPitch + 2 * kTile + kWarpSize) * 4;
   }
 
   static FP8JIT_DEVICE float stage(const QuantParams& p, float* tile, int r0, int c0) {
@@ -131,10 +131,56 @@ template <int E, int F, int G, bool TRANSPOSE, int VEC, int THREADS> struct Tile
     }
   }
 
-  // Per-tensor scaling (kStageBytes): quantize while loading, q from registers, the codes staged.
+  // Per-row scaling with a transposed output, pass 1: the amax of every row of x into `scales`
+  // and of every column into `scales_t` (both zeroed by the host), by atomics: one per row and
+  // column of each tile, the columns reduced in shared memory first.
+  static FP8JIT_DEVICE void row_col_amax(const QuantParams& p) {
+    static_assert(G == kRow, "row_col_amax: per-row scaling's pass");
+    constexpr int kTeam = kTile / VEC;  // threads covering one tile row
+    static_assert(kTeam <= kWarpSize && THREADS % kTeam == 0, "row_col_amax: a row's team within a warp");
+    __shared__ float col_amax[kTile];
+    const int r0 = blockIdx.y * kTile, c0 = blockIdx.x * kTile, c = (threadIdx.x % kTeam) * VEC;
+    for (int i = threadIdx.x; i < kTile; i += THREADS) col_amax[i] = 0.0f;
+    float cmax[VEC];
+#pragma unroll
+    for (int i = 0; i < VEC; ++i) cmax[i] = 0.0f;
+    for (int r = threadIdx.x / kTeam; r < kTile; r += THREADS / kTeam) {
+      float v[VEC];
+      if (r0 + r < p.M) load_elems<E, VEC>(p.x, p.ldx, r0 + r, c0 + c, p.K, p.vector_ok, v);
+      else
+#pragma unroll
+        for (int i = 0; i < VEC; ++i) v[i] = 0.0f;
+#pragma unroll
+      for (int i = 0; i < VEC; ++i) cmax[i] = fmaxf(cmax[i], fabsf(v[i]));
+      const float rmax = group_max<kTeam>(abs_max(v, 0.0f));
+      if (threadIdx.x % kTeam == 0 && r0 + r < p.M) atomic_max_nonneg(p.scales + (r0 + r) * p.scale_rs, rmax);
+    }
+    __syncthreads();  // col_amax zeroed
+#pragma unroll
+    for (int i = 0; i < VEC; ++i) atomic_max_nonneg(col_amax + c + i, cmax[i]);
+    __syncthreads();
+    for (int i = threadIdx.x; i < kTile; i += THREADS)
+      if (c0 + i < p.K) atomic_max_nonneg(p.scales_t + (c0 + i) * p.scale_t_rs, col_amax[i]);
+  }
+
+  // kStageBytes: quantize while loading, q from registers, qt's codes staged. Per row: the
+  // reciprocals of this tile's rows and columns from the amaxes of pass 1.
   static FP8JIT_DEVICE void run_staging_bytes(const QuantParams& p, u8* codes) {
     const int r0 = blockIdx.y * kTile, c0 = blockIdx.x * kTile;
-    const ScalePair sp = tensor_scale<F>(p);
+    float* row_inv = reinterpret_cast<float*>(codes + kTile * kBytePitch);
+    float* col_inv = row_inv + kTile;
+    ScalePair sp;
+    sp.inv = 0.0f;
+    if constexpr (G == kTensor) {
+      sp = tensor_scale<F>(p);
+    } else {
+      for (int i = threadIdx.x; i < kTile; i += THREADS) {
+        const bool pow2 = p.pow2 != 0;
+        row_inv[i] = r0 + i < p.M ? scale_from_amax(p.scales[(r0 + i) * p.scale_rs], Fp8Max<F>::value, pow2).inv : 0.0f;
+        col_inv[i] = c0 + i < p.K ? scale_from_amax(p.scales_t[(c0 + i) * p.scale_t_rs], Fp8Max<F>::value, pow2).inv : 0.0f;
+      }
+      __syncthreads();
+    }
     float amax = 0.0f;
     for (int idx = threadIdx.x; idx < kTile * (kTile / VEC); idx += THREADS) {
       const int r = idx / (kTile / VEC), c = (idx % (kTile / VEC)) * VEC;
@@ -146,8 +192,9 @@ template <int E, int F, int G, bool TRANSPOSE, int VEC, int THREADS> struct Tile
         for (int i = 0; i < VEC; ++i) v[i] = 0.0f;
       amax = abs_max(v, amax);
       u32 w[VEC / 4];
-      quantize_pack<F, VEC>(v, sp.inv, w);
+      quantize_pack<F, VEC>(v, G == kTensor ? sp.inv : row_inv[r], w);
       if (in) store_fp8<VEC>(p.q, p.ldq, r0 + r, c0 + c, p.K, p.vector_ok, w);
+      if constexpr (G == kRow) quantize_pack_each<F, VEC>(v, col_inv + c, w);  // qt's codes: per column
 #pragma unroll
       for (int j = 0; j < VEC / 4; ++j) reinterpret_cast<u32*>(codes + r * kBytePitch + c)[j] = w[j];
     }

@@ -48,6 +48,18 @@ FP8JIT_DEVICE void quantize_pack(const float (&v)[VEC], float factor, u32 (&w)[V
   }
 }
 
+// As quantize_pack (IEEE), with a factor per element: FP8 codes of v[i] * factors[i].
+template <int F, int VEC>
+FP8JIT_DEVICE void quantize_pack_each(const float (&v)[VEC], const float* factors, u32 (&w)[VEC / 4]) {
+  static_assert(VEC % 4 == 0, "quantize_pack_each: VEC must be a multiple of 4");
+#pragma unroll
+  for (int i = 0; i < VEC; i += 4) {
+    const u32 lo = f32x2_to_fp8x2<F>(mul_rn(v[i], factors[i]), mul_rn(v[i + 1], factors[i + 1]));
+    const u32 hi = f32x2_to_fp8x2<F>(mul_rn(v[i + 2], factors[i + 2]), mul_rn(v[i + 3], factors[i + 3]));
+    w[i / 4] = lo | (hi << 16);
+  }
+}
+
 // Stores FP8 words at q[row, col ..), cutting at K.
 template <int VEC>
 FP8JIT_DEVICE void store_fp8(void* q, i64 ld, int row, int col, int K, bool vec_ok,
