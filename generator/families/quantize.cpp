@@ -101,12 +101,15 @@ std::vector<std::string> entry_points(const KernelSpec& spec) {
 }
 
 // Mirrors TileQuantizer::smem_bytes(): per-tensor and per-row scaling stage the 128x128 tile's FP8
-// bytes (rows padded to 132) and row/column reciprocals; the others the 128x129 float tile,
-// row/column reciprocals and scratch.
+// codes (rows padded to 132) and row/column reciprocals; 1x128 and 128x128 with 256 threads or
+// more the codes, column reciprocals and scratch; with fewer the 128x129 float tile, row/column
+// reciprocals and scratch.
 int dynamic_smem(const KernelSpec& spec) {
   if (strategy_of(spec) != Strategy::tile) return 0;
   const Granularity g = granularity_param(spec);
-  return g == Granularity::tensor || g == Granularity::row ? 128 * 132 + 2 * 128 * 4 : (128 * 129 + 2 * 128 + 32) * 4;
+  if (g == Granularity::tensor || g == Granularity::row) return 128 * 132 + 2 * 128 * 4;
+  if (spec.i("threads") >= 256) return 128 * 132 + (128 + 32) * 4;
+  return (128 * 129 + 2 * 128 + 32) * 4;
 }
 
 int block_threads(const KernelSpec& spec) { return static_cast<int>(spec.i("threads")); }

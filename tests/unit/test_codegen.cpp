@@ -253,12 +253,18 @@ TEST(CodegenSmem, OverDefaultLimitExactlyForTileStrategy) {
       ASSERT_NE(render_source(s).find("extern __shared__ __align__(1024) u8 smem[];"), std::string::npos);
       continue;
     }
-    // Per tensor and per row: the 128x128 tile's FP8 bytes (rows padded to 132) and two 128-float
-    // reciprocal vectors. Otherwise the 128x129 float tile, two 128-float reciprocal vectors and 32
-    // floats of scratch, over the 48 KiB a launch gets without opting in.
-    const bool bytes = is_tile(s) && (s.s("granularity") == "tensor" || s.s("granularity") == "row");
-    ASSERT_EQ(smem > 48 * 1024, is_tile(s) && !bytes);
-    ASSERT_EQ(smem, !is_tile(s) ? 0 : bytes ? 128 * 132 + 2 * 128 * 4 : (128 * 129 + 2 * 128 + 32) * 4);
+    // Per tensor and per row: the 128x128 tile's FP8 codes (rows padded to 132) and two 128-float
+    // reciprocal vectors; 1x128 and 128x128 with 256 threads or more (values in registers): the
+    // codes, a 128-float vector and 32 floats of scratch. Otherwise the 128x129 float tile, two
+    // 128-float reciprocal vectors and 32 floats of scratch, over the 48 KiB a launch gets without
+    // opting in.
+    const bool preset = s.s("granularity") == "tensor" || s.s("granularity") == "row";
+    const bool registers = !preset && s.i("threads") >= 256;
+    ASSERT_EQ(smem > 48 * 1024, is_tile(s) && !preset && !registers);
+    ASSERT_EQ(smem, !is_tile(s) ? 0
+                    : preset    ? 128 * 132 + 2 * 128 * 4
+                    : registers ? 128 * 132 + (128 + 32) * 4
+                                : (128 * 129 + 2 * 128 + 32) * 4);
     if (is_tile(s)) {
       ++tiles;
       ASSERT_NE(render_source(s).find("extern __shared__ float smem[];"), std::string::npos);

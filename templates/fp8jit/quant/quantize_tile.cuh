@@ -1,5 +1,6 @@
-// TileQuantizer: one CTA per 128x128 tile, staged in shared memory: as floats where the scales
-// come from the tile itself, as FP8 bytes for per-tensor scaling.
+// TileQuantizer: one CTA per 128x128 tile. The transposed output's FP8 codes are staged in shared
+// memory; the values themselves stay in registers, or, with fewer than 256 threads for a tile whose
+// scales come from the tile itself, are staged as floats.
 #pragma once
 
 #include "fp8jit/quant/quantize.cuh"
@@ -23,6 +24,11 @@ template <int E, int F, int G, bool TRANSPOSE, int VEC, int THREADS> struct Tile
   // ran at 0.58 of the copy bandwidth).
   static constexpr bool kStageBytes = G == kTensor || G == kRow;
   static_assert(!kStageBytes || TRANSPOSE, "TileQuantizer: per-tensor or per-row without transpose streams");
+  // 1x128 and 128x128 scaling take their scales from the tile itself: with 256 threads or more a
+  // thread keeps its 64 values or fewer in registers while the row, column or tile amaxes are
+  // reduced, and only qt's codes are staged (the float tile held the 1x128 transposed cast at half
+  // the copy bandwidth).
+  static constexpr bool kRegisterTile = (G == kGroup128 || G == kBlock128) && THREADS >= 256;
 
   // Dynamic shared memory: the tile (bytes, or floats with per-row and per-column reciprocals and
   // reduction scratch).
@@ -30,7 +36,9 @@ template <int E, int F, int G, bool TRANSPOSE, int VEC, int THREADS> struct Tile
   // lanes writing one 32-byte sector of qt) fall in different banks.
   static constexpr int kBytePitch = kTile + 4;
   static constexpr int smem_bytes() {
-    return kStageBytes ? kTile * kBytePitch + 2 * kTile * 4 : (kTile * kPitch + 2 * kTile + kWarpSize) * 4;
+    return kStageBytes     ? kTile * kBytePitch + 2 * kTile * 4
+           : kRegisterTile ? kTile * kBytePitch + (kTile + kWarpSize) * 4
+                           : (kTile * kPitch + 2 * kTile + kWarpSize) * 4;
   }
 
   static FP8JIT_DEVICE float stage(const QuantParams& p, float* tile, int r0, int c0) {
@@ -200,7 +208,82 @@ template <int E, int F, int G, bool TRANSPOSE, int VEC, int THREADS> struct Tile
     }
     publish_amax(p, amax);
     __syncthreads();
-    // qt[c, r..r+16) from the staged codes (transposed_slot).
+    write_staged_codes(p, codes, r0, c0);
+  }
+
+  // kRegisterTile: each thread loads its rows' VEC columns into registers; the row (1x128) or tile
+  // (128x128) amaxes by shuffles, the column amaxes (1x128 groups of qt) through shared memory;
+  // then q from registers and qt's codes staged.
+  static FP8JIT_DEVICE void run_registers(const QuantParams& p, u8* codes) {
+    constexpr int kTeam = kTile / VEC;  // threads covering one tile row
+    constexpr int kRowsPerPass = THREADS / kTeam, kPasses = kTile / kRowsPerPass;
+    static_assert(kTeam <= kWarpSize && THREADS % kTeam == 0, "run_registers: a row's team within a warp");
+    float* col = reinterpret_cast<float*>(codes + kTile * kBytePitch);  // column amaxes, then reciprocals
+    float* scratch = col + kTile;
+    const int r0 = blockIdx.y * kTile, c0 = blockIdx.x * kTile;
+    const int rt = threadIdx.x / kTeam, c = (threadIdx.x % kTeam) * VEC;
+    const bool pow2 = p.pow2 != 0;
+    for (int i = threadIdx.x; i < kTile; i += THREADS) col[i] = 0.0f;
+    float v[kPasses][VEC], cmax[VEC], amax = 0.0f;
+#pragma unroll
+    for (int i = 0; i < VEC; ++i) cmax[i] = 0.0f;
+#pragma unroll
+    for (int j = 0; j < kPasses; ++j) {
+      const int r = j * kRowsPerPass + rt;
+      if (r0 + r < p.M) load_elems<E, VEC>(p.x, p.ldx, r0 + r, c0 + c, p.K, p.vector_ok, v[j]);
+      else
+#pragma unroll
+        for (int i = 0; i < VEC; ++i) v[j][i] = 0.0f;
+      amax = abs_max(v[j], amax);
+#pragma unroll
+      for (int i = 0; i < VEC; ++i) cmax[i] = fmaxf(cmax[i], fabsf(v[j][i]));
+    }
+    publish_amax(p, amax);
+    float inv[kPasses];  // q's reciprocal per pass: its row's (1x128) or the tile's (128x128)
+    if constexpr (G == kGroup128) {
+#pragma unroll
+      for (int j = 0; j < kPasses; ++j) {
+        const int r = j * kRowsPerPass + rt;
+        const ScalePair sp = scale_from_amax(group_max<kTeam>(abs_max(v[j], 0.0f)), Fp8Max<F>::value, pow2);
+        inv[j] = sp.inv;
+        if (threadIdx.x % kTeam == 0 && r0 + r < p.M) p.scales[(r0 + r) * p.scale_rs + blockIdx.x * p.scale_cs] = sp.scale;
+      }
+      __syncthreads();  // col zeroed
+#pragma unroll
+      for (int i = 0; i < VEC; ++i) atomic_max_nonneg(col + c + i, cmax[i]);
+      __syncthreads();
+      for (int i = threadIdx.x; i < kTile; i += THREADS) {  // qt's 1x128 groups: scales out, reciprocals in
+        const ScalePair sp = scale_from_amax(col[i], Fp8Max<F>::value, pow2);
+        if (c0 + i < p.K) p.scales_t[(c0 + i) * p.scale_t_rs + blockIdx.y * p.scale_t_cs] = sp.scale;
+        col[i] = sp.inv;
+      }
+      __syncthreads();
+    } else {
+      const ScalePair sp = scale_from_amax(block_max<THREADS>(amax, scratch), Fp8Max<F>::value, pow2);
+      if (threadIdx.x == 0) p.scales[blockIdx.y * p.scale_rs + blockIdx.x * p.scale_cs] = sp.scale;
+#pragma unroll
+      for (int j = 0; j < kPasses; ++j) inv[j] = sp.inv;
+    }
+#pragma unroll
+    for (int j = 0; j < kPasses; ++j) {
+      const int r = j * kRowsPerPass + rt;
+      u32 w[VEC / 4];
+      quantize_pack<F, VEC>(v[j], inv[j], w);
+      if (r0 + r < p.M) store_fp8<VEC>(p.q, p.ldq, r0 + r, c0 + c, p.K, p.vector_ok, w);
+      if constexpr (TRANSPOSE) {
+        if constexpr (G == kGroup128) quantize_pack_each<F, VEC>(v[j], col + c, w);  // per column group
+#pragma unroll
+        for (int i = 0; i < VEC / 4; ++i) reinterpret_cast<u32*>(codes + r * kBytePitch + c)[i] = w[i];
+      }
+    }
+    if constexpr (TRANSPOSE) {
+      __syncthreads();
+      write_staged_codes(p, codes, r0, c0);
+    }
+  }
+
+  // qt[c, r..r+16) from the staged codes (transposed_slot).
+  static FP8JIT_DEVICE void write_staged_codes(const QuantParams& p, const u8* codes, int r0, int c0) {
     const bool aligned = ((p.ldqt | reinterpret_cast<i64>(p.qt)) & (kTransposeBytes - 1)) == 0;
     for (int idx = threadIdx.x; idx < kTile * (kTile / kTransposeBytes); idx += THREADS) {
       int c, r;
@@ -216,6 +299,10 @@ template <int E, int F, int G, bool TRANSPOSE, int VEC, int THREADS> struct Tile
   static FP8JIT_DEVICE void run(const QuantParams& p, float* smem) {
     if constexpr (kStageBytes) {
       run_staging_bytes(p, reinterpret_cast<u8*>(smem));
+      return;
+    }
+    if constexpr (kRegisterTile) {
+      run_registers(p, reinterpret_cast<u8*>(smem));
       return;
     }
     float* tile = smem;
