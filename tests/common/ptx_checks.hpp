@@ -13,11 +13,10 @@ namespace fp8jit::test {
 // cp.async copies always do; loads, stores, atomics and reductions unless their state space is
 // shared, param, local or const (generic addresses may be global).
 inline bool touches_global(std::string_view ins) {
-  if (ins.rfind("cp.async", 0) == 0) return ins.rfind("cp.async.bulk.commit", 0) != 0 &&
-                                            ins.rfind("cp.async.bulk.wait", 0) != 0 &&
-                                            ins.rfind("cp.async.commit", 0) != 0 &&
-                                            ins.rfind("cp.async.wait", 0) != 0 &&
-                                            ins.rfind("cp.async.mbarrier", 0) != 0;
+  if (ins.rfind("cp.async", 0) == 0)
+    return ins.rfind("cp.async.bulk.commit", 0) != 0 && ins.rfind("cp.async.bulk.wait", 0) != 0 &&
+           ins.rfind("cp.async.commit", 0) != 0 && ins.rfind("cp.async.wait", 0) != 0 &&
+           ins.rfind("cp.async.mbarrier", 0) != 0;
   for (const char* op : {"ld.", "st.", "atom.", "red."})
     if (ins.rfind(op, 0) == 0) {
       for (const char* space : {".shared", ".param", ".local", ".const"})

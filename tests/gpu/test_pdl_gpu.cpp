@@ -110,7 +110,8 @@ RuntimeOptions options_with(bool pdl, SplitSum sum = SplitSum::cluster) {
 class PdlGpu : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (gpu_unavailable_reason().empty()) ASSERT_EQ(cudaSuccess, cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    if (gpu_unavailable_reason().empty())
+      ASSERT_EQ(cudaSuccess, cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   }
   void TearDown() override {
     if (stream_) cudaStreamDestroy(stream_);
@@ -133,8 +134,9 @@ TEST_F(PdlGpu, ChainsGiveTheSameBytesWithAndWithoutPdl) {
                         {{128, 7168, 2048}, ScaleMode::tensor, SplitSum::cluster},
                         {{1, 4096, 7168}, ScaleMode::tensor, SplitSum::workspace}};
   for (const Case& c : cases) {
-    const std::string what = fmt::format("{}x{}x{} {}{}", c.shape.m, c.shape.n, c.shape.k, to_string(c.mode),
-                                         c.sum == SplitSum::workspace ? ", split-K through the workspace" : "");
+    const std::string what =
+        fmt::format("{}x{}x{} {}{}", c.shape.m, c.shape.n, c.shape.k, to_string(c.mode),
+                    c.sum == SplitSum::workspace ? ", split-K through the workspace" : "");
     SCOPED_TRACE(what);
     Chain chain(c.shape, c.mode, 8);
     Runtime off(options_with(false, c.sum)), on(options_with(true, c.sum));
@@ -143,13 +145,15 @@ TEST_F(PdlGpu, ChainsGiveTheSameBytesWithAndWithoutPdl) {
     chain.run(off, stream_);
     ASSERT_EQ(cudaSuccess, cudaStreamSynchronize(stream_));
     const auto want = chain.outputs();
-    for (const auto& o : want) ASSERT_NE(std::count(o.begin(), o.end(), 0xFF), std::ptrdiff_t(o.size())) << "unwritten";
+    for (const auto& o : want)
+      ASSERT_NE(std::count(o.begin(), o.end(), 0xFF), std::ptrdiff_t(o.size())) << "unwritten";
     for (int round = 0; round < 3; ++round) {
       chain.poison();
       chain.run(on, stream_);
       ASSERT_EQ(cudaSuccess, cudaStreamSynchronize(stream_));
       const auto got = chain.outputs();
-      for (int i = 0; i < chain.layers; ++i) EXPECT_EQ(got[i], want[i]) << "layer " << i << ", round " << round;
+      for (int i = 0; i < chain.layers; ++i)
+        EXPECT_EQ(got[i], want[i]) << "layer " << i << ", round " << round;
     }
     // Switched off again at run time: launches without the attribute, the same bytes.
     on.set_pdl(false);
@@ -170,9 +174,9 @@ TEST_F(PdlGpu, LayerChainTimes) {
   ASSERT_EQ(cudaSuccess, cudaEventCreate(&t0));
   ASSERT_EQ(cudaSuccess, cudaEventCreate(&t1));
   const std::pair<GemmShape, ScaleMode> shapes[] = {
-      {{1, 7168, 2048}, ScaleMode::block},     {{64, 2112, 7168}, ScaleMode::block},
-      {{128, 7168, 2048}, ScaleMode::block},   {{128, 4096, 7168}, ScaleMode::tensor},
-      {{64, 24576, 1536}, ScaleMode::tensor},  {{4096, 7168, 2048}, ScaleMode::block}};
+      {{1, 7168, 2048}, ScaleMode::block},    {{64, 2112, 7168}, ScaleMode::block},
+      {{128, 7168, 2048}, ScaleMode::block},  {{128, 4096, 7168}, ScaleMode::tensor},
+      {{64, 24576, 1536}, ScaleMode::tensor}, {{4096, 7168, 2048}, ScaleMode::block}};
   for (const auto& [s, mode] : shapes) {
     Chain chain(s, mode, 16);
     auto time_us = [&](Runtime& rt) {
@@ -192,9 +196,10 @@ TEST_F(PdlGpu, LayerChainTimes) {
     std::sort(t_off.begin(), t_off.end());
     std::sort(t_on.begin(), t_on.end());
     const double a = t_off[t_off.size() / 2], b = t_on[t_on.size() / 2];
-    std::printf("PDL %dx%dx%d %s: quantize + GEMM per layer %.2f us without, %.2f us with (%.3fx)\n",
-                static_cast<int>(s.m), static_cast<int>(s.n), static_cast<int>(s.k), std::string(to_string(mode)).c_str(), a, b,
-                a / b);
+    std::printf(
+        "PDL %dx%dx%d %s: quantize + GEMM per layer %.2f us without, %.2f us with (%.3fx)\n",
+        static_cast<int>(s.m), static_cast<int>(s.n), static_cast<int>(s.k),
+        std::string(to_string(mode)).c_str(), a, b, a / b);
   }
   cudaEventDestroy(t0);
   cudaEventDestroy(t1);

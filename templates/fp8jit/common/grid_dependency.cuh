@@ -12,14 +12,18 @@ namespace dev {
 
 // Blocks until every grid this one depends on has completed and its writes are visible. Must
 // precede the first global load or store of data another kernel in the stream writes or reads.
-FP8JIT_DEVICE void grid_dependency_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
+FP8JIT_DEVICE void grid_dependency_wait() {
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+}
 
 // Lets the next kernel in the stream, if launched with PDL, start its CTAs. The hardware starts
 // them only once every CTA of this grid has signalled or exited, so this grid's own CTAs are never
 // crowded out; the next kernel's CTAs take SMs as this grid frees them and wait in
 // grid_dependency_wait for its completion. Signalled right after the wait: there is no later point
 // at which signalling gains more overlap, and no point at which it is unsafe.
-FP8JIT_DEVICE void launch_dependents() { asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); }
+FP8JIT_DEVICE void launch_dependents() {
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+}
 
 // The two at a kernel's start, once its set-up that touches no global memory is done.
 FP8JIT_DEVICE void enter_dependent_grid() {

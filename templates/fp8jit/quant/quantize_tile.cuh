@@ -8,7 +8,8 @@
 namespace fp8jit {
 namespace dev {
 
-template <int E, int F, int G, bool TRANSPOSE, int VEC, int THREADS> struct TileQuantizer {
+template <int E, int F, int G, bool TRANSPOSE, int VEC, int THREADS>
+struct TileQuantizer {
   static constexpr int kTile = kScaleGroup;
   // One float of padding per row: the rows 16 apart that a warp's transposed reads take
   // (transposed_slot) fall in different banks.
@@ -23,7 +24,8 @@ template <int E, int F, int G, bool TRANSPOSE, int VEC, int THREADS> struct Tile
   // lets four times as many CTAs overlap their loads and stores (the float-staged per-tensor cast
   // ran at 0.58 of the copy bandwidth).
   static constexpr bool kStageBytes = G == kTensor || G == kRow;
-  static_assert(!kStageBytes || TRANSPOSE, "TileQuantizer: per-tensor or per-row without transpose streams");
+  static_assert(!kStageBytes || TRANSPOSE,
+                "TileQuantizer: per-tensor or per-row without transpose streams");
   // 1x128 and 128x128 scaling take their scales from the tile itself: with 256 threads or more a
   // thread keeps its 64 values or fewer in registers while the row, column or tile amaxes are
   // reduced, and only qt's codes are staged (the float tile held the 1x128 transposed cast at half
@@ -46,7 +48,8 @@ template <int E, int F, int G, bool TRANSPOSE, int VEC, int THREADS> struct Tile
     for (int idx = threadIdx.x; idx < kTile * (kTile / VEC); idx += THREADS) {
       const int r = idx / (kTile / VEC), c = (idx % (kTile / VEC)) * VEC;
       float v[VEC];
-      if (r0 + r < p.M) load_elems<E, VEC>(p.x, p.ldx, r0 + r, c0 + c, p.K, p.vector_ok, v);
+      if (r0 + r < p.M)
+        load_elems<E, VEC>(p.x, p.ldx, r0 + r, c0 + c, p.K, p.vector_ok, v);
       else
 #pragma unroll
         for (int i = 0; i < VEC; ++i) v[i] = 0.0f;
@@ -65,7 +68,8 @@ template <int E, int F, int G, bool TRANSPOSE, int VEC, int THREADS> struct Tile
     for (int r = warp; r < kTile; r += kWarps) {
       float a = 0.0f;
 #pragma unroll
-      for (int i = 0; i < kTile / kWarpSize; ++i) a = fmaxf(a, fabsf(tile[r * kPitch + lane + i * kWarpSize]));
+      for (int i = 0; i < kTile / kWarpSize; ++i)
+        a = fmaxf(a, fabsf(tile[r * kPitch + lane + i * kWarpSize]));
       const ScalePair sp = scale_from_amax(group_max<kWarpSize>(a), Fp8Max<F>::value, pow2);
       if (lane == 0) {
         row_inv[r] = sp.inv;
@@ -75,17 +79,19 @@ template <int E, int F, int G, bool TRANSPOSE, int VEC, int THREADS> struct Tile
     for (int c = warp; c < kTile; c += kWarps) {
       float a = 0.0f;
 #pragma unroll
-      for (int i = 0; i < kTile / kWarpSize; ++i) a = fmaxf(a, fabsf(tile[(lane + i * kWarpSize) * kPitch + c]));
+      for (int i = 0; i < kTile / kWarpSize; ++i)
+        a = fmaxf(a, fabsf(tile[(lane + i * kWarpSize) * kPitch + c]));
       const ScalePair sp = scale_from_amax(group_max<kWarpSize>(a), Fp8Max<F>::value, pow2);
       if (lane == 0) {
         col_inv[c] = sp.inv;
-        if (c0 + c < p.K) p.scales_t[(c0 + c) * p.scale_t_rs + blockIdx.y * p.scale_t_cs] = sp.scale;
+        if (c0 + c < p.K)
+          p.scales_t[(c0 + c) * p.scale_t_rs + blockIdx.y * p.scale_t_cs] = sp.scale;
       }
     }
   }
 
-  static FP8JIT_DEVICE void write_rows(const QuantParams& p, const float* tile, const float* row_inv,
-                                       float inv, int r0, int c0) {
+  static FP8JIT_DEVICE void write_rows(const QuantParams& p, const float* tile,
+                                       const float* row_inv, float inv, int r0, int c0) {
     for (int idx = threadIdx.x; idx < kTile * (kTile / VEC); idx += THREADS) {
       const int r = idx / (kTile / VEC), c = (idx % (kTile / VEC)) * VEC;
       if (r0 + r >= p.M) continue;
@@ -127,8 +133,9 @@ template <int E, int F, int G, bool TRANSPOSE, int VEC, int THREADS> struct Tile
   }
 
   // 16 FP8 codes of qt's row `row` from column `col` on, cut at M.
-  static FP8JIT_DEVICE void store_transposed(const QuantParams& p, const u32 (&w)[kTransposeBytes / 4], int row,
-                                             int col, bool aligned) {
+  static FP8JIT_DEVICE void store_transposed(const QuantParams& p,
+                                             const u32 (&w)[kTransposeBytes / 4], int row, int col,
+                                             bool aligned) {
     if (aligned) {
       store_fp8<kTransposeBytes>(p.qt, p.ldqt, row, col, p.M, true, w);
     } else {  // qt rows not 16-byte aligned (e.g. odd M): byte stores
@@ -145,7 +152,8 @@ template <int E, int F, int G, bool TRANSPOSE, int VEC, int THREADS> struct Tile
   static FP8JIT_DEVICE void row_col_amax(const QuantParams& p) {
     static_assert(G == kRow, "row_col_amax: per-row scaling's pass");
     constexpr int kTeam = kTile / VEC;  // threads covering one tile row
-    static_assert(kTeam <= kWarpSize && THREADS % kTeam == 0, "row_col_amax: a row's team within a warp");
+    static_assert(kTeam <= kWarpSize && THREADS % kTeam == 0,
+                  "row_col_amax: a row's team within a warp");
     __shared__ float col_amax[kTile];
     const int r0 = blockIdx.y * kTile, c0 = blockIdx.x * kTile, c = (threadIdx.x % kTeam) * VEC;
     for (int i = threadIdx.x; i < kTile; i += THREADS) col_amax[i] = 0.0f;
@@ -154,14 +162,16 @@ template <int E, int F, int G, bool TRANSPOSE, int VEC, int THREADS> struct Tile
     for (int i = 0; i < VEC; ++i) cmax[i] = 0.0f;
     for (int r = threadIdx.x / kTeam; r < kTile; r += THREADS / kTeam) {
       float v[VEC];
-      if (r0 + r < p.M) load_elems<E, VEC>(p.x, p.ldx, r0 + r, c0 + c, p.K, p.vector_ok, v);
+      if (r0 + r < p.M)
+        load_elems<E, VEC>(p.x, p.ldx, r0 + r, c0 + c, p.K, p.vector_ok, v);
       else
 #pragma unroll
         for (int i = 0; i < VEC; ++i) v[i] = 0.0f;
 #pragma unroll
       for (int i = 0; i < VEC; ++i) cmax[i] = fmaxf(cmax[i], fabsf(v[i]));
       const float rmax = group_max<kTeam>(abs_max(v, 0.0f));
-      if (threadIdx.x % kTeam == 0 && r0 + r < p.M) atomic_max_nonneg(p.scales + (r0 + r) * p.scale_rs, rmax);
+      if (threadIdx.x % kTeam == 0 && r0 + r < p.M)
+        atomic_max_nonneg(p.scales + (r0 + r) * p.scale_rs, rmax);
     }
     __syncthreads();  // col_amax zeroed
 #pragma unroll
@@ -184,8 +194,14 @@ template <int E, int F, int G, bool TRANSPOSE, int VEC, int THREADS> struct Tile
     } else {
       for (int i = threadIdx.x; i < kTile; i += THREADS) {
         const bool pow2 = p.pow2 != 0;
-        row_inv[i] = r0 + i < p.M ? scale_from_amax(p.scales[(r0 + i) * p.scale_rs], Fp8Max<F>::value, pow2).inv : 0.0f;
-        col_inv[i] = c0 + i < p.K ? scale_from_amax(p.scales_t[(c0 + i) * p.scale_t_rs], Fp8Max<F>::value, pow2).inv : 0.0f;
+        row_inv[i] =
+            r0 + i < p.M
+                ? scale_from_amax(p.scales[(r0 + i) * p.scale_rs], Fp8Max<F>::value, pow2).inv
+                : 0.0f;
+        col_inv[i] =
+            c0 + i < p.K
+                ? scale_from_amax(p.scales_t[(c0 + i) * p.scale_t_rs], Fp8Max<F>::value, pow2).inv
+                : 0.0f;
       }
       __syncthreads();
     }
@@ -194,7 +210,8 @@ template <int E, int F, int G, bool TRANSPOSE, int VEC, int THREADS> struct Tile
       const int r = idx / (kTile / VEC), c = (idx % (kTile / VEC)) * VEC;
       float v[VEC];
       const bool in = r0 + r < p.M;
-      if (in) load_elems<E, VEC>(p.x, p.ldx, r0 + r, c0 + c, p.K, p.vector_ok, v);
+      if (in)
+        load_elems<E, VEC>(p.x, p.ldx, r0 + r, c0 + c, p.K, p.vector_ok, v);
       else
 #pragma unroll
         for (int i = 0; i < VEC; ++i) v[i] = 0.0f;
@@ -202,9 +219,11 @@ template <int E, int F, int G, bool TRANSPOSE, int VEC, int THREADS> struct Tile
       u32 w[VEC / 4];
       quantize_pack<F, VEC>(v, G == kTensor ? sp.inv : row_inv[r], w);
       if (in) store_fp8<VEC>(p.q, p.ldq, r0 + r, c0 + c, p.K, p.vector_ok, w);
-      if constexpr (G == kRow) quantize_pack_each<F, VEC>(v, col_inv + c, w);  // qt's codes: per column
+      if constexpr (G == kRow)
+        quantize_pack_each<F, VEC>(v, col_inv + c, w);  // qt's codes: per column
 #pragma unroll
-      for (int j = 0; j < VEC / 4; ++j) reinterpret_cast<u32*>(codes + r * kBytePitch + c)[j] = w[j];
+      for (int j = 0; j < VEC / 4; ++j)
+        reinterpret_cast<u32*>(codes + r * kBytePitch + c)[j] = w[j];
     }
     publish_amax(p, amax);
     __syncthreads();
@@ -217,8 +236,10 @@ template <int E, int F, int G, bool TRANSPOSE, int VEC, int THREADS> struct Tile
   static FP8JIT_DEVICE void run_registers(const QuantParams& p, u8* codes) {
     constexpr int kTeam = kTile / VEC;  // threads covering one tile row
     constexpr int kRowsPerPass = THREADS / kTeam, kPasses = kTile / kRowsPerPass;
-    static_assert(kTeam <= kWarpSize && THREADS % kTeam == 0, "run_registers: a row's team within a warp");
-    float* col = reinterpret_cast<float*>(codes + kTile * kBytePitch);  // column amaxes, then reciprocals
+    static_assert(kTeam <= kWarpSize && THREADS % kTeam == 0,
+                  "run_registers: a row's team within a warp");
+    float* col =
+        reinterpret_cast<float*>(codes + kTile * kBytePitch);  // column amaxes, then reciprocals
     float* scratch = col + kTile;
     const int r0 = blockIdx.y * kTile, c0 = blockIdx.x * kTile;
     const int rt = threadIdx.x / kTeam, c = (threadIdx.x % kTeam) * VEC;
@@ -230,7 +251,8 @@ template <int E, int F, int G, bool TRANSPOSE, int VEC, int THREADS> struct Tile
 #pragma unroll
     for (int j = 0; j < kPasses; ++j) {
       const int r = j * kRowsPerPass + rt;
-      if (r0 + r < p.M) load_elems<E, VEC>(p.x, p.ldx, r0 + r, c0 + c, p.K, p.vector_ok, v[j]);
+      if (r0 + r < p.M)
+        load_elems<E, VEC>(p.x, p.ldx, r0 + r, c0 + c, p.K, p.vector_ok, v[j]);
       else
 #pragma unroll
         for (int i = 0; i < VEC; ++i) v[j][i] = 0.0f;
@@ -244,22 +266,27 @@ template <int E, int F, int G, bool TRANSPOSE, int VEC, int THREADS> struct Tile
 #pragma unroll
       for (int j = 0; j < kPasses; ++j) {
         const int r = j * kRowsPerPass + rt;
-        const ScalePair sp = scale_from_amax(group_max<kTeam>(abs_max(v[j], 0.0f)), Fp8Max<F>::value, pow2);
+        const ScalePair sp =
+            scale_from_amax(group_max<kTeam>(abs_max(v[j], 0.0f)), Fp8Max<F>::value, pow2);
         inv[j] = sp.inv;
-        if (threadIdx.x % kTeam == 0 && r0 + r < p.M) p.scales[(r0 + r) * p.scale_rs + blockIdx.x * p.scale_cs] = sp.scale;
+        if (threadIdx.x % kTeam == 0 && r0 + r < p.M)
+          p.scales[(r0 + r) * p.scale_rs + blockIdx.x * p.scale_cs] = sp.scale;
       }
       __syncthreads();  // col zeroed
 #pragma unroll
       for (int i = 0; i < VEC; ++i) atomic_max_nonneg(col + c + i, cmax[i]);
       __syncthreads();
-      for (int i = threadIdx.x; i < kTile; i += THREADS) {  // qt's 1x128 groups: scales out, reciprocals in
+      for (int i = threadIdx.x; i < kTile;
+           i += THREADS) {  // qt's 1x128 groups: scales out, reciprocals in
         const ScalePair sp = scale_from_amax(col[i], Fp8Max<F>::value, pow2);
-        if (c0 + i < p.K) p.scales_t[(c0 + i) * p.scale_t_rs + blockIdx.y * p.scale_t_cs] = sp.scale;
+        if (c0 + i < p.K)
+          p.scales_t[(c0 + i) * p.scale_t_rs + blockIdx.y * p.scale_t_cs] = sp.scale;
         col[i] = sp.inv;
       }
       __syncthreads();
     } else {
-      const ScalePair sp = scale_from_amax(block_max<THREADS>(amax, scratch), Fp8Max<F>::value, pow2);
+      const ScalePair sp =
+          scale_from_amax(block_max<THREADS>(amax, scratch), Fp8Max<F>::value, pow2);
       if (threadIdx.x == 0) p.scales[blockIdx.y * p.scale_rs + blockIdx.x * p.scale_cs] = sp.scale;
 #pragma unroll
       for (int j = 0; j < kPasses; ++j) inv[j] = sp.inv;
@@ -271,9 +298,11 @@ template <int E, int F, int G, bool TRANSPOSE, int VEC, int THREADS> struct Tile
       quantize_pack<F, VEC>(v[j], inv[j], w);
       if (r0 + r < p.M) store_fp8<VEC>(p.q, p.ldq, r0 + r, c0 + c, p.K, p.vector_ok, w);
       if constexpr (TRANSPOSE) {
-        if constexpr (G == kGroup128) quantize_pack_each<F, VEC>(v[j], col + c, w);  // per column group
+        if constexpr (G == kGroup128)
+          quantize_pack_each<F, VEC>(v[j], col + c, w);  // per column group
 #pragma unroll
-        for (int i = 0; i < VEC / 4; ++i) reinterpret_cast<u32*>(codes + r * kBytePitch + c)[i] = w[i];
+        for (int i = 0; i < VEC / 4; ++i)
+          reinterpret_cast<u32*>(codes + r * kBytePitch + c)[i] = w[i];
       }
     }
     if constexpr (TRANSPOSE) {
@@ -283,7 +312,8 @@ template <int E, int F, int G, bool TRANSPOSE, int VEC, int THREADS> struct Tile
   }
 
   // qt[c, r..r+16) from the staged codes (transposed_slot).
-  static FP8JIT_DEVICE void write_staged_codes(const QuantParams& p, const u8* codes, int r0, int c0) {
+  static FP8JIT_DEVICE void write_staged_codes(const QuantParams& p, const u8* codes, int r0,
+                                               int c0) {
     const bool aligned = ((p.ldqt | reinterpret_cast<i64>(p.qt)) & (kTransposeBytes - 1)) == 0;
     for (int idx = threadIdx.x; idx < kTile * (kTile / kTransposeBytes); idx += THREADS) {
       int c, r;
@@ -291,7 +321,8 @@ template <int E, int F, int G, bool TRANSPOSE, int VEC, int THREADS> struct Tile
       if (c0 + c >= p.K || r0 + r >= p.M) continue;
       u32 w[kTransposeBytes / 4] = {};
 #pragma unroll
-      for (int i = 0; i < kTransposeBytes; ++i) w[i / 4] |= u32(codes[(r + i) * kBytePitch + c]) << (8 * (i % 4));
+      for (int i = 0; i < kTransposeBytes; ++i)
+        w[i / 4] |= u32(codes[(r + i) * kBytePitch + c]) << (8 * (i % 4));
       store_transposed(p, w, c0 + c, r0 + r, aligned);
     }
   }
