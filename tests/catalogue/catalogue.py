@@ -1026,11 +1026,12 @@ def gpu_commands():
         Case("gpu/bench-out-in-cwd-not-created", ["bench", "--shapes", "one.csv", "--out", "results"], GPU,
              setup=one, gpu_heavy=True),
         Case("gpu/bench-default-out-not-created", ["bench", "--shapes", "one.csv"], GPU, setup=one, gpu_heavy=True),
-        Case("gpu/demo", ["demo", "--jobs", "2"], OK, timeout=600, slow=True))
+        Case("gpu/demo", ["demo", "--jobs", "2"], OK, timeout=600, slow=True),
+        # Per row with a transposed output (qt scaled per row of the transpose).
+        Case("gpu/quantize-row-transpose", ["quantize", "--granularity", "row", "--transpose", "--m", "256", "--k",
+                                            "512", "--iters", "1"], GPU))
     # The combinations each GPU command refuses before it asks for a GPU.
-    add(Case("gpu/quantize-row-transpose", ["quantize", "--granularity", "row", "--transpose"], ERROR,
-             needles=["--transpose"]),
-        Case("gpu/gemm-e5m2-e5m2", ["gemm", "--a-format", "e5m2", "--b-format", "e5m2"], ERROR,
+    add(Case("gpu/gemm-e5m2-e5m2", ["gemm", "--a-format", "e5m2", "--b-format", "e5m2"], ERROR,
              needles=["e5m2"]),
         Case("gpu/gemm-block-fast-accum", ["gemm", "--scale", "block", "--fast-accum"], ERROR, needles=["--fast-accum"]),
         Case("gpu/gemm-group-fast-accum", ["gemm", "--scale", "group", "--fast-accum"], ERROR, needles=["--fast-accum"]),
