@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Times a config list (lab/scripts/configs.sh's format) on several build variants in one call,
+# config by config (every variant of a line back to back, the base again last), so that clock and
+# thermal drift over the call fall on all variants alike. A variant is NAME=PATCH[:VAR=VALUE,...]:
+# PATCH a lab patch applied to a copy of the tree ("-": the tree as it is), then the settings
+# that run it. Usage (repo root, on the device):
+#   OUT=... bash lab/scripts/variants.sh LIST base=- base_noreuse=-:FP8JIT_FFMA_REUSE=0 \
+#     free=lab/patches/exp_free_running.patch
+# Writes $OUT/variants.md (µs per config and variant) and the build logs.
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 1
+OUT=${OUT:-/tmp/fp8jit-variants}
+mkdir -p "$OUT"
+list=${1:?usage: bash lab/scripts/variants.sh LIST NAME=PATCH[:VAR=VALUE,...]...}
+shift
+source lab/scripts/ab_common.sh  # sqlite_args, ab_patch_tree
+rm -rf /tmp/fp8jit-variants-cache
+declare -A build envs
+pids=()
+for v in "$@"; do
+  name=${v%%=*}
+  rest=${v#*=}
+  patch=${rest%%:*}
+  envs[$name]=$([[ "$rest" == *:* ]] && echo "${rest#*:}" | tr ',' ' ')
+  if [ "$patch" = - ]; then
+    build[$name]=build-gpu
+    continue
+  fi
+  pname=$(basename "$patch" .patch)
+  build[$name]=/tmp/fp8jit-ab-build/$pname
+  [[ " ${pids_names:-} " == *" $pname "* ]] && continue  # a patch shared by two variants builds once
+  pids_names="${pids_names:-} $pname"
+  ab_patch_tree "$patch" || { echo "$pname: patch does not apply"; exit 1; }
+  rm -rf "/tmp/fp8jit-ab-build/$pname"  # a warm machine's build of an older patch of that name
+  (nice -n 5 cmake -S "/tmp/fp8jit-ab-src/$pname" -B "/tmp/fp8jit-ab-build/$pname" -DCMAKE_BUILD_TYPE=Release \
+    "${sqlite_args[@]}" && nice -n 5 cmake --build "/tmp/fp8jit-ab-build/$pname" -j8 --target fp8jit_cli) \
+    > "$OUT/$pname.build.log" 2>&1 &
+  pids+=($!)
+done
+{ cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release "${sqlite_args[@]}" &&
+  cmake --build build-gpu -j"$(nproc)" --target fp8jit_cli; } > "$OUT/base.build.log" 2>&1 ||
+  { echo "base build failed"; tail -30 "$OUT/base.build.log"; exit 1; }
+[ ${#pids[@]} -gt 0 ] && wait "${pids[@]}"
+names=()
+for v in "$@"; do names+=("${v%%=*}"); done
+names+=("${names[0]}")  # the first variant again, last: the line's drift
+header="| M | N | K | scale | config |"
+for n in "${names[@]}"; do header+=" $n |"; done
+echo "$header" | tee "$OUT/variants.md"
+echo "|$(printf ' --- |%.0s' $(seq 1 $((5 + ${#names[@]}))))" | tee -a "$OUT/variants.md"
+while read -r m n k scale config; do
+  [ -z "$m" ] || [ "${m:0:1}" = "#" ] && continue
+  args=(gemm --m "$m" --n "$n" --k "$k" --scale "$scale" --iters 30)
+  [ -n "$config" ] && args+=(--config "$config")
+  row="| $m | $n | $k | $scale | ${config:-default} |"
+  for name in "${names[@]}"; do
+    # A hung kernel (a bad variant) costs a minute, not the call.
+    line=$(timeout 90 env FP8JIT_CACHE_DIR="/tmp/fp8jit-variants-cache/$name" ${envs[$name]} "${build[$name]}/fp8jit" "${args[@]}" 2>&1 | tail -1)
+    echo "$name $m $n $k $scale ${config:-default}: $line" >> "$OUT/variants.log"
+    ms=$(sed -n 's/.*: \([0-9.]*\) ms,.*/\1/p' <<< "$line")
+    check=$(sed -n 's/.*(\(within\|ABOVE\) .*/\1/p' <<< "$line")
+    if [ -n "$ms" ]; then
+      row+=" $(awk -v ms="$ms" 'BEGIN { printf "%.1f", ms * 1000 }')$([ "$check" = within ] || echo " ($check)") |"
+    else
+      row+=" error |"
+    fi
+  done
+  echo "$row" | tee -a "$OUT/variants.md"
+done < "$list"
