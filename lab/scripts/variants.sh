@@ -6,7 +6,9 @@
 # that run it. Usage (repo root, on the device):
 #   OUT=... bash lab/scripts/variants.sh LIST base=- base_noreuse=-:FP8JIT_FFMA_REUSE=0 \
 #     free=lab/patches/exp_free_running.patch
-# Writes $OUT/variants.md (µs per config and variant) and the build logs.
+# Writes $OUT/variants.md (µs per config and variant) and the build logs. BUILD_ONLY=1 builds the
+# patched trees and stops (the tree's own build-gpu left alone: another step may be building it);
+# PREBUILT=1 then times them without building them again.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 1
 OUT=${OUT:-/tmp/fp8jit-variants}
@@ -30,6 +32,7 @@ for v in "$@"; do
   build[$name]=/tmp/fp8jit-ab-build/$pname
   [[ " ${pids_names:-} " == *" $pname "* ]] && continue  # a patch shared by two variants builds once
   pids_names="${pids_names:-} $pname"
+  [ "${PREBUILT:-0}" = 1 ] && continue
   ab_patch_tree "$patch" || { echo "$pname: patch does not apply"; exit 1; }
   rm -rf "/tmp/fp8jit-ab-build/$pname"  # a warm machine's build of an older patch of that name
   (nice -n 5 cmake -S "/tmp/fp8jit-ab-src/$pname" -B "/tmp/fp8jit-ab-build/$pname" -DCMAKE_BUILD_TYPE=Release \
@@ -37,6 +40,10 @@ for v in "$@"; do
     > "$OUT/$pname.build.log" 2>&1 &
   pids+=($!)
 done
+if [ "${BUILD_ONLY:-0}" = 1 ]; then
+  [ ${#pids[@]} -gt 0 ] && wait "${pids[@]}"
+  exit 0
+fi
 { cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release "${sqlite_args[@]}" &&
   cmake --build build-gpu -j"$(nproc)" --target fp8jit_cli; } > "$OUT/base.build.log" 2>&1 ||
   { echo "base build failed"; tail -30 "$OUT/base.build.log"; exit 1; }
