@@ -143,7 +143,11 @@ void encode_store_map(dev::GemmParams& p, const GemmGeometry& g, const GemmConfi
   const std::size_t esize = dtype_size(dtype);
   // NOTE: TMA stores need 16-byte aligned rows; other leading dimensions take direct stores.
   p.tma_store = allowed && (ldd * static_cast<std::int64_t>(esize)) % 16 == 0 && aligned16(d);
-  if (p.tma_store)
+  if (!p.tma_store) return;
+  if (g.swizzled_slab)
+    encode(&p.tma_d, tma_type(dtype), esize, d, rows, n, ldd, static_cast<int>(128 / esize), g.rows_per_wg,
+           CU_TENSOR_MAP_SWIZZLE_128B);
+  else
     encode(&p.tma_d, tma_type(dtype), esize, d, rows, n, ldd, c.block_n, g.rows_per_wg, CU_TENSOR_MAP_SWIZZLE_NONE);
 }
 

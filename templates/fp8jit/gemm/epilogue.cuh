@@ -21,11 +21,54 @@ struct TileOut {
   bool tma;
 };
 
-// kGrouped: slabs may run past their group's rows (grouped layouts' schedulers).
-template <int BLOCK_N, int kMmaM, int kRowsPerWG, int SCALE, int OUT, bool kBias, bool kGrouped>
+// kGrouped: slabs may run past their group's rows (grouped layouts' schedulers). kSwizzled: the
+// slab in 128-byte swizzled panels (GemmGeometry::swizzled_slab).
+template <int BLOCK_N, int kMmaM, int kRowsPerWG, int SCALE, int OUT, bool kBias, bool kGrouped,
+          bool kSwizzled>
 struct Sm90GemmEpilogue {
   static constexpr int kAccum = BLOCK_N / 2;
   static constexpr int S = ElemSize<OUT>::value;
+  // The slab's layout: 128-byte swizzled panels of kPanelCols columns, each kPanelBytes, or rows
+  // of BLOCK_N. Panels start on 1024 bytes (slabs do, and a panel is a multiple of 1024 bytes),
+  // so the swizzle TMA applies, 16-byte chunk c of row r at chunk c ^ (r & 7), follows from the
+  // offset within the panel.
+  static_assert(!kSwizzled || (!kGrouped && BLOCK_N * S % 128 == 0), "whole panels, dense layouts");
+  static constexpr int kPanelCols = 128 / S;
+  static constexpr int kPanels = kSwizzled ? BLOCK_N / kPanelCols : 1;
+  static constexpr int kPanelBytes = kRowsPerWG * 128;
+  // A thread's pairs of D in the slab: (r, c) its first row and column there (its other rows
+  // 8 h + 64 mm below, columns 8 j to the right). Swizzled slabs: the shared-memory address of
+  // that first pair with the swizzle of row r applied; then the pair of (mm, h, j) sits at that
+  // address with chunk bits XORed with j's chunk, plus a multiple of 128 (the thread's rows agree
+  // in r & 7). The XOR and the store are one asm statement, so that the 8 XORed addresses are not
+  // hoisted into registers that the column-halves kernels (128x256) do not have.
+  static FP8JIT_DEVICE u32 pair_base(u8* slab, int r, int c) {
+    return barrier::smem_addr(slab) + (c / kPanelCols) * kPanelBytes + r * 128 +
+           (((c % kPanelCols) * S) ^ ((r & 7) << 4));
+  }
+  static FP8JIT_DEVICE void store_pair_at(u32 base, int mm, int h, int j, const float (&x)[2]) {
+    const int col = 8 * j;  // the pair's column past the thread's first
+    const u32 flip = ((col % kPanelCols) * S) & ~15;
+    const u32 offset = (col / kPanelCols) * kPanelBytes + (64 * mm + 8 * h) * 128;
+    if constexpr (S == 4) {
+      asm volatile(
+          "{\n.reg .b32 a;\nxor.b32 a, %0, %1;\nadd.u32 a, a, %2;\nst.shared.v2.f32 [a], {%3, %4};\n}" ::
+              "r"(base), "r"(flip), "r"(offset), "f"(x[0]), "f"(x[1])
+          : "memory");
+    } else {
+      store_word_at(base, mm, h, j, f32_to_elem<OUT>(x[0]) | (f32_to_elem<OUT>(x[1]) << 16));
+    }
+  }
+  // The same for a pair of 16-bit elements packed into one word.
+  static FP8JIT_DEVICE void store_word_at(u32 base, int mm, int h, int j, u32 v) {
+    const int col = 8 * j;
+    const u32 flip = ((col % kPanelCols) * S) & ~15;
+    const u32 offset = (col / kPanelCols) * kPanelBytes + (64 * mm + 8 * h) * 128;
+    asm volatile("{\n.reg .b32 a;\nxor.b32 a, %0, %1;\nadd.u32 a, a, %2;\nst.shared.b32 [a], %3;\n}" ::
+                     "r"(base), "r"(flip), "r"(offset), "r"(v)
+                 : "memory");
+  }
+
 
   // Calls f(mm, j, h, row, col, x) for each pair of the thread's values, scaled and biased: v
   // holds them in wgmma layout, element 4j + 2h + c of slab mm being row row0 + 64 mm + 8 h,
@@ -94,8 +137,12 @@ struct Sm90GemmEpilogue {
     if (threadIdx.x % 128 == 0) {
       // A cluster partner's tile may lie wholly past the edge of D: nothing to store.
       if (kWhole || whole_slab(p, slab_y, rows_end)) {
-        if (slab_y < p.M && slab_x < p.N) tma::store_2d(&p.tma_d, slab, slab_x, slab_y);
-      } else {
+        if (slab_y < p.M)
+#pragma unroll
+          for (int i = 0; i < kPanels; ++i)
+            if (slab_x + i * kPanelCols < p.N)
+              tma::store_2d(&p.tma_d, slab + i * kPanelBytes, slab_x + i * kPanelCols, slab_y);
+      } else if constexpr (!kSwizzled) {  // swizzled slabs are dense layouts': always whole
         store_rows(p, slab, slab_y, slab_x, rows_end - slab_y);
       }
       tma::store_commit();
@@ -105,11 +152,13 @@ struct Sm90GemmEpilogue {
   static FP8JIT_DEVICE bool whole_slab(const GemmParams& p, int slab_y, int rows_end) {
     return slab_y + kRowsPerWG <= rows_end || rows_end >= p.M;
   }
-  // The slab's first `rows` rows to D by one thread: each row's columns before N by a bulk copy
-  // of whole 16-byte pieces (D's rows and the slab's are 16-byte aligned wherever slabs are
-  // used: GemmParams::tma_store), the last few elements by plain stores.
+  // The slab's first `rows` rows to D by one thread (row-major slabs: grouped layouts): each
+  // row's columns before N by a bulk copy of whole 16-byte pieces (D's rows and the slab's are
+  // 16-byte aligned wherever slabs are used: GemmParams::tma_store), the last few elements by
+  // plain stores.
   static FP8JIT_DEVICE void store_rows(const GemmParams& p, const u8* slab, int slab_y, int slab_x,
                                        int rows) {
+    static_assert(!kSwizzled, "rows go out one by one from row-major slabs only");
     const int bytes = min(BLOCK_N, p.N - slab_x) * S, whole = bytes / 16 * 16;
 #pragma unroll 1
     for (int r = 0; r < rows; ++r) {
@@ -129,9 +178,14 @@ struct Sm90GemmEpilogue {
       return;
     }
     if (o.tma) slab_acquire(wg);
-    for_each_pair(p, o, v, row0, col0, [&](int, int, int, int row, int col, const float(&x)[2]) {
+    const u32 base = kSwizzled ? pair_base(slab, row0 - slab_y, col0 - slab_x) : 0;
+    for_each_pair(p, o, v, row0, col0,
+                  [&](int mm, int j, int h, int row, int col, const float(&x)[2]) {
       if (o.tma) {
-        stage_pair(slab, row - slab_y, col - slab_x, x);  // slab coordinates
+        if constexpr (kSwizzled)
+          store_pair_at(base, mm, h, j, x);
+        else
+          stage_pair(slab, row - slab_y, col - slab_x, x);  // slab coordinates
       } else if (row < o.rows_end && col < p.N) {
         store_pair(p, row, col, x);
       }
@@ -147,9 +201,13 @@ struct Sm90GemmEpilogue {
                                        const float (&v)[kMmaM][kAccum], int row0, int col0,
                                        int slab_y, int slab_x) {
     constexpr int kOctets = BLOCK_N / 8 / kHalves;
+    const u32 base = kSwizzled ? pair_base(slab, row0 - slab_y, col0 - slab_x) : 0;
     for_each_pair<half * kOctets, (half + 1) * kOctets>(
-        p, o, v, row0, col0, [&](int, int, int, int row, int col, const float(&x)[2]) {
-          stage_pair(slab, row - slab_y, col - slab_x, x);
+        p, o, v, row0, col0, [&](int mm, int j, int h, int row, int col, const float(&x)[2]) {
+          if constexpr (kSwizzled)
+            store_pair_at(base, mm, h, j, x);
+          else
+            stage_pair(slab, row - slab_y, col - slab_x, x);
         });
   }
 
@@ -171,15 +229,19 @@ struct Sm90GemmEpilogue {
                                          const u32 (&w)[kMmaM][kPacked], int wg, int r, int c,
                                          int slab_y, int slab_x, int rows_end) {
     slab_acquire(wg);
+    const u32 base = kSwizzled ? pair_base(slab, r, c) : 0;
 #pragma unroll
     for (int mm = 0; mm < kMmaM; ++mm)
 #pragma unroll
       for (int j = 0; j < BLOCK_N / 8; ++j)
 #pragma unroll
         for (int h = 0; h < 2; ++h)
-          *reinterpret_cast<u32*>(
-              slab + (static_cast<i64>(r + mm * 64 + 8 * h) * BLOCK_N + c + 8 * j) * S) =
-              w[mm][2 * j + h];
+          if constexpr (kSwizzled)
+            store_word_at(base, mm, h, j, w[mm][2 * j + h]);
+          else
+            *reinterpret_cast<u32*>(
+                slab + (static_cast<i64>(r + mm * 64 + 8 * h) * BLOCK_N + c + 8 * j) * S) =
+                w[mm][2 * j + h];
     slab_store(p, slab, wg, slab_y, slab_x, rows_end);
   }
 

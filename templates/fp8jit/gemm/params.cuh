@@ -42,7 +42,9 @@ constexpr int kGemmIndexedAlignment = 128;
 struct GemmParams {
   TensorMap tma_a;  // A [M, K] FP8, K-major, box 128 x BLOCK_M, 128-byte swizzle
   TensorMap tma_b;  // B [N, K] FP8, K-major, box 128 x BLOCK_N
-  TensorMap tma_d;  // D [M, N], box BLOCK_N x (BLOCK_M / consumer warpgroups); used when tma_store
+  // D [M, N], box BLOCK_N x (BLOCK_M / consumer warpgroups), or with swizzled slabs
+  // (GemmGeometry::swizzled_slab) 128 bytes x that and the 128-byte swizzle; used when tma_store.
+  TensorMap tma_d;
   // Block and group scaling, where the scale layouts allow it (scale_tma): A's column-major
   // scales come in by TMA with the stage (box BLOCK_M x 1), and so do group scaling's column-major
   // scales of B (box BLOCK_N x 1); block scaling's two scales of B per stage the producer's lane 0

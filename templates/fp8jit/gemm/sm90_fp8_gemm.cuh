@@ -506,8 +506,8 @@ struct Sm90Fp8Gemm {
       return SplitSum::run(acc, scratch, tid, split, p.splits);
   }
 
-  using Epilogue =
-      Sm90GemmEpilogue<BLOCK_N, kMmaM, kRowsPerWG, SCALE, OUT, kBias, Scheduler::kGrouped>;
+  using Epilogue = Sm90GemmEpilogue<BLOCK_N, kMmaM, kRowsPerWG, SCALE, OUT, kBias,
+                                    Scheduler::kGrouped, Geometry::get().swizzled_slab>;
   // Where a warpgroup's slab of a unit's tile goes: rows of its group only, with its group's
   // scales of B; through shared memory wherever D's rows allow TMA stores (Epilogue::slab_store
   // stops at the group's end), else by direct stores that stop there.
