@@ -53,33 +53,44 @@ namespace {
 // The pipeline the default's tiles are costed with, and its depth where shared memory holds it.
 constexpr int kDefaultStages = 6;
 
-// The widest default tile: what the registers allow (GemmGeometry), in two column halves only
-// for block scaling with 128 rows: 1.04-1.06x on the 4096-row K >= 7168 shapes over 192, where
-// per-tensor scaling's 256 lost to its unchunked 208 (G18: 4096x4096x7168 block 213 -> 201 µs at
-// 256, per tensor 176 -> 187). With bias, block scaling's registers stop at 224 columns, which
-// straddle three scale blocks of B, so its widest tile is 208 there.
-int widest_default_tile(const GemmProblem& p, int block_m, std::int64_t k_blocks) {
+// The widths the cost model chooses from: multiples of 16 from 64 up to the widest default tile,
+// and that tile itself. The widest is what the registers allow (GemmGeometry), in two column
+// halves only for block scaling with 128 rows: 1.04-1.06x on the 4096-row K >= 7168 shapes over
+// 192, where per-tensor scaling's 256 lost to its unchunked 208 (G18: 4096x4096x7168 block 213 ->
+// 201 µs at 256, per tensor 176 -> 187). With bias, block scaling's registers stop at 224
+// columns, which straddle three scale blocks of B, so its widest tile is 208 there.
+std::vector<int> candidate_widths(const GemmProblem& p, int block_m, std::int64_t k_blocks) {
   const bool halves = p.scale == ScaleMode::block && block_m == 128;
-  int max_n = gemm_widest_block_n(p, block_m, halves ? 2 : 1);
-  // K of 4 blocks or fewer: the epilogue dominates; 144 columns won at 4096x32768x512 in both
-  // modes (G16; G21 with the deferred epilogue: block 183 µs against 189 for 160).
+  const int widest = gemm_widest_block_n(p, block_m, halves ? 2 : 1);
+  int max_n = widest;
+  // K of 4 blocks or fewer: the epilogue dominates, and a tile's epilogue after all its wgmmas
+  // costs more than its width gains: 144 columns won at 4096x32768x512 (G16; G21 with the
+  // deferred epilogue: block 183 µs against 189 for 160), 128x192 lost to 128x128 by 1.4-1.5x
+  // at 2048x7168, K = 256 and 512 (H100, block).
   if (k_blocks <= 4) max_n = std::min(max_n, 144);
   // K of 16 blocks or fewer without block scaling: tiles up to 168 columns defer their epilogue
   // under the next tile's wgmmas (the kernel's kDeferEpilogue), which beat wider tiles there
-  // (G21: 4096x24576x1536 per tensor 277 µs at 168 against 293 at 208).
-  if (k_blocks <= 16 && !p.fast_accum && p.scale != ScaleMode::block) max_n = std::min(max_n, 168);
-  return max_n;
-}
-
-// The width the cost model finds cheapest among multiples of 16 from 64 up to max_n, and max_n
-// itself (168, the widest deferrable tile, is a multiple of 8); ties go to the wider tile, which
-// reuses A more. Each is costed with a full pipeline and K in one range: stages and split-K
-// follow from the width chosen.
-int cheapest_width(const GemmProblem& p, int block_m, int max_n, std::int64_t m, std::int64_t n, std::int64_t k,
-                   int sm_count) {
+  // (G21: 4096x24576x1536 per tensor 277 µs at 168 against 293 at 208). Up to 160 only: 168's
+  // 336-byte rows of D are not whole 32-byte sectors, and 160 beat it (H100, per tensor,
+  // 4096x24576x1536 268.4 µs against 271.9, K = 768 164.5 against 177.3).
+  if (k_blocks <= 16 && !p.fast_accum && p.scale != ScaleMode::block) max_n = std::min(max_n, 160);
   std::vector<int> widths;
   for (int bn = 64; bn <= max_n; bn += 16) widths.push_back(bn);
   if (max_n % 16 != 0) widths.push_back(max_n);
+  // Tiles in column halves write one half under the other half's wgmmas, and their slab is
+  // conflict-free (GemmGeometry::swizzled_slab), so at short K they stay a choice: block 128x256
+  // against the 128x144 or 128x112 that the cap above gives, H100, K = 256 and 512, M 500-8192,
+  // N 2048-32768: 0.87-1.03x the time (4096x32768x512 156.7 µs against 179.2).
+  if (max_n < widest && gemm_geometry(p, GemmConfig{block_m, widest, kDefaultStages}).chunks == 2)
+    widths.push_back(widest);
+  return widths;
+}
+
+// The width the cost model finds cheapest among the candidates; ties go to the wider tile, which
+// reuses A more. Each is costed with a full pipeline and K in one range: stages and split-K
+// follow from the width chosen.
+int cheapest_width(const GemmProblem& p, int block_m, const std::vector<int>& widths, std::int64_t m,
+                   std::int64_t n, std::int64_t k, int sm_count) {
   int best_n = 0;
   double best_cost = 0;
   for (int bn : widths) {
@@ -107,8 +118,7 @@ KernelSpec default_gemm_spec(const GemmProblem& problem, std::int64_t m, std::in
                              int sm_count, int smem_bytes) {
   const int block_m = m <= 64 ? 64 : 128;
   const std::int64_t k_blocks = (k + 127) / 128;
-  const int max_n = widest_default_tile(problem, block_m, k_blocks);
-  int best_n = cheapest_width(problem, block_m, max_n, m, n, k, sm_count);
+  int best_n = cheapest_width(problem, block_m, candidate_widths(problem, block_m, k_blocks), m, n, k, sm_count);
   // Decode-sized M with one wave of wide tiles: each CTA runs one tile, whose pipeline fill and
   // epilogue nothing overlaps; two tiles per CTA of half the width overlap them (tuned: 64x96
   // and 128x96 won 1.08-1.10x over x192 at N = 24576, K = 1536; G16).

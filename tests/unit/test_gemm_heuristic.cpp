@@ -42,21 +42,34 @@ TEST(GemmHeuristic, OneWaveDecodeShapesTakeHalfWidthTiles) {
   }
 }
 
-// K of 4 blocks or fewer: at most 144 columns (G16, G21: 4096x32768x512 block 183 µs against
-// 189 at 160, per tensor 165 against 175).
+// K of 4 blocks or fewer: at most 144 columns (G16, G21: 4096x32768x512 per tensor 165 µs against
+// 175 at 160), or block scaling's 128x256 in column halves, whose slab is conflict-free (H100:
+// 156.7 µs against 179.2 at 144, 227.7 at 192); none between (128x192 lost 1.4-1.5x to 128x128 at
+// 2048x7168, K = 256 and 512). With bias block scaling's widest is 208, one chunk: capped.
 TEST(GemmHeuristic, ShortKCapsTheTileWidth) {
-  EXPECT_EQ(pick(ScaleMode::block, 4096, 32768, 512).block_n, 144);
+  EXPECT_EQ(pick(ScaleMode::block, 4096, 32768, 512).block_n, 256);
+  EXPECT_EQ(pick(ScaleMode::block, 2048, 7168, 256).block_n, 256);
+  EXPECT_EQ(pick(ScaleMode::block, 4096, 32768, 512, true).block_n, 144);
+  EXPECT_EQ(pick(ScaleMode::block, 128, 2048, 512).block_n, 64);  // 16 tiles of 128: narrow fills SMs
   EXPECT_EQ(pick(ScaleMode::tensor, 4096, 32768, 512).block_n, 144);
   EXPECT_LE(pick(ScaleMode::rowwise, 4096, 32768, 512).block_n, 144);
+  for (std::int64_t m : {500, 2048, 8192})
+    for (std::int64_t n : {2048, 7168, 32768}) {
+      const int bn = pick(ScaleMode::block, m, n, 512).block_n;
+      EXPECT_TRUE(bn <= 144 || bn == 256) << m << "x" << n << ": " << bn;
+    }
 }
 
 // K of 16 blocks or fewer without block scaling: tiles narrow enough to defer their epilogue
 // (G21: 4096x24576x1536 per tensor 277 µs at 168 against 293 at 208; 4096x7168x2048 108 at 160
-// against 110 at 176); block scaling keeps 256 (160 measured within 1 %).
+// against 110 at 176), whose rows of D are whole 32-byte sectors (168's 336 bytes are not:
+// 4096x24576x768 per tensor 177.3 µs against 164.5 at 160); block scaling keeps 256 (160
+// measured within 1 %).
 TEST(GemmHeuristic, MidKTakesDeferrableTiles) {
-  EXPECT_EQ(pick(ScaleMode::tensor, 4096, 24576, 1536).block_n, 168);
+  EXPECT_EQ(pick(ScaleMode::tensor, 4096, 24576, 1536).block_n, 160);
+  EXPECT_EQ(pick(ScaleMode::tensor, 4096, 24576, 768).block_n, 160);
   EXPECT_EQ(pick(ScaleMode::tensor, 4096, 7168, 2048).block_n, 160);
-  EXPECT_LE(pick(ScaleMode::rowwise, 4096, 7168, 2048).block_n, 168);
+  EXPECT_LE(pick(ScaleMode::rowwise, 4096, 7168, 2048).block_n, 160);
   EXPECT_EQ(pick(ScaleMode::block, 4096, 7168, 2048).block_n, 256);
   EXPECT_GT(pick(ScaleMode::tensor, 4096, 4096, 7168).block_n, 168);  // K = 7168: unchanged
 }
