@@ -42,8 +42,9 @@ TEST(GemmSpecSmem, FormulaPinned) {
 }
 
 // The epilogue's slab in 128-byte swizzled panels exactly where D's rows are whole panels wide,
-// the layout dense (grouped slabs past a group's end go out row by row from row-major rows) and
-// not one warpgroup holding 256 columns in two halves (ptxas spilt those).
+// grouped layouts included (a slab past a group's end is copied out by the warpgroup), and not
+// one warpgroup holding 256 columns in two halves nor 256-row tiles (ptxas spilt those; 256 rows
+// gained nothing).
 TEST(GemmGeometrySlab, SwizzledOnlyForDenseTilesOfWholePanels) {
   const GemmProblem block{Fp8Format::e4m3, Fp8Format::e4m3, DType::bf16, ScaleMode::block};
   const GemmProblem tensor{Fp8Format::e4m3, Fp8Format::e4m3, DType::bf16, ScaleMode::tensor};
@@ -52,14 +53,16 @@ TEST(GemmGeometrySlab, SwizzledOnlyForDenseTilesOfWholePanels) {
   grouped.layout = GemmLayout::contiguous;
   auto swizzled = [](const GemmProblem& p, const GemmConfig& c) { return gemm_geometry(p, c).swizzled_slab; };
   EXPECT_TRUE(swizzled(block, {128, 256, 3, 8}));   // 512 bytes a row: 4 panels, column halves
-  EXPECT_TRUE(swizzled(block, {256, 128, 3, 8}));
+  EXPECT_FALSE(swizzled(block, {256, 128, 3, 8}));
   EXPECT_TRUE(swizzled(tensor, {128, 192, 4, 8}));
   EXPECT_TRUE(swizzled(tensor, {64, 64, 6, 8}));     // one panel
   EXPECT_TRUE(swizzled(fp32, {128, 96, 4, 8}));      // 384 bytes: 32 FP32 columns a panel
   EXPECT_FALSE(swizzled(block, {128, 144, 5, 8}));   // 288 bytes
   EXPECT_FALSE(swizzled(tensor, {128, 208, 4, 8}));  // 416 bytes
   EXPECT_FALSE(swizzled(fp32, {128, 80, 4, 8}));     // 320 bytes
-  EXPECT_FALSE(swizzled(grouped, {128, 256, 3, 8}));
+  EXPECT_TRUE(swizzled(grouped, {128, 256, 3, 8}));
+  EXPECT_FALSE(swizzled(grouped, {128, 144, 5, 8}));
+  EXPECT_FALSE(swizzled(grouped, {256, 128, 3, 8}));
   ASSERT_EQ(gemm_geometry(block, {64, 256, 3, 8}).chunks, 2);
   EXPECT_FALSE(swizzled(block, {64, 256, 3, 8}));
   // The swizzle changes the layout inside the slab, not its size.

@@ -32,7 +32,7 @@ struct Sm90GemmEpilogue {
   // of BLOCK_N. Panels start on 1024 bytes (slabs do, and a panel is a multiple of 1024 bytes),
   // so the swizzle TMA applies, 16-byte chunk c of row r at chunk c ^ (r & 7), follows from the
   // offset within the panel.
-  static_assert(!kSwizzled || (!kGrouped && BLOCK_N * S % 128 == 0), "whole panels, dense layouts");
+  static_assert(!kSwizzled || BLOCK_N * S % 128 == 0, "whole panels");
   static constexpr int kPanelCols = 128 / S;
   static constexpr int kPanels = kSwizzled ? BLOCK_N / kPanelCols : 1;
   static constexpr int kPanelBytes = kRowsPerWG * 128;
@@ -125,26 +125,30 @@ struct Sm90GemmEpilogue {
   // Publishes the written slab to the async proxy and stores it to D (slab_y, slab_x: D
   // coordinates of its first row and column) by TMA, which clips at row M and column N. A slab
   // that runs past rows_end (its group's last row, before M: grouped layouts) goes out a row at a
-  // time up to there (store_rows): deciding per tile between TMA and direct stores from registers
-  // instead made ptxas recompute shared-memory addresses in every K block (grouped 128x256: 19 %
-  // more instructions than the dense kernel).
+  // time up to there (store_rows, copy_rows): deciding per tile between TMA and direct stores from
+  // registers instead made ptxas recompute shared-memory addresses in every K block (grouped
+  // 128x256: 19 % more instructions than the dense kernel).
   // kWhole: the caller knows the slab's rows all belong to its group (no row-by-row path).
   template <bool kWhole = !kGrouped>
   static FP8JIT_DEVICE void slab_store(const GemmParams& p, u8* slab, int wg, int slab_y,
                                        int slab_x, int rows_end) {
     tma::fence_smem_for_async();
     named_barrier_sync(1 + wg, 128);
-    if (threadIdx.x % 128 == 0) {
-      // A cluster partner's tile may lie wholly past the edge of D: nothing to store.
-      if (kWhole || whole_slab(p, slab_y, rows_end)) {
+    // Uniform across the warpgroup: every thread holds the same slab_y and rows_end.
+    if (kWhole || whole_slab(p, slab_y, rows_end)) {
+      if (threadIdx.x % 128 == 0) {
+        // A cluster partner's tile may lie wholly past the edge of D: nothing to store.
         if (slab_y < p.M)
 #pragma unroll
           for (int i = 0; i < kPanels; ++i)
             if (slab_x + i * kPanelCols < p.N)
               tma::store_2d(&p.tma_d, slab + i * kPanelBytes, slab_x + i * kPanelCols, slab_y);
-      } else if constexpr (!kSwizzled) {  // swizzled slabs are dense layouts': always whole
-        store_rows(p, slab, slab_y, slab_x, rows_end - slab_y);
+        tma::store_commit();
       }
+    } else if constexpr (kSwizzled) {
+      copy_rows(p, slab, slab_y, slab_x, rows_end - slab_y);
+    } else if (threadIdx.x % 128 == 0) {
+      store_rows(p, slab, slab_y, slab_x, rows_end - slab_y);
       tma::store_commit();
     }
   }
@@ -167,6 +171,37 @@ struct Sm90GemmEpilogue {
       if (whole > 0) tma::store_bytes(to, from, whole);
 #pragma unroll 1
       for (int b = whole; b < bytes; ++b) to[b] = from[b];
+    }
+  }
+
+  // The slab's first `rows` rows to D by the whole warpgroup (swizzled slabs of grouped layouts,
+  // whose rows are not contiguous in shared memory): 16-byte chunk c of row r sits in panel
+  // c / 8 at chunk (c % 8) ^ (r & 7); D's rows and slab_x are 16-byte aligned wherever slabs are
+  // used (GemmParams::tma_store, BLOCK_N x S a multiple of 128), so whole chunks go by 16-byte
+  // stores and only a chunk cut by column N byte by byte. The next slab_acquire's barrier orders
+  // these reads before the slab is written again.
+  static FP8JIT_DEVICE void copy_rows(const GemmParams& p, const u8* slab, int slab_y, int slab_x,
+                                      int rows) {
+    constexpr int kRowChunks = BLOCK_N * S / 16;
+    const int bytes = min(BLOCK_N, p.N - slab_x) * S;
+#pragma unroll 1
+    for (int i = threadIdx.x % 128; i < rows * kRowChunks; i += 128) {
+      const int r = i / kRowChunks, c = i % kRowChunks;
+      if (c * 16 >= bytes) continue;
+      const uint4 v = *reinterpret_cast<const uint4*>(slab + (c / 8) * kPanelBytes + r * 128 +
+                                                      (((c % 8) ^ (r & 7)) << 4));
+      u8* to = static_cast<u8*>(p.d) + (static_cast<i64>(slab_y + r) * p.ldd + slab_x) * S + c * 16;
+      if (c * 16 + 16 <= bytes) {
+        *reinterpret_cast<uint4*>(to) = v;
+      } else {  // 2 to 14 bytes (16-bit D) or 4 to 12 (FP32), by words and a last half word
+        const int rest = bytes - c * 16;
+        const u32 w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+          if (4 * k + 4 <= rest) reinterpret_cast<u32*>(to)[k] = w[k];
+          else if (4 * k + 2 == rest) reinterpret_cast<u16*>(to)[2 * k] = static_cast<u16>(w[k]);
+        }
+      }
     }
   }
 

@@ -131,10 +131,11 @@ constexpr GemmGeometry gemm_geometry(const GemmTile& t) {
   // A warp's 32-bit stores into the slab cover 8 rows; rows a multiple of 128 bytes apart put all
   // 8 on the same banks (8-way conflicts), the swizzle on 8 different ones. Measured on an H100
   // (block scaling, 128x256): 4096x24576x768 186.8 -> 155.9 µs, 4096x7168x2048 112.8 ->
-  // 102.7. Only where the tile is whole panels wide; not in grouped layouts, whose slabs past a
-  // group's end go out row by row from a row-major slab; not for 64-row tiles in column halves
-  // (one warpgroup, 256 columns), which ptxas then spills (8 bytes).
-  g.swizzled_slab = !t.grouped && (t.block_n * t.out_bytes) % 128 == 0 && !(g.math_wgs == 1 && g.chunks == 2);
+  // 102.7. Only where the tile is whole panels wide; not for 64-row tiles in column halves (one
+  // warpgroup, 256 columns), which ptxas then spills (8 bytes), nor 256-row tiles, which gained
+  // nothing (4096x4096x7168 block 187.6 -> 187.3 µs) and spilt more (grouped 12 bytes).
+  g.swizzled_slab = (t.block_n * t.out_bytes) % 128 == 0 && !(g.math_wgs == 1 && g.chunks == 2) &&
+                    t.block_m != 256;
   g.smem_bytes = t.stages * (g.stage_a + g.stage_b + 4 * g.stage_scales) + 2 * t.stages * 8 + 128 +
                  g.math_wgs * g.epi_slab + 1024;
   g.sums_splits_in_cluster = gemm_sums_splits_in_cluster(t.block_m, t.block_n, t.stages, g.cluster);
