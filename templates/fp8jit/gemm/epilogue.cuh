@@ -69,7 +69,6 @@ struct Sm90GemmEpilogue {
                  : "memory");
   }
 
-
   // Calls f(mm, j, h, row, col, x) for each pair of the thread's values, scaled and biased: v
   // holds them in wgmma layout, element 4j + 2h + c of slab mm being row row0 + 64 mm + 8 h,
   // column col0 + 8 j + c. Column pairs outermost, both row halves inside: a pair's bias (and
@@ -178,8 +177,8 @@ struct Sm90GemmEpilogue {
   // whose rows are not contiguous in shared memory): 16-byte chunk c of row r sits in panel
   // c / 8 at chunk (c % 8) ^ (r & 7); D's rows and slab_x are 16-byte aligned wherever slabs are
   // used (GemmParams::tma_store, BLOCK_N x S a multiple of 128), so whole chunks go by 16-byte
-  // stores and only a chunk cut by column N byte by byte. The next slab_acquire's barrier orders
-  // these reads before the slab is written again.
+  // stores and only a chunk cut by column N by narrower ones. The next slab_acquire's barrier
+  // orders these reads before the slab is written again.
   static FP8JIT_DEVICE void copy_rows(const GemmParams& p, const u8* slab, int slab_y, int slab_x,
                                       int rows) {
     constexpr int kRowChunks = BLOCK_N * S / 16;
