@@ -46,14 +46,16 @@ struct Sm90GemmEpilogue {
     return barrier::smem_addr(slab) + (c / kPanelCols) * kPanelBytes + r * 128 +
            (((c % kPanelCols) * S) ^ ((r & 7) << 4));
   }
+  // Pair (mm, h, j)'s address: base with `flip` XORed into its chunk bits, plus `offset`.
+  static constexpr FP8JIT_DEVICE u32 pair_flip(int j) { return ((8 * j % kPanelCols) * S) & ~15; }
+  static constexpr FP8JIT_DEVICE u32 pair_offset(int mm, int h, int j) {
+    return (8 * j / kPanelCols) * kPanelBytes + (64 * mm + 8 * h) * 128;
+  }
   static FP8JIT_DEVICE void store_pair_at(u32 base, int mm, int h, int j, const float (&x)[2]) {
-    const int col = 8 * j;  // the pair's column past the thread's first
-    const u32 flip = ((col % kPanelCols) * S) & ~15;
-    const u32 offset = (col / kPanelCols) * kPanelBytes + (64 * mm + 8 * h) * 128;
     if constexpr (S == 4) {
       asm volatile(
           "{\n.reg .b32 a;\nxor.b32 a, %0, %1;\nadd.u32 a, a, %2;\nst.shared.v2.f32 [a], {%3, %4};\n}" ::
-              "r"(base), "r"(flip), "r"(offset), "f"(x[0]), "f"(x[1])
+              "r"(base), "r"(pair_flip(j)), "r"(pair_offset(mm, h, j)), "f"(x[0]), "f"(x[1])
           : "memory");
     } else {
       store_word_at(base, mm, h, j, f32_to_elem<OUT>(x[0]) | (f32_to_elem<OUT>(x[1]) << 16));
@@ -61,11 +63,8 @@ struct Sm90GemmEpilogue {
   }
   // The same for a pair of 16-bit elements packed into one word.
   static FP8JIT_DEVICE void store_word_at(u32 base, int mm, int h, int j, u32 v) {
-    const int col = 8 * j;
-    const u32 flip = ((col % kPanelCols) * S) & ~15;
-    const u32 offset = (col / kPanelCols) * kPanelBytes + (64 * mm + 8 * h) * 128;
     asm volatile("{\n.reg .b32 a;\nxor.b32 a, %0, %1;\nadd.u32 a, a, %2;\nst.shared.b32 [a], %3;\n}" ::
-                     "r"(base), "r"(flip), "r"(offset), "r"(v)
+                     "r"(base), "r"(pair_flip(j)), "r"(pair_offset(mm, h, j)), "r"(v)
                  : "memory");
   }
 
@@ -175,10 +174,10 @@ struct Sm90GemmEpilogue {
 
   // The slab's first `rows` rows to D by the whole warpgroup (swizzled slabs of grouped layouts,
   // whose rows are not contiguous in shared memory): 16-byte chunk c of row r sits in panel
-  // c / 8 at chunk (c % 8) ^ (r & 7); D's rows and slab_x are 16-byte aligned wherever slabs are
-  // used (GemmParams::tma_store, BLOCK_N x S a multiple of 128), so whole chunks go by 16-byte
-  // stores and only a chunk cut by column N by narrower ones. The next slab_acquire's barrier
-  // orders these reads before the slab is written again.
+  // c / 8 at chunk (c % 8) ^ (r & 7), as pair_base lays it out; D's rows and slab_x are 16-byte
+  // aligned wherever slabs are used (GemmParams::tma_store, BLOCK_N x S a multiple of 128), so
+  // whole chunks go by 16-byte stores and only a chunk cut by column N by narrower ones. The next
+  // slab_acquire's barrier orders these reads before the slab is written again.
   static FP8JIT_DEVICE void copy_rows(const GemmParams& p, const u8* slab, int slab_y, int slab_x,
                                       int rows) {
     constexpr int kRowChunks = BLOCK_N * S / 16;
