@@ -21,10 +21,6 @@ struct ClusterSplitSum {
   static constexpr int kBytes = kThreads * kVals * 4;
   static constexpr int kBarrier = 5;  // 1-2: the epilogue's slabs, 3-4: the consumers' turns
 
-  // Sums the cluster's partials into rank 0's `v`; `scratch` (kBytes of this CTA's shared
-  // memory) must be free: the host launches this only with one unit per CTA, so that the stages
-  // are drained once the last wgmma is done. Every consumer thread of the cluster calls it.
-  // Returns whether this CTA holds the sum.
   // Element i of the accumulators in row-major order; i is a constant once the loops unroll, so
   // the array stays in registers.
   template <int M, int A>
@@ -32,6 +28,11 @@ struct ClusterSplitSum {
     return v[i / A][i % A];
   }
 
+  // Sums the cluster's partials into rank 0's `v`; `scratch` (kBytes of this CTA's shared
+  // memory) must be free: the host launches this only with one unit per CTA, so that the stages
+  // are drained once the last wgmma is done. Every consumer thread of the cluster calls it, then
+  // finish() before exiting, and the peers leave `scratch` alone in between. Returns whether
+  // this CTA holds the sum.
   template <int M, int A>
   static FP8JIT_DEVICE bool run(float (&v)[M][A], float* scratch, int tid, int split, int splits) {
     static_assert(M * A == kVals, "accumulator shape");
