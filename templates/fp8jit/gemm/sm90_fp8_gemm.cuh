@@ -414,6 +414,8 @@ struct Sm90Fp8Gemm {
     if constexpr (kTakeTurns)
       if (kUniformWarpgroup ? threadIdx.x < warpgroup::kThreads : wg == 0)
         named_barrier_sync(kTurnBarrier, kTurnThreads);
+    if constexpr (kCanSumSplitsInCluster)
+      if (p.split_cluster) SplitSum::finish();
     if (t_in_wg == 0) tma::store_wait_all();  // shared memory must outlive the last store
   }
 

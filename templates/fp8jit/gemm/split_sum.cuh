@@ -30,8 +30,9 @@ struct ClusterSplitSum {
 
   // Sums the cluster's partials into rank 0's `v`; `scratch` (kBytes of this CTA's shared
   // memory) must be free: the host launches this only with one unit per CTA, so that the stages
-  // are drained once the last wgmma is done. Every consumer thread of the cluster calls it.
-  // Returns whether this CTA holds the sum.
+  // are drained once the last wgmma is done. Every consumer thread of the cluster calls it, then
+  // finish() before exiting, and the peers leave `scratch` alone in between. Returns whether
+  // this CTA holds the sum.
   template <int M, int A>
   static FP8JIT_DEVICE bool run(float (&v)[M][A], float* scratch, int tid, int split, int splits) {
     static_assert(M * A == kVals, "accumulator shape");
@@ -59,9 +60,14 @@ struct ClusterSplitSum {
         }
       }
     }
-    cluster::sync();  // rank 0 has read every peer's shared memory: the peers may exit
     return split == 0;
   }
+
+  // Called by every consumer thread of the cluster after run, before it exits: the peers' partials
+  // stay alive until rank 0 has read them. Here, after rank 0's epilogue, rather than right after
+  // the reads: there the barrier's GPU-scope fence and cluster round trip stood in front of the
+  // epilogue, here they overlap the last TMA store's drain.
+  static FP8JIT_DEVICE void finish() { cluster::sync(); }
 };
 
 }  // namespace dev
