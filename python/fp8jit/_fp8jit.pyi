@@ -86,7 +86,13 @@ def tune_grouped_gemm(layout: str, groups: int, group_rows: int, a: int, a_forma
     fp8jit::Runtime::tune on device pointers (GroupedGemmArgs; D is overwritten): (candidates, best).
     """
 
-def gemm_tensors(a: object, b: object, scale_a: object, scale_b: object, out: object | None, out_dtype: object | None, scale: object, bias: object | None, fast_accum: bool, max_sms: object, stream: object | None) -> object:
+def gemm_tensors(a: object, b: object, scale_a: object, scale_b: object, *, scale: object = 'block', out_dtype: object | None = None, bias: object | None = None, fast_accum: object = False, out: object | None = None, stream: object | None = None, max_sms: object = 0) -> object:
     """
-    fp8jit.gemm's common case on torch tensors (D, or None where the checked path must take the call).
+    D [M, N] = (A [M, K] scaled) @ (B [N, K] scaled)^T (+ bias [N]), A and B FP8 with K
+    contiguous. ``scale``: 'block' (A 1x128 [M, ceil(K/128)], row-major or column-major padded to 4
+    rows; B 128x128 [ceil(N/128), ceil(K/128)]), 'tensor' (one each), 'rowwise' ([M] and [N]) or
+    'group' (1x128 both). ``out_dtype`` torch.bfloat16 (default), float16 or float32; ``out`` a
+    preallocated D; ``stream`` a torch.cuda.Stream or a raw handle (default: torch's current).
+    ``max_sms``: the most SMs the GEMM may occupy (leaving the rest to kernels beside it); 0: the
+    runtime's budget (FP8JIT_MAX_SMS), else all. Returns D.
     """

@@ -116,9 +116,9 @@ def _floats_reachable(t, shape=None, strides=None) -> int:
     else:
         column_major = False
     extent = 1 + sum((size - 1) * stride for size, stride in zip(shape, strides))
-    if column_major:
-        extent += -shape[0] % 4
-    return min(extent, t.untyped_storage().nbytes() // 4 - t.storage_offset())
+    if not column_major:
+        return extent  # torch keeps every view inside its storage
+    return min(extent + -shape[0] % 4, t.untyped_storage().nbytes() // 4 - t.storage_offset())
 
 
 def _scale_tensor(T, t, what: str, need: int, shape=None, strides=None) -> int:
@@ -340,23 +340,17 @@ def _gemm_operands(T, a, b, scale_a, scale_b, scale, out_dtype, bias, fast_accum
                     scale_a.data_ptr(), na, la, scale_b.data_ptr(), nb, lb, _ptr(bias), fast_accum, _max_sms(max_sms))
 
 
-def gemm(a, b, scale_a, scale_b, *, scale: str = "block", out_dtype: Any = None, bias: Any = None,
-         fast_accum: bool = False, out: Any = None, stream: Any = None, max_sms: int = 0):
-    """D [M, N] = (A [M, K] scaled) @ (B [N, K] scaled)^T (+ bias [N]), A and B FP8 with K
-    contiguous. ``scale``: 'block' (A 1x128 [M, ceil(K/128)], row-major or column-major padded to 4
-    rows; B 128x128 [ceil(N/128), ceil(K/128)]), 'tensor' (one each), 'rowwise' ([M] and [N]) or
-    'group' (1x128 both). ``out_dtype`` torch.bfloat16 (default), float16 or float32.
-    ``max_sms``: the most SMs the GEMM may occupy (leaving the rest to kernels beside it); 0: the
-    runtime's budget (FP8JIT_MAX_SMS), else all."""
+def _gemm_checked(a, b, scale_a, scale_b, scale, out_dtype, bias, fast_accum, out, stream, max_sms):
+    """gemm's every case, each argument checked (the binding's common case hands over the rest)."""
     T = _T or _torch()
-    # The common case read in C++ (the checks below cost more than the GEMM's launch); None where
-    # these checks must take the call, which raise the precise error.
-    d = _fp8jit.gemm_tensors(a, b, scale_a, scale_b, out, out_dtype, scale, bias, fast_accum, max_sms, stream)
-    if d is not None:
-        return d
     dev, d, args = _gemm_operands(T, a, b, scale_a, scale_b, scale, out_dtype, bias, fast_accum, out, max_sms)
     _launch(T, dev, _fp8jit.gemm, *args, _stream(T, dev, stream))
     return d
+
+
+# The binding itself (documented there): a Python function around it cost as much host time as
+# the launch. Its common case is read in C++; everything else comes back to _gemm_checked.
+gemm = _fp8jit.gemm_tensors
 
 
 class TuneResult:

@@ -1,4 +1,4 @@
-// fp8jit.gemm's common case on torch tensors, read in C++: the Python checks make ~25 torch
+// fp8jit.gemm on torch tensors, its common case read in C++: the Python checks make ~25 torch
 // queries and ~25 Python calls per GEMM (8 µs over the C++ call on an H100 host), most of it
 // interpreter overhead. This path reads each tensor once through the CPython API and accepts only
 // what fp8jit/_ops.py's checks accept, deriving the same leading dimensions, scale layouts and
@@ -136,14 +136,16 @@ std::optional<std::int64_t> floats_reachable(const Torch& T, PyObject* t, const 
   const bool column_major = v.dims == 2 && v.strides[0] == 1 && rows % 4 != 0;
   if (!column_major && contiguous(v)) return rows * cols;
   if (v.dims != 2) return std::nullopt;
-  std::int64_t extent = 1 + (rows - 1) * v.strides[0] + (cols - 1) * v.strides[1];
-  if (column_major) extent += (4 - rows % 4) % 4;
+  const std::int64_t extent = 1 + (rows - 1) * v.strides[0] + (cols - 1) * v.strides[1];
+  // torch keeps every view inside its storage, so only the padding past the last column's rows
+  // needs the storage's size (three more torch calls).
+  if (!column_major) return extent;
   PyObject* storage = PyObject_CallMethodNoArgs(t, T.s_storage);
   const auto bytes = storage ? as_int(PyObject_CallMethodNoArgs(storage, T.s_nbytes)) : std::nullopt;
   Py_XDECREF(storage);
   const auto offset = as_int(PyObject_CallMethodNoArgs(t, T.s_offset));
   if (!bytes || !offset) return PyErr_Clear(), std::nullopt;
-  return std::min(extent, *bytes / 4 - *offset);
+  return std::min(extent + (4 - rows % 4) % 4, *bytes / 4 - *offset);
 }
 
 std::optional<Fp8Format> fp8_of(const Torch& T, PyObject* dtype) {
@@ -175,10 +177,9 @@ bool scales_of(const Torch& T, PyObject* t, int device, Granularity g, std::int6
 }
 
 // fp8jit.gemm's common case; None where the checked Python path must take the call.
-nb::object gemm_tensors(nb::handle a, nb::handle b, nb::handle sa, nb::handle sb, nb::handle out,
-                        nb::handle out_dtype, nb::handle scale, nb::handle bias, bool fast_accum, nb::handle max_sms,
-                        nb::handle stream) {
-  const Torch& T = *torch_objects();
+nb::object gemm_fast(const Torch& T, nb::handle a, nb::handle b, nb::handle sa, nb::handle sb, nb::handle out,
+                     nb::handle out_dtype, nb::handle scale, nb::handle bias, bool fast_accum, nb::handle max_sms,
+                     nb::handle stream) {
   const std::optional<ScaleMode> mode =
       PyUnicode_Check(scale.ptr()) ? parse_scale_mode(PyUnicode_AsUTF8(scale.ptr())) : std::nullopt;
   if (!mode || !bias.is_none() || !PyLong_CheckExact(max_sms.ptr())) return nb::none();
@@ -245,13 +246,44 @@ nb::object gemm_tensors(nb::handle a, nb::handle b, nb::handle sa, nb::handle sb
   return d;
 }
 
+// fp8jit.gemm itself: the Python function around it cost about as much host time as the C++
+// launch (a frame, keyword handling and a second call). Whatever the common case does not take
+// goes to fp8jit._ops._gemm_checked, which checks every argument and raises the precise error.
+nb::object gemm_entry(nb::handle a, nb::handle b, nb::handle sa, nb::handle sb, nb::handle scale, nb::handle out_dtype,
+                      nb::handle bias, nb::handle fast_accum, nb::handle out, nb::handle stream, nb::handle max_sms) {
+  static const Torch* torch = nullptr;
+  if (torch == nullptr) {
+    try {
+      torch = torch_objects();
+    } catch (const nb::python_error&) {
+      // No torch: the checked path says how to get it.
+    }
+  }
+  if (torch != nullptr && (fast_accum.ptr() == Py_True || fast_accum.ptr() == Py_False)) {
+    nb::object d = gemm_fast(*torch, a, b, sa, sb, out, out_dtype, scale, bias, fast_accum.ptr() == Py_True,
+                             max_sms, stream);
+    if (!d.is_none()) return d;
+  }
+  static nb::object* checked = nullptr;  // leaked like torch_objects: lives as long as the module
+  if (checked == nullptr)
+    checked = new nb::object(nb::module_::import_("fp8jit._ops").attr("_gemm_checked"));
+  return (*checked)(a, b, sa, sb, scale, out_dtype, bias, fast_accum, out, stream, max_sms);
+}
+
 }  // namespace
 
 void bind_gemm_tensors(nb::module_& m) {
-  m.def("gemm_tensors", &gemm_tensors, nb::arg("a"), nb::arg("b"), nb::arg("scale_a"), nb::arg("scale_b"),
-        nb::arg("out").none(), nb::arg("out_dtype").none(), nb::arg("scale"), nb::arg("bias").none(),
-        nb::arg("fast_accum"), nb::arg("max_sms"), nb::arg("stream").none(),
-        "fp8jit.gemm's common case on torch tensors (D, or None where the checked path must take the call).");
+  m.def("gemm_tensors", &gemm_entry, nb::arg("a"), nb::arg("b"), nb::arg("scale_a"), nb::arg("scale_b"),
+        nb::kw_only(), nb::arg("scale") = "block", nb::arg("out_dtype").none() = nb::none(),
+        nb::arg("bias").none() = nb::none(), nb::arg("fast_accum") = false, nb::arg("out").none() = nb::none(),
+        nb::arg("stream").none() = nb::none(), nb::arg("max_sms") = 0,
+        "D [M, N] = (A [M, K] scaled) @ (B [N, K] scaled)^T (+ bias [N]), A and B FP8 with K\n"
+        "contiguous. ``scale``: 'block' (A 1x128 [M, ceil(K/128)], row-major or column-major padded to 4\n"
+        "rows; B 128x128 [ceil(N/128), ceil(K/128)]), 'tensor' (one each), 'rowwise' ([M] and [N]) or\n"
+        "'group' (1x128 both). ``out_dtype`` torch.bfloat16 (default), float16 or float32; ``out`` a\n"
+        "preallocated D; ``stream`` a torch.cuda.Stream or a raw handle (default: torch's current).\n"
+        "``max_sms``: the most SMs the GEMM may occupy (leaving the rest to kernels beside it); 0: the\n"
+        "runtime's budget (FP8JIT_MAX_SMS), else all. Returns D.");
 }
 
 }  // namespace fp8jit::python
