@@ -96,3 +96,8 @@ def gemm_tensors(a: object, b: object, scale_a: object, scale_b: object, *, scal
     ``max_sms``: the most SMs the GEMM may occupy (leaving the rest to kernels beside it); 0: the
     runtime's budget (FP8JIT_MAX_SMS), else all. Returns D.
     """
+
+def gemm_common(a: object, b: object, scale_a: object, scale_b: object, out: object | None, out_dtype: object | None, scale: object, bias: object | None, fast_accum: bool, max_sms: object, stream: object | None) -> object:
+    """
+    gemm_tensors' common case alone (D, or None where the checked path would take the call).
+    """

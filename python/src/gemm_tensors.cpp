@@ -264,10 +264,15 @@ nb::object gemm_entry(nb::handle a, nb::handle b, nb::handle sa, nb::handle sb, 
                              max_sms, stream);
     if (!d.is_none()) return d;
   }
-  static nb::object* checked = nullptr;  // leaked like torch_objects: lives as long as the module
-  if (checked == nullptr)
-    checked = new nb::object(nb::module_::import_("fp8jit._ops").attr("_gemm_checked"));
-  return (*checked)(a, b, sa, sb, scale, out_dtype, bias, fast_accum, out, stream, max_sms);
+  // Looked up per call (off the common path), so that tests can see which calls come through.
+  nb::object checked = nb::module_::import_("fp8jit._ops").attr("_gemm_checked");
+  return checked(a, b, sa, sb, scale, out_dtype, bias, fast_accum, out, stream, max_sms);
+}
+
+// The common case alone, for the tests: D, or None where gemm_tensors would hand over the call.
+nb::object gemm_common(nb::handle a, nb::handle b, nb::handle sa, nb::handle sb, nb::handle out, nb::handle out_dtype,
+                       nb::handle scale, nb::handle bias, bool fast_accum, nb::handle max_sms, nb::handle stream) {
+  return gemm_fast(*torch_objects(), a, b, sa, sb, out, out_dtype, scale, bias, fast_accum, max_sms, stream);
 }
 
 }  // namespace
@@ -284,6 +289,10 @@ void bind_gemm_tensors(nb::module_& m) {
         "preallocated D; ``stream`` a torch.cuda.Stream or a raw handle (default: torch's current).\n"
         "``max_sms``: the most SMs the GEMM may occupy (leaving the rest to kernels beside it); 0: the\n"
         "runtime's budget (FP8JIT_MAX_SMS), else all. Returns D.");
+  m.def("gemm_common", &gemm_common, nb::arg("a"), nb::arg("b"), nb::arg("scale_a"), nb::arg("scale_b"),
+        nb::arg("out").none(), nb::arg("out_dtype").none(), nb::arg("scale"), nb::arg("bias").none(),
+        nb::arg("fast_accum"), nb::arg("max_sms"), nb::arg("stream").none(),
+        "gemm_tensors' common case alone (D, or None where the checked path would take the call).");
 }
 
 }  // namespace fp8jit::python

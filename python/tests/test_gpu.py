@@ -118,7 +118,7 @@ def _checked_gemm(a, b, sa, sb, scale, out_dtype, out):
 
 
 def test_gemm_fast_path_takes_the_common_cases_and_agrees_with_the_checks():
-    """fp8jit.gemm reads the common case in C++ (_fp8jit.gemm_tensors): it must take these calls
+    """fp8jit.gemm reads the common case in C++ (_fp8jit.gemm_common): it must take these calls
     (not return None) and write the bytes the checked path writes; the rest falls through."""
     x = torch.randn(200, 640, dtype=torch.bfloat16, device=DEV)
     w = torch.randn(384, 640, dtype=torch.bfloat16, device=DEV)
@@ -138,13 +138,13 @@ def test_gemm_fast_path_takes_the_common_cases_and_agrees_with_the_checks():
     cases.append(("tensor", a, b, sa, sb))
     for scale, a, b, sa, sb in cases:
         for out_dtype in (None, torch.float32):
-            fast = _fp8jit.gemm_tensors(a, b, sa, sb, None, out_dtype, scale, None, False, 0, None)
+            fast = _fp8jit.gemm_common(a, b, sa, sb, None, out_dtype, scale, None, False, 0, None)
             assert fast is not None, (scale, out_dtype)
             torch.cuda.synchronize()
             assert torch.equal(fast, _checked_gemm(a, b, sa, sb, scale, out_dtype, None)), (scale, out_dtype)
         out = poisoned((200, 384), torch.bfloat16)
-        assert _fp8jit.gemm_tensors(a, b, sa, sb, out, None, scale, None, False, 0,
-                                    torch.cuda.current_stream().cuda_stream) is out
+        assert _fp8jit.gemm_common(a, b, sa, sb, out, None, scale, None, False, 0,
+                                   torch.cuda.current_stream().cuda_stream) is out
         assert torch.equal(out, _checked_gemm(a, b, sa, sb, scale, None, None))
     scale, a, b, sa, sb = cases[0]
     bias = torch.zeros(384, dtype=torch.bfloat16, device=DEV)
@@ -153,12 +153,41 @@ def test_gemm_fast_path_takes_the_common_cases_and_agrees_with_the_checks():
                  dict(stream=torch.cuda.current_stream())):
         kw = dict(out=None, out_dtype=None, scale=scale, bias=None, fast_accum=False, max_sms=0, stream=None)
         kw.update(call)
-        assert _fp8jit.gemm_tensors(a, b, sa, sb, kw["out"], kw["out_dtype"], kw["scale"], kw["bias"],
-                                    kw["fast_accum"], kw["max_sms"], kw["stream"]) is None, call
-    assert _fp8jit.gemm_tensors(a.cpu(), b, sa, sb, None, None, scale, None, False, 0, None) is None
-    assert _fp8jit.gemm_tensors(a[:, :512], b, sa, sb, None, None, scale, None, False, 0, None) is None  # K differs
-    assert _fp8jit.gemm_tensors(a, b, sa.t().contiguous().t()[:, :1], sb, None, None, scale, None, False, 0,
-                                None) is None  # too few scales
+        assert _fp8jit.gemm_common(a, b, sa, sb, kw["out"], kw["out_dtype"], kw["scale"], kw["bias"],
+                                   kw["fast_accum"], kw["max_sms"], kw["stream"]) is None, call
+    assert _fp8jit.gemm_common(a.cpu(), b, sa, sb, None, None, scale, None, False, 0, None) is None
+    assert _fp8jit.gemm_common(a[:, :512], b, sa, sb, None, None, scale, None, False, 0, None) is None  # K differs
+    assert _fp8jit.gemm_common(a, b, sa.t().contiguous().t()[:, :1], sb, None, None, scale, None, False, 0,
+                               None) is None  # too few scales
+
+
+def test_gemm_hands_what_its_common_case_refuses_to_the_checked_path(monkeypatch):
+    """fp8jit.gemm is the binding: the common case must not reach _ops._gemm_checked, everything
+    else must, with the caller's arguments, and its errors must reach the caller."""
+    from fp8jit import _ops
+
+    a, sa = fp8jit.quantize(torch.randn(200, 640, dtype=torch.bfloat16, device=DEV), scale_layout="col_major_tma")
+    b, sb = fp8jit.quantize(torch.randn(384, 640, dtype=torch.bfloat16, device=DEV), granularity="128x128")
+    seen = []
+    checked = _ops._gemm_checked
+
+    def spy(*args):
+        seen.append(args[4:])  # scale, out_dtype, bias, fast_accum, out, stream, max_sms
+        return checked(*args)
+
+    monkeypatch.setattr(_ops, "_gemm_checked", spy)
+    want = _checked_gemm(a, b, sa, sb, "block", None, None)
+    assert torch.equal(fp8jit.gemm(a, b, sa, sb), want) and seen == []
+    bias = torch.randn(384, dtype=torch.bfloat16, device=DEV)
+    stream = torch.cuda.current_stream()
+    assert torch.equal(fp8jit.gemm(a, b, sa, sb, stream=stream), want)
+    d = fp8jit.gemm(a, b, sa, sb, bias=bias, max_sms=7)
+    assert rel_err(d, want.double() + bias.double()) < 1e-2
+    assert seen == [("block", None, None, False, None, stream, 0), ("block", None, bias, False, None, None, 7)]
+    for bad, match in ((dict(scale="nope"), "scale"), (dict(max_sms=-1), "max_sms"), (dict(out_dtype=torch.int8), "dtype")):
+        with pytest.raises(ValueError, match=match):
+            fp8jit.gemm(a, b, sa, sb, **bad)
+    assert len(seen) == 5
 
 
 def test_gemm_within_an_sm_budget():
