@@ -97,6 +97,12 @@ def gemm_tensors(a: object, b: object, scale_a: object, scale_b: object, *, scal
     runtime's budget (FP8JIT_MAX_SMS), else all. Returns D.
     """
 
+def torch_reader_loaded() -> bool:
+    """
+    Whether gemm reads torch tensors through fp8jit._fp8jit_torch (built where torch's headers
+    were found) rather than their Python attributes.
+    """
+
 def gemm_common(a: object, b: object, scale_a: object, scale_b: object, out: object | None, out_dtype: object | None, scale: object, bias: object | None, fast_accum: bool, max_sms: object, stream: object | None) -> object:
     """
     gemm_tensors' common case alone (D, or None where the checked path would take the call).

@@ -15,6 +15,7 @@
 
 #include "fp8jit/fp8jit.hpp"
 #include "python/src/enums.hpp"
+#include "python/src/torch_view.hpp"
 
 namespace nb = nanobind;
 
@@ -26,6 +27,8 @@ struct Torch {
   nb::object tensor_type, empty, current_device, raw_stream, e4m3, e5m2, bf16, fp16, fp32, device_key;
   PyObject *s_shape, *s_stride, *s_dtype, *s_get_device, *s_is_cuda, *s_data_ptr, *s_device, *s_storage,
       *s_nbytes, *s_offset;
+  TorchViewFn read_view = nullptr;  // fp8jit._fp8jit_torch's reader where it was built and loads
+  PyObject* dtypes[6] = {};         // TorchDType -> torch's dtype object (nullptr: other)
 };
 
 const Torch* torch_objects() {
@@ -48,6 +51,15 @@ const Torch* torch_objects() {
                               {&o->s_storage, "untyped_storage"}, {&o->s_nbytes, "nbytes"},
                               {&o->s_offset, "storage_offset"}})
       *slot = PyUnicode_InternFromString(name);
+    o->dtypes[static_cast<int>(TorchDType::e4m3)] = o->e4m3.ptr();
+    o->dtypes[static_cast<int>(TorchDType::e5m2)] = o->e5m2.ptr();
+    o->dtypes[static_cast<int>(TorchDType::bf16)] = o->bf16.ptr();
+    o->dtypes[static_cast<int>(TorchDType::fp16)] = o->fp16.ptr();
+    o->dtypes[static_cast<int>(TorchDType::fp32)] = o->fp32.ptr();
+    // Missing (no torch headers at build time) or built for another torch (an import error):
+    // every tensor is read through its attributes.
+    o->read_view = reinterpret_cast<TorchViewFn>(PyCapsule_Import(kTorchViewCapsule, 0));
+    if (o->read_view == nullptr) PyErr_Clear();
     return o;
   }();
   return t;
@@ -60,6 +72,7 @@ struct View {
   std::uintptr_t ptr = 0;
   int dims = 0;
   std::array<std::int64_t, 2> shape{}, strides{};
+  std::int64_t storage_elements = -1;  // from the first element to the storage's end; -1: not read
 };
 
 std::optional<std::int64_t> as_int(PyObject* o) {
@@ -87,6 +100,17 @@ bool tuple_of(PyObject* o, View& v) {
 
 View view(const Torch& T, PyObject* t, int device) {
   View v;
+  if (TorchView tv; T.read_view != nullptr && t != nullptr && T.read_view(t, &tv)) {
+    if (tv.cuda_device != device) return v;
+    v.dtype = T.dtypes[static_cast<int>(tv.dtype)];
+    v.dims = tv.dims;
+    v.shape = {tv.shape[0], tv.shape[1]};
+    v.strides = {tv.strides[0], tv.strides[1]};
+    v.ptr = tv.ptr;
+    v.storage_elements = tv.storage_elements;
+    v.ok = true;
+    return v;
+  }
   if (t == nullptr || !PyObject_TypeCheck(t, reinterpret_cast<PyTypeObject*>(T.tensor_type.ptr()))) return v;
   const auto dev = as_int(PyObject_CallMethodNoArgs(t, T.s_get_device));
   if (!dev || *dev < 0 || *dev != device) return v;
@@ -140,6 +164,7 @@ std::optional<std::int64_t> floats_reachable(const Torch& T, PyObject* t, const 
   // torch keeps every view inside its storage, so only the padding past the last column's rows
   // needs the storage's size (three more torch calls).
   if (!column_major) return extent;
+  if (v.storage_elements >= 0) return std::min(extent + (4 - rows % 4) % 4, v.storage_elements);
   PyObject* storage = PyObject_CallMethodNoArgs(t, T.s_storage);
   const auto bytes = storage ? as_int(PyObject_CallMethodNoArgs(storage, T.s_nbytes)) : std::nullopt;
   Py_XDECREF(storage);
@@ -289,6 +314,10 @@ void bind_gemm_tensors(nb::module_& m) {
         "preallocated D; ``stream`` a torch.cuda.Stream or a raw handle (default: torch's current).\n"
         "``max_sms``: the most SMs the GEMM may occupy (leaving the rest to kernels beside it); 0: the\n"
         "runtime's budget (FP8JIT_MAX_SMS), else all. Returns D.");
+  m.def(
+      "torch_reader_loaded", [] { return torch_objects()->read_view != nullptr; },
+      "Whether gemm reads torch tensors through fp8jit._fp8jit_torch (built where torch's headers\n"
+      "were found) rather than their Python attributes.");
   m.def("gemm_common", &gemm_common, nb::arg("a"), nb::arg("b"), nb::arg("scale_a"), nb::arg("scale_b"),
         nb::arg("out").none(), nb::arg("out_dtype").none(), nb::arg("scale"), nb::arg("bias").none(),
         nb::arg("fast_accum"), nb::arg("max_sms"), nb::arg("stream").none(),

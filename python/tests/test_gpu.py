@@ -161,6 +161,41 @@ def test_gemm_fast_path_takes_the_common_cases_and_agrees_with_the_checks():
                                None) is None  # too few scales
 
 
+def test_gemm_reads_torch_tensors_in_cpp_and_agrees_with_the_attribute_path():
+    """Where torch is importable at build time fp8jit._fp8jit_torch is built, and gemm reads exact
+    tensors through it; subclasses go through their attributes. Both must take the common case
+    and write the same bytes, including column-major scales padded past a last row not a multiple
+    of 4 (the reader's storage size) and row-sliced views."""
+    import importlib
+
+    importlib.import_module("fp8jit._fp8jit_torch")
+    assert _fp8jit.torch_reader_loaded()
+
+    class Sub(torch.Tensor):
+        pass
+
+    for m in (198, 200):
+        x = torch.randn(m, 640, dtype=torch.bfloat16, device=DEV)
+        w = torch.randn(384, 640, dtype=torch.bfloat16, device=DEV)
+        a, sa = fp8jit.quantize(x, scale_layout="col_major_tma")
+        b, sb = fp8jit.quantize(w, granularity="128x128")
+        want = _checked_gemm(a, b, sa, sb, "block", None, None)
+        for args in ((a, b, sa, sb), (a.as_subclass(Sub), b.as_subclass(Sub), sa.as_subclass(Sub), sb)):
+            d = _fp8jit.gemm_common(*args, None, None, "block", None, False, 0, None)
+            assert d is not None, (m, type(args[0]).__name__)
+            torch.cuda.synchronize()
+            assert torch.equal(d, want), (m, type(args[0]).__name__)
+    # A column-major view of 198 rows whose storage ends before its last column's 2 padding rows:
+    # the kernel would read past it, so both readers refuse it (and the checked path says why).
+    a, sa = fp8jit.quantize(torch.randn(198, 640, dtype=torch.bfloat16, device=DEV), scale_layout="col_major_tma")
+    cut = torch.empty(4 * 200 + 198, dtype=torch.float32, device=DEV).as_strided((198, 5), (1, 200))
+    cut.copy_(sa)
+    for scales in (cut, cut.as_subclass(Sub)):
+        assert _fp8jit.gemm_common(a, b, scales, sb, None, None, "block", None, False, 0, None) is None
+    with pytest.raises(ValueError, match="scale_a"):
+        fp8jit.gemm(a, b, cut, sb)
+
+
 def test_gemm_hands_what_its_common_case_refuses_to_the_checked_path(monkeypatch):
     """fp8jit.gemm is the binding: the common case must not reach _ops._gemm_checked, everything
     else must, with the caller's arguments, and its errors must reach the caller."""
