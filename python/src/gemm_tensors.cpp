@@ -58,7 +58,14 @@ const Torch* torch_objects() {
     o->dtypes[static_cast<int>(TorchDType::fp32)] = o->fp32.ptr();
     // Missing (no torch headers at build time) or built for another torch (an import error):
     // every tensor is read through its attributes.
-    o->read_view = reinterpret_cast<TorchViewFn>(PyCapsule_Import(kTorchViewCapsule, 0));
+    // (PyCapsule_Import would look the submodule up as the package's attribute, which it is only
+    // once imported.)
+    if (PyObject* reader = PyImport_ImportModule("fp8jit._fp8jit_torch")) {
+      PyObject* cap = PyObject_GetAttrString(reader, "view");
+      o->read_view = cap ? reinterpret_cast<TorchViewFn>(PyCapsule_GetPointer(cap, kTorchViewCapsule)) : nullptr;
+      Py_XDECREF(cap);
+      Py_DECREF(reader);  // sys.modules keeps it
+    }
     if (o->read_view == nullptr) PyErr_Clear();
     return o;
   }();
