@@ -107,13 +107,28 @@ int cheapest_width(const GemmProblem& p, int block_m, const std::vector<int>& wi
 
 }  // namespace
 
+// Decode-sized M in one wave of 64-row tiles, each streaming a long K alone (no split-K): the
+// kernel is memory-bound and as fast as the bytes it keeps in flight, so these take up to 12
+// stages, as DeepGEMM 2.6.1 runs 13-16 at such shapes (H100, 64x64 tiles, CUDA events: 1x6144x4096
+// 22.0 -> 19.7 µs, 64x5120x8192 29.1 -> 25.3, 16x5120x25600 74.0 -> 71.5). Not with split-K
+// (64x2112x7168 15.1 -> 15.6), nor at short K (64x2048x768 7.3 either way).
+namespace {
+constexpr int kDeepStages = 12;
+int max_stages(const GemmConfig& c, std::int64_t m, std::int64_t n, std::int64_t k, int sm_count) {
+  const std::int64_t tiles = ((m + c.block_m - 1) / c.block_m) * ((n + c.block_n - 1) / c.block_n);
+  const bool streaming = c.block_m == 64 && (k + 127) / 128 >= 16 && tiles <= sm_count &&
+                         gemm_split_k(m, n, k, c, sm_count) == 1;
+  return streaming ? kDeepStages : kDefaultStages;
+}
+}  // namespace
+
 // The cost model's pick under the rules the H100 sweeps added. Tiles: 64 rows when M is small
 // (one consumer warpgroup), else 128, and the width gemm_cost finds cheapest up to the widest
 // the rules allow: narrow tiles only pay where they fill a wave that wide ones cannot.
 // From the H100 tuning sweeps (G11, G15): with 4 or fewer K blocks per tile
 // the epilogue dominates and tiles up to 160 columns won (1.10x at 4096x32768x512); raster
 // groups of 16 tile-rows won on every shape with 16 or more of them. As many stages as shared
-// memory holds, up to 6.
+// memory holds, up to 6 (12 where max_stages says).
 KernelSpec default_gemm_spec(const GemmProblem& problem, std::int64_t m, std::int64_t n, std::int64_t k,
                              int sm_count, int smem_bytes) {
   const int block_m = m <= 64 ? 64 : 128;
@@ -131,7 +146,7 @@ KernelSpec default_gemm_spec(const GemmProblem& problem, std::int64_t m, std::in
   // (then shorter) tiles until 2 stages fit.
   auto smem = [&] { return gemm_geometry(problem, c).smem_bytes; };
   for (;;) {
-    for (c.stages = kDefaultStages; c.stages > 2 && smem() > smem_bytes; --c.stages) {
+    for (c.stages = max_stages(c, m, n, k, sm_count); c.stages > 2 && smem() > smem_bytes; --c.stages) {
     }
     if (smem() <= smem_bytes) return make_gemm_spec(problem, c);
     if (c.block_n > 16) c.block_n = std::max(16, c.block_n - 16);

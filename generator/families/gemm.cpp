@@ -287,7 +287,7 @@ FamilyDef make_family() {
        std::string("dense")},
       {"block_m", true, {64, 128, 256}, "rows of D per tile"},
       {"block_n", true, range(16, 256, 8), "columns of D per tile"},
-      {"stages", true, range(2, 8, 1), "shared-memory pipeline depth"},
+      {"stages", true, range(2, 16, 1), "shared-memory pipeline depth"},
       {"group_m", true, {1, 4, 8, 16}, "tile-rows per raster group"},
       {"cluster_m",
        true,

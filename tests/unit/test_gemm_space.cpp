@@ -211,16 +211,16 @@ TEST(GemmSpecEnumeration, ExactlyTheSpecsTheRulesAllow) {
   for (auto& [cluster, n] : expected_by_cluster) n *= free;
   const std::vector<KernelSpec> all = enumerate_specs(gemm_family());
   EXPECT_EQ(all.size(), expected);
-  // The space this suite was written against: 136824 single CTAs (256-row tiles up to 128 columns
-  // by slab passes), and clusters wherever the scale mode and tile allow them (not group scaling,
-  // not block scaling with 256 rows): 114528 along N, 60960 along M (block_n a multiple of 16);
-  // precise tiles up to 256 columns in halves. Grouped layouts (contiguous, masked, indexed) add
-  // 322752: each layout takes the dense specs of tensor, rowwise and block scaling without bias or
-  // pairs along M, with 8 accumulator registers fewer and no per-tensor or rowwise halves;
-  // indexed ones only tiles of 64 or 128 rows (112308 each for contiguous and masked, 98136).
-  EXPECT_EQ(all.size(), 635064u);
-  EXPECT_EQ(expected_grouped * free, 322752u);
-  const std::map<std::pair<int, int>, std::size_t> pinned = {{{1, 1}, 300180u}, {{1, 2}, 273924u}, {{2, 1}, 60960u}};
+  // The space this suite was written against, stages 2-16: single CTAs (256-row tiles up to 128
+  // columns by slab passes), and clusters wherever the scale mode and tile allow them (not group
+  // scaling, not block scaling with 256 rows; along M block_n a multiple of 16); precise tiles up
+  // to 256 columns in halves. Grouped layouts (contiguous, masked, indexed) take the dense specs of
+  // tensor, rowwise and block scaling without bias or pairs along M, with 8 accumulator registers
+  // fewer and no per-tensor or rowwise halves; indexed ones only tiles of 64 or 128 rows. (With
+  // stages 2-8: 635064 in all, 322752 grouped.)
+  EXPECT_EQ(all.size(), 791256u);
+  EXPECT_EQ(expected_grouped * free, 404760u);
+  const std::map<std::pair<int, int>, std::size_t> pinned = {{{1, 1}, 373560u}, {{1, 2}, 342264u}, {{2, 1}, 75432u}};
   EXPECT_EQ(expected_by_cluster, pinned);
   std::map<std::pair<int, int>, std::size_t> by_cluster;
   for (const KernelSpec& s : all) {
@@ -382,7 +382,8 @@ int heuristic_cap(const GemmProblem& p) {
 }
 
 // The default for problem p on shape sh must be valid, solve p, use 64-row tiles for M <= 64, fit
-// `smem` bytes, and take as many stages as fit (up to 6). Returns its config.
+// `smem` bytes, and take as many stages as fit (up to 6, 12 for the streaming decode tiles).
+// Returns its config.
 GemmConfig check_default(const GemmProblem& p, const Shape& sh, int sms, int smem) {
   SCOPED_TRACE(fmt::format("{}x{}x{} on {} SMs with {} bytes, problem {}{} {} {}{}{}", sh.m, sh.n,
                            sh.k, sms, smem, to_string(p.a_format), to_string(p.b_format),
@@ -409,8 +410,13 @@ GemmConfig check_default(const GemmProblem& p, const Shape& sh, int sms, int sme
   EXPECT_LE(gemm_geometry(p, c).smem_bytes, smem) << spec_name(s);
   GemmConfig more = c;
   ++more.stages;
-  EXPECT_TRUE(c.stages == 6 || gemm_geometry(p, more).smem_bytes > smem)
+  // Up to 6 stages, or 12 for 64-row tiles streaming a long K in one wave without split-K.
+  const bool streaming = c.block_m == 64 && (sh.k + 127) / 128 >= 16 &&
+                         (sh.m + 63) / 64 * ((sh.n + c.block_n - 1) / c.block_n) <= sms &&
+                         gemm_split_k(sh.m, sh.n, sh.k, c, sms) == 1;
+  EXPECT_TRUE(c.stages == (streaming ? 12 : 6) || gemm_geometry(p, more).smem_bytes > smem)
       << spec_name(s) << ": a stage more would fit";
+  EXPECT_LE(c.stages, streaming ? 12 : 6) << spec_name(s);
   return c;
 }
 
@@ -464,6 +470,26 @@ TEST(GemmSpecDefault, FitsASmallerSharedMemoryLimit) {
         ++shrunk;
     }
   EXPECT_GT(shrunk, 0) << "a 100000-byte limit never cut the stage count";
+}
+
+// Decode-sized M in one wave of 64-row tiles without split-K over a long K: 12 stages (memory-bound,
+// as many bytes in flight as fit); with split-K, at short K or with 128-row tiles: 6.
+TEST(GemmSpecDefault, StreamingDecodeTilesTakeTwelveStages) {
+  const GemmProblem p;  // block scaling, bf16 out
+  auto stages = [&](std::int64_t m, std::int64_t n, std::int64_t k) {
+    return gemm_config_of(default_gemm_spec(p, m, n, k, 132, 232448)).stages;
+  };
+  EXPECT_EQ(stages(1, 6144, 4096), 12);
+  EXPECT_EQ(stages(64, 5120, 8192), 12);
+  EXPECT_EQ(stages(16, 5120, 25600), 12);
+  EXPECT_EQ(stages(64, 2112, 7168), 6);  // split-K
+  EXPECT_EQ(stages(64, 2048, 768), 6);   // 6 K blocks
+  EXPECT_EQ(stages(128, 2112, 7168), 6);  // 128-row tiles
+  EXPECT_EQ(stages(64, 4096, 7168), 6);   // 64 tiles: 2 splits on 132 SMs
+  // A GPU with less shared memory: as deep as fits.
+  const int small = gemm_config_of(default_gemm_spec(p, 1, 6144, 4096, 132, 100000)).stages;
+  EXPECT_LT(small, 12);
+  EXPECT_GE(small, 2);
 }
 
 // Split-K (decode-sized M): enough K ranges to occupy the SMs, none empty, each at least 4 K blocks

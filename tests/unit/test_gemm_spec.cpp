@@ -319,8 +319,8 @@ TEST(GemmSpecValidation, OutOfSetAndHostileValuesRejected) {
   expect_rejected(with(good, "block_n", std::int64_t{0}), {"gemm.block_n = 0"});
   expect_rejected(with(good, "block_n", std::int64_t{-128}), {"gemm.block_n = -128"});
   expect_rejected(with(good, "stages", std::int64_t{1}),
-                  {"gemm.stages = 1", "one of {2, 3, 4, 5, 6, 7, 8}"});
-  expect_rejected(with(good, "stages", std::int64_t{9}), {"gemm.stages = 9"});
+                  {"gemm.stages = 1", "one of {2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}"});
+  expect_rejected(with(good, "stages", std::int64_t{17}), {"gemm.stages = 17"});
   expect_rejected(with(good, "block_m", std::int64_t{32}),
                   {"gemm.block_m = 32", "one of {64, 128, 256}"});
   expect_rejected(with(good, "block_m", std::int64_t{192}), {"gemm.block_m = 192"});
