@@ -411,7 +411,7 @@ GemmConfig check_default(const GemmProblem& p, const Shape& sh, int sms, int sme
   GemmConfig more = c;
   ++more.stages;
   // Up to 6 stages, or 12 for 64-row tiles streaming a long K in one wave without split-K.
-  const bool streaming = c.block_m == 64 && (sh.k + 127) / 128 >= 16 &&
+  const bool streaming = c.block_m == 64 && c.block_n <= 64 && (sh.k + 127) / 128 >= 16 &&
                          (sh.m + 63) / 64 * ((sh.n + c.block_n - 1) / c.block_n) <= sms &&
                          gemm_split_k(sh.m, sh.n, sh.k, c, sms) == 1;
   EXPECT_TRUE(c.stages == (streaming ? 12 : 6) || gemm_geometry(p, more).smem_bytes > smem)
@@ -472,8 +472,9 @@ TEST(GemmSpecDefault, FitsASmallerSharedMemoryLimit) {
   EXPECT_GT(shrunk, 0) << "a 100000-byte limit never cut the stage count";
 }
 
-// Decode-sized M in one wave of 64-row tiles without split-K over a long K: 12 stages (memory-bound,
-// as many bytes in flight as fit); with split-K, at short K or with 128-row tiles: 6.
+// Decode-sized M in one wave of 64x64 (or narrower) tiles without split-K over a long K: 12 stages
+// (memory-bound, as many bytes in flight as fit); with split-K, at short K, with wider or 128-row
+// tiles: 6.
 TEST(GemmSpecDefault, StreamingDecodeTilesTakeTwelveStages) {
   const GemmProblem p;  // block scaling, bf16 out
   auto stages = [&](std::int64_t m, std::int64_t n, std::int64_t k) {
@@ -486,6 +487,7 @@ TEST(GemmSpecDefault, StreamingDecodeTilesTakeTwelveStages) {
   EXPECT_EQ(stages(64, 2048, 768), 6);   // 6 K blocks
   EXPECT_EQ(stages(128, 2112, 7168), 6);  // 128-row tiles
   EXPECT_EQ(stages(64, 4096, 7168), 6);   // 64 tiles: 2 splits on 132 SMs
+  EXPECT_EQ(stages(64, 9216, 4096), 6);   // 64x80 tiles
   // A GPU with less shared memory: as deep as fits.
   const int small = gemm_config_of(default_gemm_spec(p, 1, 6144, 4096, 132, 100000)).stages;
   EXPECT_LT(small, 12);
