@@ -107,18 +107,19 @@ int cheapest_width(const GemmProblem& p, int block_m, const std::vector<int>& wi
 
 }  // namespace
 
-// Decode-sized M in one wave of 64-row tiles, each streaming a long K alone (no split-K): the
-// kernel is memory-bound and as fast as the bytes it keeps in flight, so these take up to 12
-// stages, as DeepGEMM 2.6.1 runs 13-16 at such shapes (H100, 64x64 tiles, CUDA events: 1x6144x4096
-// 22.0 -> 19.7 µs, 64x5120x8192 29.1 -> 25.3, 16x5120x25600 74.0 -> 71.5; peers benchmark, kernel
-// times: 1x8192x8192 38.1 -> 35.0, 37x5120x32768 85.8 -> 79.6). Not with split-K (64x2112x7168
-// 15.1 -> 15.6), at short K (64x2048x768 7.3 either way), nor for wider tiles (64x80 at 11 stages:
-// 64x9216x4096 21.8 -> 22.8).
+// Decode-sized M (fewer than 64 rows) in one wave of 64x64 or narrower tiles, each streaming a
+// long K alone (no split-K): the kernel is memory-bound and as fast as the bytes it keeps in
+// flight, so these take up to 12 stages, as DeepGEMM 2.6.1 runs 13-16 at such shapes. H100, peers
+// benchmark (kernel times, two runs): 1x8192x8192 38.1 -> 35.0 / 35.1 µs, 16x5120x25600 72.2 ->
+// 68.4 / 66.2, 37x5120x32768 85.8 -> 79.6 / 80.8, 1x6144x4096 18.5 -> 17.0 / 17.1. Not at 64
+// rows (64x6144x5120 19.7 -> 19.8 / 20.0, 64x7168x16384 55.4 -> 55.5 / 56.1, 64x5120x8192 26.8 ->
+// 23.3 / 28.5), with split-K (CLI, CUDA events: 64x2112x7168 15.1 -> 15.6), at short K (64x2048x768 7.3 either
+// way), nor for wider tiles (64x80 at 11 stages: 64x9216x4096 21.8 -> 22.8).
 namespace {
 constexpr int kDeepStages = 12;
 int max_stages(const GemmConfig& c, std::int64_t m, std::int64_t n, std::int64_t k, int sm_count) {
   const std::int64_t tiles = ((m + c.block_m - 1) / c.block_m) * ((n + c.block_n - 1) / c.block_n);
-  const bool streaming = c.block_m == 64 && c.block_n <= 64 && (k + 127) / 128 >= 16 && tiles <= sm_count &&
+  const bool streaming = m < 64 && c.block_n <= 64 && (k + 127) / 128 >= 16 && tiles <= sm_count &&
                          gemm_split_k(m, n, k, c, sm_count) == 1;
   return streaming ? kDeepStages : kDefaultStages;
 }

@@ -411,7 +411,7 @@ GemmConfig check_default(const GemmProblem& p, const Shape& sh, int sms, int sme
   GemmConfig more = c;
   ++more.stages;
   // Up to 6 stages, or 12 for 64-row tiles streaming a long K in one wave without split-K.
-  const bool streaming = c.block_m == 64 && c.block_n <= 64 && (sh.k + 127) / 128 >= 16 &&
+  const bool streaming = sh.m < 64 && c.block_n <= 64 && (sh.k + 127) / 128 >= 16 &&
                          (sh.m + 63) / 64 * ((sh.n + c.block_n - 1) / c.block_n) <= sms &&
                          gemm_split_k(sh.m, sh.n, sh.k, c, sms) == 1;
   EXPECT_TRUE(c.stages == (streaming ? 12 : 6) || gemm_geometry(p, more).smem_bytes > smem)
@@ -472,7 +472,7 @@ TEST(GemmSpecDefault, FitsASmallerSharedMemoryLimit) {
   EXPECT_GT(shrunk, 0) << "a 100000-byte limit never cut the stage count";
 }
 
-// Decode-sized M in one wave of 64x64 (or narrower) tiles without split-K over a long K: 12 stages
+// Fewer than 64 rows in one wave of 64x64 (or narrower) tiles without split-K over a long K: 12 stages
 // (memory-bound, as many bytes in flight as fit); with split-K, at short K, with wider or 128-row
 // tiles: 6.
 TEST(GemmSpecDefault, StreamingDecodeTilesTakeTwelveStages) {
@@ -481,7 +481,8 @@ TEST(GemmSpecDefault, StreamingDecodeTilesTakeTwelveStages) {
     return gemm_config_of(default_gemm_spec(p, m, n, k, 132, 232448)).stages;
   };
   EXPECT_EQ(stages(1, 6144, 4096), 12);
-  EXPECT_EQ(stages(64, 5120, 8192), 12);
+  EXPECT_EQ(stages(37, 5120, 32768), 12);
+  EXPECT_EQ(stages(64, 5120, 8192), 6);  // whole 64-row tiles
   EXPECT_EQ(stages(16, 5120, 25600), 12);
   EXPECT_EQ(stages(64, 2112, 7168), 6);  // split-K
   EXPECT_EQ(stages(64, 2048, 768), 6);   // 6 K blocks
