@@ -1,10 +1,12 @@
 // fp8jit.gemm on torch tensors, its common case read in C++: the Python checks make ~25 torch
 // queries and ~25 Python calls per GEMM (8 µs over the C++ call on an H100 host), most of it
-// interpreter overhead. This path reads each tensor once through the CPython API and accepts only
-// what fp8jit/_ops.py's checks accept, deriving the same leading dimensions, scale layouts and
-// scale reaches; anything else (a bias, another device than the current one, a layout or dtype
-// the checks would refuse, ...) returns None and the call takes the checked Python path, which
-// raises the precise error. The runtime checks the arguments again before it launches.
+// interpreter overhead. This path reads each tensor once, from its at::Tensor through
+// fp8jit._fp8jit_torch where that module was built (torch_view.hpp), else through the CPython API
+// (~30 attribute reads, ~3 µs per call), and accepts only what fp8jit/_ops.py's checks accept,
+// deriving the same leading dimensions, scale layouts and scale reaches; anything else (a bias,
+// another device than the current one, a layout or dtype the checks would refuse, ...) goes to the
+// checked Python path, which raises the precise error. The runtime checks the arguments again
+// before it launches.
 #include <nanobind/nanobind.h>
 
 #include <array>
