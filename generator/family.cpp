@@ -23,6 +23,14 @@ const FamilyDef& find_family(std::string_view name) {
   throw_invalid("family", std::string(name), "known families: " + known);
 }
 
+std::string arch_refusal(const FamilyDef& family, int number, bool arch_specific) {
+  if (family.sm90a_only && !(number == 90 && arch_specific))
+    return fmt::format("{} kernels need sm_90a (Hopper's wgmma, TMA and setmaxnreg)", family.name);
+  if (number < family.min_arch)
+    return fmt::format("{} kernels need sm_{} or later (FP8 conversions)", family.name, family.min_arch);
+  return {};
+}
+
 std::string param_to_string(const ParamValue& v) {
   if (const auto* i = std::get_if<std::int64_t>(&v)) return std::to_string(*i);
   return std::get<std::string>(v);

@@ -51,7 +51,15 @@ struct FamilyDef {
   // tuned for the old kernels are no longer used and get re-tuned. Edits that leave every
   // kernel's speed alone (comments, renames, refactors) keep it, and so keep every tuned row.
   int generation = 1;
+  // The oldest GPU architecture its kernels compile for, and whether they need Hopper's
+  // arch-specific features (wgmma, TMA, setmaxnreg: sm_90a, which no other architecture runs).
+  // The elementwise families need FP8 conversions only: sm_89 (Ada) and later.
+  int min_arch = 90;
+  bool sm90a_only = true;
 };
+
+// "" where `family` compiles for sm_<number>[a], else why not.
+std::string arch_refusal(const FamilyDef& family, int number, bool arch_specific);
 
 const std::vector<const FamilyDef*>& all_families();
 const FamilyDef& find_family(std::string_view name);  // throws naming the known families

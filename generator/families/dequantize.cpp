@@ -36,6 +36,8 @@ int block_threads(const KernelSpec& spec) { return static_cast<int>(spec.i("thre
 FamilyDef make_family() {
   FamilyDef f;
   f.name = "dequantize";
+  f.min_arch = 89;  // FP8 conversions (cvt.rn.satfinite.e4m3x2) exist from sm_89
+  f.sm90a_only = false;
   f.generation = 1;  // FamilyDef::generation: bump when a kernel change re-times its configs
   f.header = "fp8jit/quant/dequantize.cuh";
   f.params = {

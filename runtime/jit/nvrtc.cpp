@@ -3,8 +3,10 @@
 #include <fmt/format.h>
 #include <nvrtc.h>
 
+#include <algorithm>
 #include <chrono>
 
+#include "common/file_io.hpp"
 #include "fp8jit/error.hpp"
 #include "runtime/jit/headers.hpp"
 
@@ -35,11 +37,44 @@ struct Program {
 
 }  // namespace
 
-std::vector<std::string> nvrtc_options(CompileTarget target) {
+std::string GpuArch::name() const { return fmt::format("sm_{}{}", number, arch_specific ? "a" : ""); }
+
+std::vector<int> nvrtc_supported_archs() {
+  int count = 0;
+  check(nvrtcGetNumSupportedArchs(&count), "nvrtcGetNumSupportedArchs");
+  std::vector<int> archs(static_cast<std::size_t>(count));
+  if (count > 0) check(nvrtcGetSupportedArchs(archs.data()), "nvrtcGetSupportedArchs");
+  return archs;
+}
+
+GpuArch parse_gpu_arch(std::string_view text) {
+  auto refuse = [&](std::string_view why) -> GpuArch {
+    throw Error(ErrorKind::invalid_argument,
+                fmt::format("arch '{}': {}; expected sm_<number> or sm_<number>a, one of this NVRTC's {} "
+                            "(e.g. sm_89, sm_90a, sm_120)",
+                            printable(text), why, fmt::join(nvrtc_supported_archs(), ", ")));
+  };
+  if (!text.starts_with("sm_")) return refuse("not sm_<number>");
+  std::string_view digits = text.substr(3);
+  GpuArch arch;
+  arch.arch_specific = digits.ends_with('a');
+  if (arch.arch_specific) digits.remove_suffix(1);
+  if (digits.empty() || digits.size() > 3 || digits.find_first_not_of("0123456789") != std::string_view::npos)
+    return refuse("not sm_<number>");
+  arch.number = std::stoi(std::string(digits));
+  const std::vector<int> supported = nvrtc_supported_archs();
+  if (std::find(supported.begin(), supported.end(), arch.number) == supported.end())
+    return refuse("this NVRTC cannot compile for it");
+  if (arch.arch_specific && arch.number < 90) return refuse("arch-specific (a) targets start at sm_90a");
+  return arch;
+}
+
+std::vector<std::string> nvrtc_options(CompileTarget target, const GpuArch& arch) {
   // NOTE: no include paths: every header comes from the embedded set, so the output does not
   // depend on where the library or the toolkit is installed. -prec-div/-fmad keep the IEEE
   // arithmetic the host reference reproduces (the kernels also use explicit .rn PTX).
-  return {target == CompileTarget::cubin ? "--gpu-architecture=sm_90a" : "--gpu-architecture=compute_90a",
+  const std::string suffix = fmt::format("{}{}", arch.number, arch.arch_specific ? "a" : "");
+  return {fmt::format("--gpu-architecture={}_{}", target == CompileTarget::cubin ? "sm" : "compute", suffix),
           "-std=c++17", "--prec-div=true", "--fmad=false", "-default-device", "-DNDEBUG"};
 }
 
@@ -50,7 +85,7 @@ std::string nvrtc_version() {
 }
 
 CompileResult nvrtc_compile(const std::string& kernel_name, const std::string& source,
-                            CompileTarget target) {
+                            CompileTarget target, const GpuArch& arch) {
   const auto t0 = std::chrono::steady_clock::now();
   const HeaderSet& headers = embedded_headers();
   Program prog;
@@ -58,7 +93,7 @@ CompileResult nvrtc_compile(const std::string& kernel_name, const std::string& s
                            static_cast<int>(headers.names.size()), headers.contents.data(),
                            headers.names.data()),
         "nvrtcCreateProgram");
-  const std::vector<std::string> options = nvrtc_options(target);
+  const std::vector<std::string> options = nvrtc_options(target, arch);
   std::vector<const char*> argv;
   for (const auto& o : options) argv.push_back(o.c_str());
   const nvrtcResult r = nvrtcCompileProgram(prog.handle, static_cast<int>(argv.size()), argv.data());

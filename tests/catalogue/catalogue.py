@@ -562,7 +562,7 @@ COMMANDS = {  # each command and the options its --help must list
     "info": [],
     "list": ["--family", "--json"],
     "emit": ["--spec"],
-    "compile": ["--spec", "--cubin", "--ptx"],
+    "compile": ["--spec", "--cubin", "--ptx", "--arch"],
     "compile-all": ["--family", "--jobs", "--sample"],
     "quantize": ["--m", "--k", "--input", "--format", "--granularity", "--layout", "--pow2", "--transpose", "--iters"],
     "dequantize": ["--m", "--k", "--format", "--output", "--granularity", "--layout", "--iters"],
@@ -972,6 +972,23 @@ SHAPES_CONTENT = [  # (name, content, expectation, needles)
     ("crlf-and-spaces", "m,n,k\r\n 128 , 4096 ,7168 \r\n", OK, []),
     ("trailing-comma", "128,4096,7168,\n", CLEAN, []),
 ]
+
+
+def arch_option():
+    """compile --arch: another GPU for the elementwise families; GEMMs, older GPUs and names that are
+    no architecture refused, nothing written."""
+    base = ["compile", "--spec", QSPEC, "--cubin", "k.cubin", "--arch"]
+    add(Case("arch/quantize-sm_89", base + ["sm_89"], OK, writes=["k.cubin"], out_needles=["sm_89 cubin"],
+             timeout=120),
+        Case("arch/quantize-sm_120", base + ["sm_120"], OK, writes=["k.cubin"], out_needles=["sm_120 cubin"],
+             timeout=120),
+        Case("arch/gemm-sm_89", lambda c: ["compile", "--spec", json.dumps(GEMM_SPEC), "--cubin", "k.cubin", "--arch",
+                                           "sm_89"], ERROR, needles=["need sm_90a"]),
+        Case("arch/quantize-sm_80", base + ["sm_80"], ERROR, needles=["sm_89 or later"]),
+        Case("arch/missing-value", ["compile", "--spec", QSPEC, "--arch"], USAGE, needles=["--arch"]))
+    for name, value in [("empty", ""), ("unknown", "bogus"), ("ada-arch-specific", "sm_89a"), ("unsupported", "sm_999"),
+                        ("compute", "compute_89"), ("uppercase", "SM_89"), ("esc", "sm_" + ESC)]:
+        add(Case("arch/" + name, base + [value], ERROR, needles=["arch '"]))
 
 
 def shapes_inputs():
@@ -1710,6 +1727,7 @@ def build_catalogue():
     choice_options()
     spec_inputs()
     output_paths()
+    arch_option()
     shapes_inputs()
     gpu_commands()
     db_paths()

@@ -12,8 +12,13 @@ namespace dev {
 
 // Blocks until every grid this one depends on has completed and its writes are visible. Must
 // precede the first global load or store of data another kernel in the stream writes or reads.
+// Programmatic dependent launch exists from sm_90 on; the elementwise kernels built for an earlier
+// GPU (sm_89: FP8 conversions are all they need) are never launched with it, so for them both
+// calls are empty.
 FP8JIT_DEVICE void grid_dependency_wait() {
+#if __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
 }
 
 // Lets the next kernel in the stream, if launched with PDL, start its CTAs. The hardware starts
@@ -22,7 +27,9 @@ FP8JIT_DEVICE void grid_dependency_wait() {
 // grid_dependency_wait for its completion. Signalled right after the wait: there is no later point
 // at which signalling gains more overlap, and no point at which it is unsafe.
 FP8JIT_DEVICE void launch_dependents() {
+#if __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
 }
 
 // The two at a kernel's start, once its set-up that touches no global memory is done.
