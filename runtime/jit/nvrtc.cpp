@@ -73,8 +73,8 @@ std::vector<std::string> nvrtc_options(CompileTarget target, const GpuArch& arch
   // NOTE: no include paths: every header comes from the embedded set, so the output does not
   // depend on where the library or the toolkit is installed. -prec-div/-fmad keep the IEEE
   // arithmetic the host reference reproduces (the kernels also use explicit .rn PTX).
-  const std::string suffix = fmt::format("{}{}", arch.number, arch.arch_specific ? "a" : "");
-  return {fmt::format("--gpu-architecture={}_{}", target == CompileTarget::cubin ? "sm" : "compute", suffix),
+  const std::string sm = arch.name();  // a cubin for sm_90a, PTX for compute_90a
+  return {"--gpu-architecture=" + (target == CompileTarget::cubin ? sm : "compute" + sm.substr(2)),
           "-std=c++17", "--prec-div=true", "--fmad=false", "-default-device", "-DNDEBUG"};
 }
 

@@ -987,7 +987,8 @@ def arch_option():
         Case("arch/quantize-sm_80", base + ["sm_80"], ERROR, needles=["sm_89 or later"]),
         Case("arch/missing-value", ["compile", "--spec", QSPEC, "--arch"], USAGE, needles=["--arch"]))
     for name, value in [("empty", ""), ("unknown", "bogus"), ("ada-arch-specific", "sm_89a"), ("unsupported", "sm_999"),
-                        ("compute", "compute_89"), ("uppercase", "SM_89"), ("esc", "sm_" + ESC)]:
+                        ("compute", "compute_89"), ("uppercase", "SM_89"), ("esc", "sm_" + ESC),
+                        ("huge", "sm_" + "9" * 100000), ("huge-number", "sm_" + "8" * 40)]:
         add(Case("arch/" + name, base + [value], ERROR, needles=["arch '"]))
 
 

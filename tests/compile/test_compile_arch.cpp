@@ -99,6 +99,17 @@ TEST(CompileArch, BadArchitecturesAreRefusedByName) {
       EXPECT_NE(std::string(e.what()).find(std::string("'") + bad + "'"), std::string::npos) << e.what();
     }
   }
+  // Huge: refused, the message cut (not a 100000-character echo); control bytes escaped.
+  for (const std::string bad : {"sm_" + std::string(100000, '9'), std::string("sm_\x1b[2J89")}) {
+    try {
+      parse_gpu_arch(bad);
+      ADD_FAILURE() << "accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::invalid_argument);
+      EXPECT_LT(std::string(e.what()).size(), 1000u);
+      EXPECT_EQ(std::string(e.what()).find('\x1b'), std::string::npos);
+    }
+  }
 }
 
 }  // namespace
