@@ -27,7 +27,8 @@ std::string arch_refusal(const FamilyDef& family, int number, bool arch_specific
   if (family.sm90a_only && !(number == 90 && arch_specific))
     return fmt::format("{} kernels need sm_90a (Hopper's wgmma, TMA and setmaxnreg)", family.name);
   if (number < family.min_arch)
-    return fmt::format("{} kernels need sm_{} or later (FP8 conversions)", family.name, family.min_arch);
+    return fmt::format("{} kernels need sm_{} or later (FP8 conversions)", family.name,
+                       family.min_arch);
   return {};
 }
 

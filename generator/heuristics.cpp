@@ -113,8 +113,9 @@ int cheapest_width(const GemmProblem& p, int block_m, const std::vector<int>& wi
 // benchmark (kernel times, two runs): 1x8192x8192 38.1 -> 35.0 / 35.1 µs, 16x5120x25600 72.2 ->
 // 68.4 / 66.2, 37x5120x32768 85.8 -> 79.6 / 80.8, 1x6144x4096 18.5 -> 17.0 / 17.1. Not at 64
 // rows (64x6144x5120 19.7 -> 19.8 / 20.0, 64x7168x16384 55.4 -> 55.5 / 56.1, 64x5120x8192 26.8 ->
-// 23.3 / 28.5), with split-K (CLI, CUDA events: 64x2112x7168 15.1 -> 15.6), at short K (64x2048x768 7.3 either
-// way), nor for wider tiles (64x80 at 11 stages: 64x9216x4096 21.8 -> 22.8).
+// 23.3 / 28.5), with split-K (CLI, CUDA events: 64x2112x7168 15.1 -> 15.6), at short K
+// (64x2048x768 7.3 either way), nor for wider tiles (64x80 at 11 stages: 64x9216x4096 21.8
+// -> 22.8).
 namespace {
 constexpr int kDeepStages = 12;
 int max_stages(const GemmConfig& c, std::int64_t m, std::int64_t n, std::int64_t k, int sm_count) {
@@ -149,7 +150,8 @@ KernelSpec default_gemm_spec(const GemmProblem& problem, std::int64_t m, std::in
   // (then shorter) tiles until 2 stages fit.
   auto smem = [&] { return gemm_geometry(problem, c).smem_bytes; };
   for (;;) {
-    for (c.stages = max_stages(c, m, n, k, sm_count); c.stages > 2 && smem() > smem_bytes; --c.stages) {
+    for (c.stages = max_stages(c, m, n, k, sm_count); c.stages > 2 && smem() > smem_bytes;
+         --c.stages) {
     }
     if (smem() <= smem_bytes) return make_gemm_spec(problem, c);
     if (c.block_n > 16) c.block_n = std::max(16, c.block_n - 16);

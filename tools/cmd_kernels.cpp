@@ -101,7 +101,9 @@ struct CompileOptions {
 int compile(const CompileOptions& o) {
   const KernelSpec spec = read_spec(o.spec);
   const GpuArch arch = parse_gpu_arch(o.arch);
-  if (const std::string why = arch_refusal(find_family(spec.family), arch.number, arch.arch_specific); !why.empty())
+  if (const std::string why =
+          arch_refusal(find_family(spec.family), arch.number, arch.arch_specific);
+      !why.empty())
     throw Error(ErrorKind::invalid_argument, fmt::format("--arch {}: {}", arch.name(), why));
   const std::string name = spec_name(spec), source = render_source(spec);
   OutputFiles outputs;  // checked now, written only when every compilation succeeded
@@ -111,10 +113,11 @@ int compile(const CompileOptions& o) {
       gemm_post_passes(RuntimeOptions::from_settings().ffma_reuse);
   const std::vector<std::string> reports = run_post_passes(passes, spec.family, cubin.binary);
   if (!o.cubin.empty()) outputs.add(o.cubin, cubin.binary);
-  if (!o.ptx.empty()) outputs.add(o.ptx, nvrtc_compile(name, source, CompileTarget::ptx, arch).binary);
+  if (!o.ptx.empty())
+    outputs.add(o.ptx, nvrtc_compile(name, source, CompileTarget::ptx, arch).binary);
   outputs.commit();
-  fmt::print("{}: {} cubin {} bytes, compiled in {:.3f} s\n", name, arch.name(), cubin.binary.size(),
-             cubin.seconds);
+  fmt::print("{}: {} cubin {} bytes, compiled in {:.3f} s\n", name, arch.name(),
+             cubin.binary.size(), cubin.seconds);
   for (const std::string& report : reports) fmt::print("post-pass {}\n", report);
   if (!cubin.log.empty()) fmt::print("nvrtc log:\n{}\n", cubin.log);
   return 0;
@@ -185,12 +188,15 @@ void add_kernel_commands(CLI::App& app) {
     return 0;
   });
 
-  auto* c = app.add_subcommand("compile", "NVRTC-compile a spec for sm_90a, or another arch (no GPU needed)");
+  auto* c = app.add_subcommand("compile",
+                               "NVRTC-compile a spec for sm_90a, or another arch (no GPU needed)");
   auto co = std::make_shared<CompileOptions>();
   c->add_option("--spec", co->spec, "the spec as JSON, or a file holding it")->required();
-  c->add_option("--arch", co->arch,
-                "target architecture: sm_90a (the runtime's), or for quantize and dequantize any sm_<number> "
-                "from sm_89 this NVRTC supports (e.g. sm_89, sm_120); the PTX is for compute_<number>")
+  c->add_option(
+       "--arch", co->arch,
+       "target architecture: sm_90a (the runtime's), or for quantize and dequantize any "
+       "sm_<number> "
+       "from sm_89 this NVRTC supports (e.g. sm_89, sm_120); the PTX is for compute_<number>")
       ->capture_default_str();
   c->add_option("--cubin", co->cubin, "write the cubin (after the post-passes the runtime applies) here");
   c->add_option("--ptx", co->ptx, "write the PTX here");

@@ -64,7 +64,9 @@ const Torch* torch_objects() {
     // once imported.)
     if (PyObject* reader = PyImport_ImportModule("fp8jit._fp8jit_torch")) {
       PyObject* cap = PyObject_GetAttrString(reader, "view");
-      o->read_view = cap ? reinterpret_cast<TorchViewFn>(PyCapsule_GetPointer(cap, kTorchViewCapsule)) : nullptr;
+      o->read_view =
+          cap ? reinterpret_cast<TorchViewFn>(PyCapsule_GetPointer(cap, kTorchViewCapsule))
+              : nullptr;
       Py_XDECREF(cap);
       Py_DECREF(reader);  // sys.modules keeps it
     }
@@ -211,9 +213,9 @@ bool scales_of(const Torch& T, PyObject* t, int device, Granularity g, std::int6
 }
 
 // fp8jit.gemm's common case; None where the checked Python path must take the call.
-nb::object gemm_fast(const Torch& T, nb::handle a, nb::handle b, nb::handle sa, nb::handle sb, nb::handle out,
-                     nb::handle out_dtype, nb::handle scale, nb::handle bias, bool fast_accum, nb::handle max_sms,
-                     nb::handle stream) {
+nb::object gemm_fast(const Torch& T, nb::handle a, nb::handle b, nb::handle sa, nb::handle sb,
+                     nb::handle out, nb::handle out_dtype, nb::handle scale, nb::handle bias,
+                     bool fast_accum, nb::handle max_sms, nb::handle stream) {
   const std::optional<ScaleMode> mode =
       PyUnicode_Check(scale.ptr()) ? parse_scale_mode(PyUnicode_AsUTF8(scale.ptr())) : std::nullopt;
   if (!mode || !bias.is_none() || !PyLong_CheckExact(max_sms.ptr())) return nb::none();
@@ -283,8 +285,9 @@ nb::object gemm_fast(const Torch& T, nb::handle a, nb::handle b, nb::handle sa, 
 // fp8jit.gemm itself: the Python function around it cost about as much host time as the C++
 // launch (a frame, keyword handling and a second call). Whatever the common case does not take
 // goes to fp8jit._ops._gemm_checked, which checks every argument and raises the precise error.
-nb::object gemm_entry(nb::handle a, nb::handle b, nb::handle sa, nb::handle sb, nb::handle scale, nb::handle out_dtype,
-                      nb::handle bias, nb::handle fast_accum, nb::handle out, nb::handle stream, nb::handle max_sms) {
+nb::object gemm_entry(nb::handle a, nb::handle b, nb::handle sa, nb::handle sb, nb::handle scale,
+                      nb::handle out_dtype, nb::handle bias, nb::handle fast_accum, nb::handle out,
+                      nb::handle stream, nb::handle max_sms) {
   static const Torch* torch = nullptr;
   if (torch == nullptr) {
     try {
@@ -294,8 +297,8 @@ nb::object gemm_entry(nb::handle a, nb::handle b, nb::handle sa, nb::handle sb, 
     }
   }
   if (torch != nullptr && (fast_accum.ptr() == Py_True || fast_accum.ptr() == Py_False)) {
-    nb::object d = gemm_fast(*torch, a, b, sa, sb, out, out_dtype, scale, bias, fast_accum.ptr() == Py_True,
-                             max_sms, stream);
+    nb::object d = gemm_fast(*torch, a, b, sa, sb, out, out_dtype, scale, bias,
+                             fast_accum.ptr() == Py_True, max_sms, stream);
     if (!d.is_none()) return d;
   }
   // Looked up per call (off the common path), so that tests can see which calls come through.
@@ -304,32 +307,40 @@ nb::object gemm_entry(nb::handle a, nb::handle b, nb::handle sa, nb::handle sb, 
 }
 
 // The common case alone, for the tests: D, or None where gemm_tensors would hand over the call.
-nb::object gemm_common(nb::handle a, nb::handle b, nb::handle sa, nb::handle sb, nb::handle out, nb::handle out_dtype,
-                       nb::handle scale, nb::handle bias, bool fast_accum, nb::handle max_sms, nb::handle stream) {
-  return gemm_fast(*torch_objects(), a, b, sa, sb, out, out_dtype, scale, bias, fast_accum, max_sms, stream);
+nb::object gemm_common(nb::handle a, nb::handle b, nb::handle sa, nb::handle sb, nb::handle out,
+                       nb::handle out_dtype, nb::handle scale, nb::handle bias, bool fast_accum,
+                       nb::handle max_sms, nb::handle stream) {
+  return gemm_fast(*torch_objects(), a, b, sa, sb, out, out_dtype, scale, bias, fast_accum, max_sms,
+                   stream);
 }
 
 }  // namespace
 
 void bind_gemm_tensors(nb::module_& m) {
-  m.def("gemm_tensors", &gemm_entry, nb::arg("a"), nb::arg("b"), nb::arg("scale_a"), nb::arg("scale_b"),
-        nb::kw_only(), nb::arg("scale") = "block", nb::arg("out_dtype").none() = nb::none(),
-        nb::arg("bias").none() = nb::none(), nb::arg("fast_accum") = false, nb::arg("out").none() = nb::none(),
-        nb::arg("stream").none() = nb::none(), nb::arg("max_sms") = 0,
-        "D [M, N] = (A [M, K] scaled) @ (B [N, K] scaled)^T (+ bias [N]), A and B FP8 with K\n"
-        "contiguous. ``scale``: 'block' (A 1x128 [M, ceil(K/128)], row-major or column-major padded to 4\n"
-        "rows; B 128x128 [ceil(N/128), ceil(K/128)]), 'tensor' (one each), 'rowwise' ([M] and [N]) or\n"
-        "'group' (1x128 both). ``out_dtype`` torch.bfloat16 (default), float16 or float32; ``out`` a\n"
-        "preallocated D; ``stream`` a torch.cuda.Stream or a raw handle (default: torch's current).\n"
-        "``max_sms``: the most SMs the GEMM may occupy (leaving the rest to kernels beside it); 0: the\n"
-        "runtime's budget (FP8JIT_MAX_SMS), else all. Returns D.");
+  m.def(
+      "gemm_tensors", &gemm_entry, nb::arg("a"), nb::arg("b"), nb::arg("scale_a"),
+      nb::arg("scale_b"), nb::kw_only(), nb::arg("scale") = "block",
+      nb::arg("out_dtype").none() = nb::none(), nb::arg("bias").none() = nb::none(),
+      nb::arg("fast_accum") = false, nb::arg("out").none() = nb::none(),
+      nb::arg("stream").none() = nb::none(), nb::arg("max_sms") = 0,
+      "D [M, N] = (A [M, K] scaled) @ (B [N, K] scaled)^T (+ bias [N]), A and B FP8 with K\n"
+      "contiguous. ``scale``: 'block' (A 1x128 [M, ceil(K/128)], row-major or column-major padded "
+      "to 4\n"
+      "rows; B 128x128 [ceil(N/128), ceil(K/128)]), 'tensor' (one each), 'rowwise' ([M] and [N]) "
+      "or\n"
+      "'group' (1x128 both). ``out_dtype`` torch.bfloat16 (default), float16 or float32; ``out`` "
+      "a\n"
+      "preallocated D; ``stream`` a torch.cuda.Stream or a raw handle (default: torch's current).\n"
+      "``max_sms``: the most SMs the GEMM may occupy (leaving the rest to kernels beside it); 0: "
+      "the\n"
+      "runtime's budget (FP8JIT_MAX_SMS), else all. Returns D.");
   m.def(
       "torch_reader_loaded", [] { return torch_objects()->read_view != nullptr; },
       "Whether gemm reads torch tensors through fp8jit._fp8jit_torch (built where torch's headers\n"
       "were found) rather than their Python attributes.");
-  m.def("gemm_common", &gemm_common, nb::arg("a"), nb::arg("b"), nb::arg("scale_a"), nb::arg("scale_b"),
-        nb::arg("out").none(), nb::arg("out_dtype").none(), nb::arg("scale"), nb::arg("bias").none(),
-        nb::arg("fast_accum"), nb::arg("max_sms"), nb::arg("stream").none(),
+  m.def("gemm_common", &gemm_common, nb::arg("a"), nb::arg("b"), nb::arg("scale_a"),
+        nb::arg("scale_b"), nb::arg("out").none(), nb::arg("out_dtype").none(), nb::arg("scale"),
+        nb::arg("bias").none(), nb::arg("fast_accum"), nb::arg("max_sms"), nb::arg("stream").none(),
         "gemm_tensors' common case alone (D, or None where the checked path would take the call).");
 }
 

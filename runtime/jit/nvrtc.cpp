@@ -37,7 +37,9 @@ struct Program {
 
 }  // namespace
 
-std::string GpuArch::name() const { return fmt::format("sm_{}{}", number, arch_specific ? "a" : ""); }
+std::string GpuArch::name() const {
+  return fmt::format("sm_{}{}", number, arch_specific ? "a" : "");
+}
 
 std::vector<int> nvrtc_supported_archs() {
   int count = 0;
@@ -49,23 +51,26 @@ std::vector<int> nvrtc_supported_archs() {
 
 GpuArch parse_gpu_arch(std::string_view text) {
   auto refuse = [&](std::string_view why) -> GpuArch {
-    throw Error(ErrorKind::invalid_argument,
-                fmt::format("arch '{}': {}; expected sm_<number> or sm_<number>a, one of this NVRTC's {} "
-                            "(e.g. sm_89, sm_90a, sm_120)",
-                            printable(text), why, fmt::join(nvrtc_supported_archs(), ", ")));
+    throw Error(
+        ErrorKind::invalid_argument,
+        fmt::format("arch '{}': {}; expected sm_<number> or sm_<number>a, one of this NVRTC's {} "
+                    "(e.g. sm_89, sm_90a, sm_120)",
+                    printable(text), why, fmt::join(nvrtc_supported_archs(), ", ")));
   };
   if (!text.starts_with("sm_")) return refuse("not sm_<number>");
   std::string_view digits = text.substr(3);
   GpuArch arch;
   arch.arch_specific = digits.ends_with('a');
   if (arch.arch_specific) digits.remove_suffix(1);
-  if (digits.empty() || digits.size() > 3 || digits.find_first_not_of("0123456789") != std::string_view::npos)
+  if (digits.empty() || digits.size() > 3 ||
+      digits.find_first_not_of("0123456789") != std::string_view::npos)
     return refuse("not sm_<number>");
   arch.number = std::stoi(std::string(digits));
   const std::vector<int> supported = nvrtc_supported_archs();
   if (std::find(supported.begin(), supported.end(), arch.number) == supported.end())
     return refuse("this NVRTC cannot compile for it");
-  if (arch.arch_specific && arch.number < 90) return refuse("arch-specific (a) targets start at sm_90a");
+  if (arch.arch_specific && arch.number < 90)
+    return refuse("arch-specific (a) targets start at sm_90a");
   return arch;
 }
 
@@ -75,7 +80,11 @@ std::vector<std::string> nvrtc_options(CompileTarget target, const GpuArch& arch
   // arithmetic the host reference reproduces (the kernels also use explicit .rn PTX).
   const std::string sm = arch.name();  // a cubin for sm_90a, PTX for compute_90a
   return {"--gpu-architecture=" + (target == CompileTarget::cubin ? sm : "compute" + sm.substr(2)),
-          "-std=c++17", "--prec-div=true", "--fmad=false", "-default-device", "-DNDEBUG"};
+          "-std=c++17",
+          "--prec-div=true",
+          "--fmad=false",
+          "-default-device",
+          "-DNDEBUG"};
 }
 
 std::string nvrtc_version() {

@@ -20,9 +20,9 @@ struct CompileResult {
 // arch-specific) unless asked otherwise; a cubin for `sm_<number>[a]`, PTX for
 // `compute_<number>[a]`.
 struct GpuArch {
-  int number = 90;               // 89: sm_89, 90: sm_90, 100: sm_100, ...
-  bool arch_specific = true;     // the "a" suffix
-  std::string name() const;      // "sm_90a"
+  int number = 90;            // 89: sm_89, 90: sm_90, 100: sm_100, ...
+  bool arch_specific = true;  // the "a" suffix
+  std::string name() const;   // "sm_90a"
   bool operator==(const GpuArch&) const = default;
 };
 inline constexpr GpuArch kSm90a{};

@@ -7,11 +7,11 @@
 #include <string>
 #include <vector>
 
+#include "common/parallel.hpp"
 #include "fp8jit/error.hpp"
 #include "fp8jit/kernel_spec.hpp"
 #include "generator/family.hpp"
 #include "runtime/jit/nvrtc.hpp"
-#include "common/parallel.hpp"
 
 namespace fp8jit {
 namespace {
@@ -36,8 +36,12 @@ void expect_compiles_for(const GpuArch& arch) {
   parallel_for(specs.size(), 2, [&](std::size_t i) {
     const std::string name = spec_name(specs[i]);
     try {
-      const std::string cubin = nvrtc_compile(name, render_source(specs[i]), CompileTarget::cubin, arch).binary;
-      if (cubin.compare(0, 4, "\x7f" "ELF") != 0) errors[i] = name + ": not an ELF cubin";
+      const std::string cubin =
+          nvrtc_compile(name, render_source(specs[i]), CompileTarget::cubin, arch).binary;
+      if (cubin.compare(0, 4,
+                        "\x7f"
+                        "ELF") != 0)
+        errors[i] = name + ": not an ELF cubin";
     } catch (const std::exception& e) {
       errors[i] = name + ": " + e.what();
     }
@@ -45,16 +49,22 @@ void expect_compiles_for(const GpuArch& arch) {
   for (const std::string& e : errors) EXPECT_TRUE(e.empty()) << arch.name() << ": " << e;
 }
 
-TEST(CompileArch, EveryElementwiseDefaultCompilesForAda) { expect_compiles_for(parse_gpu_arch("sm_89")); }
+TEST(CompileArch, EveryElementwiseDefaultCompilesForAda) {
+  expect_compiles_for(parse_gpu_arch("sm_89"));
+}
 
-TEST(CompileArch, EveryElementwiseDefaultCompilesForBlackwell) { expect_compiles_for(parse_gpu_arch("sm_120")); }
+TEST(CompileArch, EveryElementwiseDefaultCompilesForBlackwell) {
+  expect_compiles_for(parse_gpu_arch("sm_120"));
+}
 
 // The PTX for compute_89 (what a driver JIT-compiles for any later GPU) targets sm_89 and holds
 // no programmatic-dependent-launch instruction, which sm_89 lacks; the sm_90a PTX keeps it.
 TEST(CompileArch, Compute89PtxHasNoHopperInstructions) {
-  const KernelSpec spec = default_quantize_spec({DType::bf16, Fp8Format::e4m3, Granularity::group128, true});
+  const KernelSpec spec =
+      default_quantize_spec({DType::bf16, Fp8Format::e4m3, Granularity::group128, true});
   const std::string src = render_source(spec), name = spec_name(spec);
-  const std::string ptx89 = nvrtc_compile(name, src, CompileTarget::ptx, parse_gpu_arch("sm_89")).binary;
+  const std::string ptx89 =
+      nvrtc_compile(name, src, CompileTarget::ptx, parse_gpu_arch("sm_89")).binary;
   EXPECT_NE(ptx89.find(".target sm_89"), std::string::npos);
   EXPECT_EQ(ptx89.find("griddepcontrol"), std::string::npos);
   EXPECT_NE(ptx89.find("cvt.rn.satfinite.e4m3x2"), std::string::npos);
@@ -66,8 +76,10 @@ TEST(CompileArch, Compute89PtxHasNoHopperInstructions) {
 TEST(CompileArch, RuntimeOptionsStaySm90a) {
   EXPECT_EQ(nvrtc_options(CompileTarget::cubin).front(), "--gpu-architecture=sm_90a");
   EXPECT_EQ(nvrtc_options(CompileTarget::ptx).front(), "--gpu-architecture=compute_90a");
-  EXPECT_EQ(nvrtc_options(CompileTarget::cubin, parse_gpu_arch("sm_89")).front(), "--gpu-architecture=sm_89");
-  EXPECT_EQ(nvrtc_options(CompileTarget::ptx, parse_gpu_arch("sm_120")).front(), "--gpu-architecture=compute_120");
+  EXPECT_EQ(nvrtc_options(CompileTarget::cubin, parse_gpu_arch("sm_89")).front(),
+            "--gpu-architecture=sm_89");
+  EXPECT_EQ(nvrtc_options(CompileTarget::ptx, parse_gpu_arch("sm_120")).front(),
+            "--gpu-architecture=compute_120");
   EXPECT_EQ(parse_gpu_arch("sm_90a"), kSm90a);
   EXPECT_EQ(kSm90a.name(), "sm_90a");
 }
@@ -77,7 +89,8 @@ TEST(CompileArch, FamiliesSayWhereTheyRun) {
   EXPECT_EQ(arch_refusal(gemm, 90, true), "");
   for (const char* arch : {"sm_89", "sm_90", "sm_100", "sm_120"}) {
     const GpuArch a = parse_gpu_arch(arch);
-    EXPECT_NE(arch_refusal(gemm, a.number, a.arch_specific).find("need sm_90a"), std::string::npos) << arch;
+    EXPECT_NE(arch_refusal(gemm, a.number, a.arch_specific).find("need sm_90a"), std::string::npos)
+        << arch;
   }
   for (const char* family : {"quantize", "dequantize"}) {
     const FamilyDef& f = find_family(family);
@@ -90,13 +103,15 @@ TEST(CompileArch, FamiliesSayWhereTheyRun) {
 }
 
 TEST(CompileArch, BadArchitecturesAreRefusedByName) {
-  for (const char* bad : {"", "sm_", "sm_x", "sm89", "compute_89", "sm_89a", "sm_999", "sm_-1", "sm_9o", "sm_1000"}) {
+  for (const char* bad :
+       {"", "sm_", "sm_x", "sm89", "compute_89", "sm_89a", "sm_999", "sm_-1", "sm_9o", "sm_1000"}) {
     try {
       parse_gpu_arch(bad);
       ADD_FAILURE() << "'" << bad << "' accepted";
     } catch (const Error& e) {
       EXPECT_EQ(e.kind(), ErrorKind::invalid_argument) << bad;
-      EXPECT_NE(std::string(e.what()).find(std::string("'") + bad + "'"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(std::string("'") + bad + "'"), std::string::npos)
+          << e.what();
     }
   }
   // Huge: refused, the message cut (not a 100000-character echo); control bytes escaped.

@@ -220,7 +220,8 @@ TEST(GemmSpecEnumeration, ExactlyTheSpecsTheRulesAllow) {
   // stages 2-8: 635064 in all, 322752 grouped.)
   EXPECT_EQ(all.size(), 791256u);
   EXPECT_EQ(expected_grouped * free, 404760u);
-  const std::map<std::pair<int, int>, std::size_t> pinned = {{{1, 1}, 373560u}, {{1, 2}, 342264u}, {{2, 1}, 75432u}};
+  const std::map<std::pair<int, int>, std::size_t> pinned = {
+      {{1, 1}, 373560u}, {{1, 2}, 342264u}, {{2, 1}, 75432u}};
   EXPECT_EQ(expected_by_cluster, pinned);
   std::map<std::pair<int, int>, std::size_t> by_cluster;
   for (const KernelSpec& s : all) {
@@ -472,9 +473,9 @@ TEST(GemmSpecDefault, FitsASmallerSharedMemoryLimit) {
   EXPECT_GT(shrunk, 0) << "a 100000-byte limit never cut the stage count";
 }
 
-// Fewer than 64 rows in one wave of 64x64 (or narrower) tiles without split-K over a long K: 12 stages
-// (memory-bound, as many bytes in flight as fit); with split-K, at short K, with wider or 128-row
-// tiles: 6.
+// Fewer than 64 rows in one wave of 64x64 (or narrower) tiles without split-K over a long K: 12
+// stages (memory-bound, as many bytes in flight as fit); with split-K, at short K, with wider or
+// 128-row tiles: 6.
 TEST(GemmSpecDefault, StreamingDecodeTilesTakeTwelveStages) {
   const GemmProblem p;  // block scaling, bf16 out
   auto stages = [&](std::int64_t m, std::int64_t n, std::int64_t k) {
@@ -484,8 +485,8 @@ TEST(GemmSpecDefault, StreamingDecodeTilesTakeTwelveStages) {
   EXPECT_EQ(stages(37, 5120, 32768), 12);
   EXPECT_EQ(stages(64, 5120, 8192), 6);  // whole 64-row tiles
   EXPECT_EQ(stages(16, 5120, 25600), 12);
-  EXPECT_EQ(stages(64, 2112, 7168), 6);  // split-K
-  EXPECT_EQ(stages(64, 2048, 768), 6);   // 6 K blocks
+  EXPECT_EQ(stages(64, 2112, 7168), 6);   // split-K
+  EXPECT_EQ(stages(64, 2048, 768), 6);    // 6 K blocks
   EXPECT_EQ(stages(128, 2112, 7168), 6);  // 128-row tiles
   EXPECT_EQ(stages(64, 4096, 7168), 6);   // 64 tiles: 2 splits on 132 SMs
   EXPECT_EQ(stages(64, 9216, 4096), 6);   // 64x80 tiles
