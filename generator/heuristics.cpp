@@ -72,8 +72,10 @@ std::vector<int> candidate_widths(const GemmProblem& p, int block_m, std::int64_
   // under the next tile's wgmmas (the kernel's kDeferEpilogue), which beat wider tiles there
   // (G21: 4096x24576x1536 per tensor 277 µs at 168 against 293 at 208). Up to 160 only: 168's
   // 336-byte rows of D are not whole 32-byte sectors, and 160 beat it (H100, per tensor,
-  // 4096x24576x1536 268.4 µs against 271.9, K = 768 164.5 against 177.3).
-  if (k_blocks <= 16 && !p.fast_accum && p.scale != ScaleMode::block) max_n = std::min(max_n, 160);
+  // 4096x24576x1536 268.4 µs against 271.9, K = 768 164.5 against 177.3). Fast accumulation
+  // defers too (H100, per tensor: 4096x24576x1536 256.8 µs at 160 against 274.7 at 240,
+  // 8192x5120x2048 141.9 against 153.0).
+  if (k_blocks <= 16 && p.scale != ScaleMode::block) max_n = std::min(max_n, 160);
   std::vector<int> widths;
   for (int bn = 64; bn <= max_n; bn += 16) widths.push_back(bn);
   if (max_n % 16 != 0) widths.push_back(max_n);

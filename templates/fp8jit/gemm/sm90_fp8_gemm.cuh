@@ -391,7 +391,10 @@ struct Sm90Fp8Gemm {
           continue;
       if constexpr (kDeferEpilogue)
         if (defer && o.tma) {
-          Epilogue::pack(p, o, out, row0, col0, packed);
+          if constexpr (kPromote)
+            Epilogue::pack(p, o, out, row0, col0, packed);
+          else
+            Epilogue::pack(p, o, acc, row0, col0, packed);
           pending = true;
           pending_y = slab_y;
           pending_x = slab_x;
@@ -532,8 +535,8 @@ struct Sm90Fp8Gemm {
     return TileOut{pending_end(p, rows_end), p.scale_b, true};
   }
   // A tile's 16-bit D waits in registers, packed, until the next tile's first wgmmas are issued
-  // and is written and stored while they run (precise accumulation: the wgmma temporaries are
-  // not the sums).
+  // and is written and stored while they run (fast accumulation packs before those wgmmas
+  // overwrite its accumulators).
   // Only where the sums, the in-flight temporaries and the packed tile fit: ptxas spills past
   // 210 of them (128x176 and wider, 256x104).
   // Column halves (kChunks == 2) written out each under the other's wgmmas (see consumer()).
@@ -550,10 +553,15 @@ struct Sm90Fp8Gemm {
   // (the dense block 128x256 kernel ran 2.6-3 % slower with it) nor for one math warpgroup (64-row
   // tiles, no turns: 0.6-1.6 % slower on decode shapes).
   static constexpr bool kUniformWarpgroup = kTakeTurns && (Scheduler::kGrouped || !kOverlapHalves);
+  // Fast accumulation packs its wgmma accumulators themselves. ptxas (CUDA 13.0) spilt, fast, at
+  // 128x240 per tensor, from 128x208 rowwise with a bias, and at every 256-row tile (two slabs of
+  // sums and their packed copy); per tensor up to 128x232 and rowwise up to 128x192 it did not.
+  static constexpr int kDeferRegisters =
+      kPromote ? 210 : kMmaM > 1 ? 0 : SCALE == kPerRow ? 144 : 174;
   static constexpr bool kDeferEpilogue =
-      kPromote && Epilogue::kCanPack &&
-      kMmaM * (kAccum + Epilogue::kPacked) + kAccSlabs * kChunkAccum <=
-          210 - (Scheduler::kGrouped ? kGemmGroupedRegisters : 0);
+      Epilogue::kCanPack &&
+      kMmaM * (kAccum + Epilogue::kPacked) + (kPromote ? kAccSlabs * kChunkAccum : 0) <=
+          kDeferRegisters - (Scheduler::kGrouped ? kGemmGroupedRegisters : 0);
 
   static FP8JIT_DEVICE void run(const GemmParams& p, u8* raw_smem) {
     u32 dynamic_smem;
