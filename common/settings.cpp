@@ -66,6 +66,9 @@ Settings Settings::from_env() {
   if (const char* v = env("FP8JIT_JIT")) s.jit = parse_bool("FP8JIT_JIT", v);
   if (const char* v = env("FP8JIT_MAX_SMS")) s.max_sms = parse_int("FP8JIT_MAX_SMS", v, 0, INT_MAX);
   if (const char* v = env("FP8JIT_PDL")) s.pdl = parse_bool("FP8JIT_PDL", v);
+  // Checked where it is used (parse_elementwise_arch, when a Runtime is built): the accepted
+  // architectures are NVRTC's, which this module does not know.
+  if (const char* v = env("FP8JIT_ELEMENTWISE_ARCH")) s.elementwise_arch = v;
   return s;
 }
 
@@ -97,13 +100,24 @@ std::vector<std::pair<std::string, std::string>> Settings::documented() {
       {"FP8JIT_TUNE", "off | cached | on-miss (default cached)"},
       {"FP8JIT_LOG", "0 quiet .. 3 debug (default 1)"},
       {"FP8JIT_JOBS", "compile threads (default: the cores, at most 8)"},
-      {"FP8JIT_MAX_SMS", "most SMs a GEMM's persistent grid may occupy, leaving the rest to other kernels (default 0: all)"},
+      {"FP8JIT_MAX_SMS",
+       "most SMs a GEMM's persistent grid may occupy, leaving the rest to other kernels (default "
+       "0: all)"},
       {"FP8JIT_KEEP_SOURCE", "1 writes each generated .cu beside its cubin"},
-      {"FP8JIT_SPLIT_SUM", "cluster | workspace: how split-K ranges are summed (default cluster, where it fits)"},
-      {"FP8JIT_JIT", "on | off: off, launching a kernel missing from the memory and disk caches is an error "
-                     "instead of a compile on the request path (precompile first; default on)"},
-      {"FP8JIT_FFMA_REUSE", "1: every FFMA of a run of 16+ that shares its scale operand with the next keeps it in the "
-                            "operand reuse cache (default 1; 0: as ptxas left it)"},
+      {"FP8JIT_SPLIT_SUM",
+       "cluster | workspace: how split-K ranges are summed (default cluster, where it fits)"},
+      {"FP8JIT_JIT",
+       "on | off: off, launching a kernel missing from the memory and disk caches is an error "
+       "instead of a compile on the request path (precompile first; default on)"},
+      {"FP8JIT_FFMA_REUSE",
+       "1: every FFMA of a run of 16+ that shares its scale operand with the next keeps it in the "
+       "operand reuse cache (default 1; 0: as ptxas left it)"},
+      {"FP8JIT_PDL",
+       "1: programmatic dependent launch, each kernel overlapping the previous one's tail (default "
+       "0)"},
+      {"FP8JIT_ELEMENTWISE_ARCH",
+       "quantize and dequantize kernels as PTX for compute_<number> (89 or later), which "
+       "the driver compiles for the GPU present (default: each GPU's own build)"},
   };
 }
 

@@ -20,6 +20,7 @@
 #include "common/parallel.hpp"
 #include "common/settings.hpp"
 #include "fp8jit/error.hpp"
+#include "generator/family.hpp"
 #include "runtime/jit/driver.hpp"
 #include "runtime/jit/kernel_cache.hpp"
 #include "runtime/ops/dims.hpp"
@@ -44,6 +45,7 @@ RuntimeOptions RuntimeOptions::from_settings() {
   o.pdl = s.pdl;
   o.keep_source = s.keep_source;
   o.ffma_reuse = s.ffma_reuse;
+  o.elementwise_arch = s.elementwise_arch;
   o.log_level = s.log_level;
   return o;
 }
@@ -108,8 +110,12 @@ const GemmArgs* split_args(const GroupedGemmArgs&) {
 struct Runtime::Impl {
   explicit Impl(const RuntimeOptions& o)
       : options(applied(o)),
-        kernels({options.cache_dir, options.keep_source, gemm_post_passes(options.ffma_reuse), {ops::gemm_load_hook()},
-                 options.jit}),
+        kernels({options.cache_dir,
+                 options.keep_source,
+                 gemm_post_passes(options.ffma_reuse),
+                 {ops::gemm_load_hook()},
+                 options.jit,
+                 parse_elementwise_arch(options.elementwise_arch)}),
         pdl(options.pdl) {}
 
   RuntimeOptions options;
@@ -117,9 +123,13 @@ struct Runtime::Impl {
   std::atomic<bool> pdl;  // Runtime::set_pdl; read once per launch
   // What every call seen so far was routed to (quantize, dequantize and gemm).
   RouteTable routes;
-  // Contexts whose device was checked, with its SM count.
+  // Contexts whose device was checked (check_device).
+  struct CheckedDevice {
+    int sm_count = 0;
+    bool hopper = false;
+  };
   std::shared_mutex device_mutex;
-  std::unordered_map<CUcontext, int> checked;
+  std::unordered_map<CUcontext, CheckedDevice> checked;
 
   // Split-K workspaces, one per (context, stream) so that concurrent streams never share one.
   // NOTE: grow-only and freed with the runtime: freeing a buffer that queued kernels may still
@@ -216,24 +226,35 @@ struct Runtime::Impl {
     for (auto& [ctx, ptr] : retired) api->cuMemFree(ptr);
   }
 
-  // First use of a context: the device must be a Hopper GPU. Returns its SM count, remembered
-  // so that launches do not query the device (a mutex and a copy of its name) every call.
-  int check_device(CUcontext ctx) {
+  // A context's device: its SM count and whether it is a Hopper GPU (compute capability 9.0),
+  // read on its first use and remembered so that launches do not query the device (a mutex and a
+  // copy of its name) every call. GEMMs need Hopper and are refused here on any other GPU; the
+  // elementwise families run from sm_89 on, as the kernel cache builds them (build_target_for).
+  int check_device(CUcontext ctx, bool needs_hopper = true) {
+    CheckedDevice d;
+    bool known = false;
     {
       std::shared_lock lock(device_mutex);
-      if (const auto it = checked.find(ctx); it != checked.end()) return it->second;
+      if (const auto it = checked.find(ctx); it != checked.end()) {
+        d = it->second;
+        known = true;
+      }
     }
-    const driver::DeviceInfo info = driver::device_info();
-    driver::require_sm90(info);
-    std::unique_lock lock(device_mutex);
-    checked[ctx] = info.sm_count;
-    return info.sm_count;
+    if (!known) {
+      const driver::DeviceInfo info = driver::device_info();
+      d = {info.sm_count, info.cc_major == 9 && info.cc_minor == 0};
+      std::unique_lock lock(device_mutex);
+      checked[ctx] = d;
+    }
+    if (needs_hopper && !d.hopper) driver::require_sm90(driver::device_info());
+    return d.sm_count;
   }
 
   // Remembers `k` as the route of `key`; a gemm's with the split-K count of its normalized
-  // arguments, which is fixed for a kernel, shape and device like the SM count.
+  // arguments, which is fixed for a kernel, shape and device like the SM count. Its device was
+  // checked for the route's operation before `k` was built.
   Route remember(const RouteKey& key, const LoadedKernel& k, const GemmArgs* gemm = nullptr) {
-    Route route{&k, within(check_device(key.ctx), key.sms), 1};
+    Route route{&k, within(check_device(key.ctx, false), key.sms), 1};
     if (gemm) route.splits = ops::split_count(k, *gemm, route.sm_count, options.split_sum);
     routes.put(key, route);
     return route;
@@ -248,7 +269,7 @@ struct Runtime::Impl {
     const RouteKey key = route_key(driver::ensure_context(), problem, vec);
     Route route;
     if (!routes.find(key, route)) [[unlikely]] {
-      check_device(key.ctx);
+      check_device(key.ctx, false);
       route = remember(key, kernels.get(default_spec(problem, vec)));
     }
     ops::launch(*route.kernel, a, stream, pdl.load(std::memory_order_relaxed));
@@ -257,7 +278,7 @@ struct Runtime::Impl {
   template <class Args> void run_elementwise(const Args& args, const KernelSpec& spec, CUstream stream) {
     const Args a = ops::normalize(args);
     ops::check_matches(spec, a);
-    check_device(driver::ensure_context());
+    check_device(driver::ensure_context(), false);
     ops::launch(kernels.get(spec), a, stream, pdl.load(std::memory_order_relaxed));
   }
 
@@ -455,10 +476,14 @@ std::size_t Runtime::precompile(const std::vector<KernelSpec>& all, int jobs, co
   // With a Hopper GPU, also load them into the calling thread's context: a serving process's
   // first call of each then does no driver work beyond its launch set-up. Another GPU (a build
   // machine's) only compiles, as a machine without one does.
+  // On a GPU of another architecture the elementwise kernels are loaded (built for it).
   if (driver::available()) {
     const driver::DeviceInfo d = driver::device_info(driver::current_device());
-    if (d.cc_major == 9 && d.cc_minor == 0)
-      for (const KernelSpec& s : specs) (void)impl_->kernels.get(s);
+    const int cc = d.cc_major * 10 + d.cc_minor;
+    for (const KernelSpec& s : specs) {
+      const FamilyDef& f = find_family(s.family);
+      if (f.sm90a_only ? cc == 90 : cc >= f.min_arch) (void)impl_->kernels.get(s);
+    }
   }
   return specs.size();
 }

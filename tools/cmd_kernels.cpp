@@ -70,7 +70,7 @@ int info() {
   fmt::print("tuning db:  {}\n", printable(s.db_path));
   fmt::print("headers:    {} embedded, hash {:016x}\n", embedded_headers().names.size(), embedded_headers().hash);
   fmt::print("settings:\n");
-  for (const auto& [name, doc] : Settings::documented()) fmt::print("  {:<20} {}\n", name, doc);
+  for (const auto& [name, doc] : Settings::documented()) fmt::print("  {:<24} {}\n", name, doc);
   return 0;
 }
 

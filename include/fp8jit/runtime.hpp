@@ -58,11 +58,17 @@ struct FP8JIT_API RuntimeOptions {
   bool pdl = false;
   // Where no GPU is present, the heuristics choose for this GPU (a present GPU is always used).
   GpuTarget target;
+  // What quantize and dequantize kernels are built as (GEMMs are always sm_90a cubins): empty,
+  // for the GPU present (sm_90a on Hopper, sm_<cc> on Ada, Blackwell and others this NVRTC knows,
+  // compute_89 PTX on newer ones); or "compute_<number>" (89 or later), PTX that the driver
+  // compiles for whichever GPU loads it, so one cache serves a mixed fleet.
+  std::string elementwise_arch;
   // Diagnostics on stderr: 0 quiet, 1 warnings, 2 info, 3 debug. The level is process-wide: a
   // Runtime sets it when built (the last one built decides).
   int log_level = 1;
   // FP8JIT_CACHE_DIR, FP8JIT_DISK_CACHE, FP8JIT_DB, FP8JIT_TUNE, FP8JIT_JOBS, FP8JIT_SPLIT_SUM,
-  // FP8JIT_KEEP_SOURCE, FP8JIT_FFMA_REUSE, FP8JIT_LOG, FP8JIT_JIT, FP8JIT_MAX_SMS, FP8JIT_PDL
+  // FP8JIT_KEEP_SOURCE, FP8JIT_FFMA_REUSE, FP8JIT_LOG, FP8JIT_JIT, FP8JIT_MAX_SMS, FP8JIT_PDL,
+  // FP8JIT_ELEMENTWISE_ARCH
   static RuntimeOptions from_settings();
 };
 

@@ -1,24 +1,25 @@
 #include "runtime/jit/kernel_cache.hpp"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
-#include <fmt/format.h>
-
-#include "runtime/jit/driver.hpp"
 #include "common/file_io.hpp"
-#include "runtime/jit/headers.hpp"
 #include "common/log.hpp"
 #include "fp8jit/version.hpp"
+#include "generator/family.hpp"
+#include "runtime/jit/driver.hpp"
+#include "runtime/jit/headers.hpp"
 
 namespace fp8jit {
 
 std::string binary_cache_key(const std::string& source, CompileTarget target,
-                             const std::vector<std::string>& post_pass_keys) {
+                             const std::vector<std::string>& post_pass_keys, const GpuArch& arch) {
   std::string passes;
   for (const std::string& line : post_pass_keys) passes += line + "\n";
   return fmt::format("fp8jit {}\nnvrtc {}\noptions {}\nheaders {:016x}\n{}{}",
-                     FP8JIT_VERSION_STRING, nvrtc_version(), fmt::join(nvrtc_options(target), " "),
-                     embedded_headers().hash, passes, source);
+                     FP8JIT_VERSION_STRING, nvrtc_version(),
+                     fmt::join(nvrtc_options(target, arch), " "), embedded_headers().hash, passes,
+                     source);
 }
 
 std::vector<std::string> post_pass_keys(const std::vector<CubinPostPass>& passes,
@@ -43,22 +44,37 @@ std::vector<std::string> run_post_passes(const std::vector<CubinPostPass>& passe
 KernelCache::KernelCache(KernelCacheOptions options)
     : options_(std::move(options)), disk_(options_.cache_dir) {}
 
-std::string KernelCache::key_of(const std::string& family, const std::string& source) const {
-  return binary_cache_key(source, CompileTarget::cubin,
-                          post_pass_keys(options_.post_passes, family));
+// The post-passes rewrite sm_90a cubins (the GEMMs'), never another architecture's binary.
+std::string KernelCache::key_of(const std::string& family, const std::string& source,
+                                const BuildTarget& target) const {
+  return binary_cache_key(source, target.target,
+                          target == kHopperCubin ? post_pass_keys(options_.post_passes, family)
+                                                 : std::vector<std::string>{},
+                          target.arch);
 }
 
-std::string KernelCache::cubin_key(const KernelSpec& spec) const {
-  return key_of(spec.family, render_source(spec));
+std::string KernelCache::cubin_key(const KernelSpec& spec, const BuildTarget& target) const {
+  return key_of(spec.family, render_source(spec), target);
 }
 
-std::string KernelCache::cubin(const KernelSpec& spec) { return cubin_of(spec, std::nullopt); }
+std::string KernelCache::cubin(const KernelSpec& spec, const BuildTarget& target) {
+  return cubin_of(spec, std::nullopt, target);
+}
+
+BuildTarget KernelCache::target_for_device(const KernelSpec& spec) const {
+  static const std::vector<int> archs = nvrtc_supported_archs();
+  const driver::DeviceInfo info = driver::device_info();
+  return build_target_for(find_family(spec.family), info.cc_major, info.cc_minor,
+                          fmt::format("{} ({})", info.ordinal, info.name), options_.elementwise,
+                          archs);
+}
 
 // `live_for`: set on the launch path (what the kernel is for), where live compiles may be off.
-std::string KernelCache::cubin_of(const KernelSpec& spec, std::optional<std::string_view> live_for) {
+std::string KernelCache::cubin_of(const KernelSpec& spec, std::optional<std::string_view> live_for,
+                                  const BuildTarget& target) {
   const std::string name = spec_name(spec);
   const std::string source = render_source(spec);
-  const std::string key = key_of(spec.family, source);
+  const std::string key = key_of(spec.family, source, target);
   if (auto hit = disk_.load(key)) {
     log::at(log::debug, "{}: cubin from the disk cache", name);
     return *hit;
@@ -74,7 +90,7 @@ std::string KernelCache::cubin_of(const KernelSpec& spec, std::optional<std::str
                             "Runtime::precompile, fp8jit.precompile) or allow compiles",
                             *live_for, live_for->empty() ? "" : ": kernel ", name,
                             disk_.dir().empty() ? " (disabled)" : " " + disk_.dir()));
-  if (disk_.dir().empty()) return compile_and_store(name, spec.family, source, key);
+  if (disk_.dir().empty()) return compile_and_store(name, spec.family, source, key, target);
   // One compile per key across processes: the first to miss compiles under the lock, the others
   // wait for it and find its cubin on the second look.
   const std::string lock_path = disk_.path_for(key) + ".lock";
@@ -95,18 +111,21 @@ std::string KernelCache::cubin_of(const KernelSpec& spec, std::optional<std::str
       return *hit;
     }
   }
-  return compile_and_store(name, spec.family, source, key);
+  return compile_and_store(name, spec.family, source, key, target);
 }
 
 std::string KernelCache::compile_and_store(const std::string& name, const std::string& family,
-                                           const std::string& source, const std::string& key) {
-  CompileResult r = nvrtc_compile(name, source, CompileTarget::cubin);
+                                           const std::string& source, const std::string& key,
+                                           const BuildTarget& target) {
+  CompileResult r = nvrtc_compile(name, source, target.target, target.arch);
   compiles_++;
   compile_micros_ += static_cast<std::uint64_t>(r.seconds * 1e6);
-  log::at(log::info, "{}: compiled in {:.3f} s", name, r.seconds);
+  log::at(log::info, "{}: compiled in {:.3f} s{}", name, r.seconds,
+          target == kHopperCubin ? "" : " for " + target.name());
   if (!r.log.empty()) log::at(log::debug, "{}: NVRTC log:\n{}", name, r.log);
-  for (const std::string& report : run_post_passes(options_.post_passes, family, r.binary))
-    log::at(log::debug, "{}: {}", name, report);
+  if (target == kHopperCubin)
+    for (const std::string& report : run_post_passes(options_.post_passes, family, r.binary))
+      log::at(log::debug, "{}: {}", name, report);
   if (disk_.dir().empty()) {
     if (!options_.live_compile) {  // the launch path may take only what was compiled before it
       std::lock_guard<std::mutex> lock(mutex_);
@@ -184,7 +203,11 @@ const LoadedKernel& KernelCache::get(const KernelSpec& spec, std::string_view wh
     auto k = std::make_shared<LoadedKernel>();
     k->spec = spec;
     k->name = key.second;
-    k->module = std::make_shared<Module>(Module::load(cubin_of(spec, what)));
+    const BuildTarget target = target_for_device(spec);
+    k->module = std::make_shared<Module>(Module::load(cubin_of(spec, what, target)));
+    // griddepcontrol.wait is compiled only from sm_90: a build for an older architecture (the
+    // compute_89 PTX included) must not start before the kernel it follows has finished.
+    k->pdl = target.arch.number >= 90;
     for (const std::string& entry : spec_entry_points(spec))
       k->functions.push_back(k->module->function(entry.c_str()));
     k->threads = spec_block_threads(spec);

@@ -1,9 +1,9 @@
 // Compiled kernels: cubins (disk cache or NVRTC) and modules loaded per CUDA context.
 #pragma once
 
-#include <array>
 #include <cuda.h>
 
+#include <array>
 #include <functional>
 #include <future>
 #include <map>
@@ -17,6 +17,7 @@
 #include "fp8jit/kernel_spec.hpp"
 #include "fp8jit/runtime.hpp"
 #include "runtime/jit/binary_cache.hpp"
+#include "runtime/jit/build_target.hpp"
 #include "runtime/jit/module.hpp"
 #include "runtime/jit/nvrtc.hpp"
 
@@ -31,6 +32,9 @@ struct LoadedKernel {
   int smem_bytes = 0;
   int cluster = 1;              // CTAs per cluster of functions[0]
   int max_active_clusters = 0;  // of `cluster` CTAs, resident at once (cluster > 1 only)
+  // Whether it may be launched with programmatic dependent launch: built for sm_90 or later,
+  // where its kernels wait for the previous kernel (griddepcontrol.wait) before reading memory.
+  bool pdl = true;
   // Filled by the gemm family's load hook (ops::gemm_load_hook), zero for other families: the
   // spec's config parsed once for the launch path, and for a gemm without a config cluster
   // split_clusters[s] clusters of s CTAs (2 <= s <= 8) that can be resident at once, for split-K
@@ -71,13 +75,17 @@ struct KernelCacheOptions {
   // false: get() of a kernel whose cubin is in neither the disk cache nor this cache's memory
   // (what cubin() compiled) throws instead of compiling (RuntimeOptions::jit).
   bool live_compile = true;
+  // The elementwise families' build on every GPU (RuntimeOptions::elementwise_arch); nullopt:
+  // each GPU's own (build_target_for).
+  std::optional<BuildTarget> elementwise;
 };
 
-// Everything that decides the bytes of a binary: library version, NVRTC version, options,
-// target, the embedded headers' hash, the key lines of the post-passes the cubin goes through
-// and the rendered source. No paths.
+// Everything that decides the bytes of a binary: library version, NVRTC version, options
+// (target and architecture), the embedded headers' hash, the key lines of the post-passes the
+// cubin goes through and the rendered source. No paths.
 std::string binary_cache_key(const std::string& source, CompileTarget target,
-                             const std::vector<std::string>& post_pass_keys = {});
+                             const std::vector<std::string>& post_pass_keys = {},
+                             const GpuArch& arch = kSm90a);
 
 // The key lines of the passes of `passes` that apply to `family`, in order.
 std::vector<std::string> post_pass_keys(const std::vector<CubinPostPass>& passes,
@@ -91,19 +99,27 @@ class KernelCache {
  public:
   explicit KernelCache(KernelCacheOptions options);
 
-  // The disk-cache key of `spec`'s cubin (binary_cache_key with its family's post-passes).
-  std::string cubin_key(const KernelSpec& spec) const;
-  // The cubin of `spec`, from the disk cache or compiled (needs no GPU). Processes sharing the
-  // disk cache compile a missing key once: the first takes a lock file beside the entry
-  // (flock, released by the system if its holder dies), the others wait and read its cubin.
-  std::string cubin(const KernelSpec& spec);
+  // The disk-cache key of `spec`'s binary for `target` (binary_cache_key with its family's
+  // post-passes, which rewrite sm_90a cubins only).
+  std::string cubin_key(const KernelSpec& spec, const BuildTarget& target = kHopperCubin) const;
+  // The sm_90a cubin of `spec` (or its binary for `target`), from the disk cache or compiled
+  // (needs no GPU). Processes sharing the disk cache compile a missing key once: the first takes
+  // a lock file beside the entry (flock, released by the system if its holder dies), the others
+  // wait and read its binary.
+  std::string cubin(const KernelSpec& spec, const BuildTarget& target = kHopperCubin);
+  // What get() builds `spec` as for the calling thread's GPU (build_target_for); throws
+  // Error(unsupported) where the family cannot run there.
+  BuildTarget target_for_device(const KernelSpec& spec) const;
   // `spec` loaded into the calling thread's context; compiles and loads on the first request.
   // Concurrent first requests for one spec compile it once. `what` (e.g. the GEMM's shape) leads
   // the error when live compiles are off and the kernel is in no cache.
   const LoadedKernel& get(const KernelSpec& spec, std::string_view what = {});
-  // The cubin get() loads: cubin(), except that with live compiles off a kernel in no cache is
+  // The binary get() loads: cubin(), except that with live compiles off a kernel in no cache is
   // an error (Error unsupported, led by `what`) instead of a compile.
-  std::string launch_cubin(const KernelSpec& spec, std::string_view what = {}) { return cubin_of(spec, what); }
+  std::string launch_cubin(const KernelSpec& spec, std::string_view what = {},
+                           const BuildTarget& target = kHopperCubin) {
+    return cubin_of(spec, what, target);
+  }
 
   CacheStats stats() const;
   void reset_stats();
@@ -111,10 +127,13 @@ class KernelCache {
 
  private:
   using Key = std::pair<CUcontext, std::string>;
-  std::string key_of(const std::string& family, const std::string& source) const;
-  std::string cubin_of(const KernelSpec& spec, std::optional<std::string_view> live_for);
-  std::string compile_and_store(const std::string& name, const std::string& family, const std::string& source,
-                                const std::string& key);
+  std::string key_of(const std::string& family, const std::string& source,
+                     const BuildTarget& target) const;
+  std::string cubin_of(const KernelSpec& spec, std::optional<std::string_view> live_for,
+                       const BuildTarget& target);
+  std::string compile_and_store(const std::string& name, const std::string& family,
+                                const std::string& source, const std::string& key,
+                                const BuildTarget& target);
 
   KernelCacheOptions options_;
   BinaryCache disk_;

@@ -65,6 +65,7 @@ dev::QuantParams quant_params(const QuantizeArgs& a, bool vector_ok) {
 }  // namespace
 
 void launch(const LoadedKernel& k, const QuantizeArgs& a, CUstream stream, bool pdl) {
+  pdl = pdl && k.pdl;  // builds before sm_90 have no griddepcontrol.wait
   const ElementwiseConfig c = elementwise_config_of(k.spec);
   const QuantizeProblem prob = quantize_problem_of(k.spec);
   dev::QuantParams p = quant_params(a, max_vec(a) >= c.vec);
@@ -124,6 +125,7 @@ void launch(const LoadedKernel& k, const QuantizeArgs& a, CUstream stream, bool 
 }
 
 void launch(const LoadedKernel& k, const DequantizeArgs& a, CUstream stream, bool pdl) {
+  pdl = pdl && k.pdl;  // builds before sm_90 have no griddepcontrol.wait
   const ElementwiseConfig c = elementwise_config_of(k.spec);
   dev::DequantParams p{};
   p.q = a.q;

@@ -8,6 +8,8 @@
 #include "fp8jit/reference.hpp"
 #include "fp8jit/runtime.hpp"
 #include "tests/common/gpu_env.hpp"
+#include "tests/common/ptx_runtime.hpp"
+#include "tests/common/temp_dir.hpp"
 
 namespace fp8jit::test {
 namespace {
@@ -35,9 +37,9 @@ std::string case_name(const testing::TestParamInfo<DequantCase>& info) {
 
 class DequantizeGpu : public testing::TestWithParam<DequantCase> {};
 
-TEST_P(DequantizeGpu, MatchesHostReferenceBitExact) {
-  FP8JIT_REQUIRE_GPU();
-  const DequantCase c = GetParam();
+// Every shape and scale layout of case `c` on `rt`, against the host reference.
+void check_case(const DequantCase& c, Runtime& rt) {
+  SCOPED_TRACE(case_name(testing::TestParamInfo<DequantCase>(c, 0)));
   struct Shape { std::int64_t m, k, pad; };
   std::mt19937 rng(5);
   int variant = 0;
@@ -66,7 +68,7 @@ TEST_P(DequantizeGpu, MatchesHostReferenceBitExact) {
       a.q = q.get();
       a.scales = sc.f32();
       a.y = y.get();
-      default_runtime().dequantize(a, nullptr);
+      rt.dequantize(a, nullptr);
       const auto got = y.download();
       std::vector<unsigned char> want(got.size(), 0xA5);
       DequantizeArgs h = a;
@@ -81,7 +83,21 @@ TEST_P(DequantizeGpu, MatchesHostReferenceBitExact) {
   }
 }
 
+TEST_P(DequantizeGpu, MatchesHostReferenceBitExact) {
+  FP8JIT_REQUIRE_GPU();
+  check_case(GetParam(), default_runtime());
+}
+
 INSTANTIATE_TEST_SUITE_P(All, DequantizeGpu, testing::ValuesIn(all_cases()), case_name);
+
+// The compute_89 PTX build, compiled by the driver for this GPU: the same bytes.
+TEST(DequantizeGpuPtx, Compute89MatchesHostReferenceBitExact) {
+  FP8JIT_REQUIRE_GPU();
+  const TempDir dir("fp8jit_ptx_dequant");
+  Runtime rt(compute89_options(dir.path()));
+  for (const DequantCase& c : all_cases()) check_case(c, rt);
+  EXPECT_GT(expect_only_compute89_ptx(dir.path()), 0);
+}
 
 }  // namespace
 }  // namespace fp8jit::test

@@ -13,6 +13,8 @@
 #include "fp8jit/reference.hpp"
 #include "fp8jit/runtime.hpp"
 #include "tests/common/gpu_env.hpp"
+#include "tests/common/ptx_runtime.hpp"
+#include "tests/common/temp_dir.hpp"
 
 namespace fp8jit::test {
 namespace {
@@ -51,7 +53,7 @@ std::vector<QuantCase> all_cases() {
 class QuantizeGpu : public testing::TestWithParam<QuantCase> {};
 
 // Runs one configuration on the GPU and on the host and compares whole buffers.
-void check_one(const QuantCase& c, const Shape& s, int variant, unsigned seed) {
+void check_one(const QuantCase& c, const Shape& s, int variant, unsigned seed, Runtime& rt) {
   SCOPED_TRACE(testing::Message() << "m=" << s.m << " k=" << s.k << " pad=" << s.pad << " variant=" << variant);
   const bool edge = variant % 2 == 1;
   QuantizeArgs a;
@@ -86,7 +88,7 @@ void check_one(const QuantCase& c, const Shape& s, int variant, unsigned seed) {
     a.ldqt = ldqt;
     if (nst) a.scales_t = st.f32();
   }
-  default_runtime().quantize(a, nullptr);
+  rt.quantize(a, nullptr);
   const auto got_q = q.download(), got_s = sc.download(), got_qt = qt.download(), got_st = st.download(),
              got_amax = amax.download();
 
@@ -126,10 +128,29 @@ TEST_P(QuantizeGpu, MatchesHostReferenceBitExact) {
   const std::vector<Shape> shapes = {{1, 16, 0}, {7, 100, 3}, {130, 300, 0}, {257, 1000, 8}, {64, 7168, 0}, {300, 129, 1}};
   unsigned seed = 11;
   for (const Shape& s : shapes)
-    for (int variant = 0; variant < 4; ++variant) check_one(GetParam(), s, variant, seed++);
+    for (int variant = 0; variant < 4; ++variant)
+      check_one(GetParam(), s, variant, seed++, default_runtime());
 }
 
 INSTANTIATE_TEST_SUITE_P(All, QuantizeGpu, testing::ValuesIn(all_cases()), case_name);
+
+// The compute_89 PTX build (what Ada GPUs and GPUs newer than this NVRTC run), compiled by the
+// driver for this GPU: the same bytes as the host reference, every case on two ragged shapes.
+TEST(QuantizeGpuPtx, Compute89MatchesHostReferenceBitExact) {
+  FP8JIT_REQUIRE_GPU();
+  const TempDir dir("fp8jit_ptx_quant");
+  // PDL asked for: a build without griddepcontrol.wait must launch without the attribute.
+  RuntimeOptions o = compute89_options(dir.path());
+  o.pdl = true;
+  Runtime rt(o);
+  unsigned seed = 500;
+  for (const QuantCase& c : all_cases()) {
+    SCOPED_TRACE(case_name(testing::TestParamInfo<QuantCase>(c, 0)));
+    for (const Shape& s : {Shape{7, 100, 3}, Shape{257, 1000, 8}})
+      for (int variant = 0; variant < 4; ++variant) check_one(c, s, variant, seed++, rt);
+  }
+  EXPECT_GT(expect_only_compute89_ptx(dir.path()), 0);
+}
 
 TEST(QuantizeGpuBadInput, RejectedBeforeAnythingIsWritten) {
   FP8JIT_REQUIRE_GPU();
