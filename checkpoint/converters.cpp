@@ -7,6 +7,8 @@
 #include "autotune/timer.hpp"
 #include "fp8jit/reference.hpp"
 #include "fp8jit/runtime.hpp"
+#include "generator/family.hpp"
+#include "runtime/jit/build_target.hpp"
 #include "runtime/jit/driver.hpp"
 
 namespace fp8jit::checkpoint {
@@ -78,7 +80,11 @@ class GpuConverter final : public Converter {
  public:
   explicit GpuConverter(Runtime& runtime) : rt_(runtime) {
     const driver::DeviceInfo d = driver::device_info();
-    driver::require_sm90(d);
+    // A cast quantizes and dequantizes only: any GPU from sm_89 on (Ada, Hopper, Blackwell);
+    // build_target_for refuses older ones by name, before anything is read or written.
+    for (const FamilyDef* f : {&quantize_family(), &dequantize_family()})
+      (void)build_target_for(*f, d.cc_major, d.cc_minor, fmt::format("{} ({})", d.ordinal, d.name),
+                             std::nullopt, nvrtc_supported_archs());
     name_ = fmt::format("GPU ({})", d.name);
   }
   void dequantize(const std::uint8_t* q, Fp8Format format, std::int64_t n, std::int64_t k,

@@ -7,6 +7,7 @@
 #include "common/file_io.hpp"
 #include "fp8jit/error.hpp"
 #include "fp8jit/runtime.hpp"
+#include "generator/family.hpp"
 #include "runtime/jit/driver.hpp"
 #include "tools/cli.hpp"
 #include "tools/progress.hpp"
@@ -22,7 +23,12 @@ struct CastArgs {
 std::unique_ptr<checkpoint::Converter> converter_for(const std::string& device) {
   if (device == "cpu") return checkpoint::host_converter();
   if (device == "gpu") require_gpu();
-  if (driver::available()) return checkpoint::gpu_converter(default_runtime());
+  // auto: the GPU where its kernels run (sm_89 on), else the host; gpu: the GPU or a clear error.
+  if (driver::available()) {
+    const driver::DeviceInfo d = driver::device_info();
+    if (device == "gpu" || d.cc_major * 10 + d.cc_minor >= quantize_family().min_arch)
+      return checkpoint::gpu_converter(default_runtime());
+  }
   return checkpoint::host_converter();
 }
 
@@ -94,8 +100,10 @@ void add_cast_command(CLI::App& app) {
                   "embeddings, lm_head, MoE routers); repeat it or separate with commas")
       ->allow_extra_args(false)
       ->delimiter(',');
-  sub->add_option("--device", a->device,
-                  "auto: the GPU when there is one, else the host reference (slow); gpu; cpu")
+  sub->add_option(
+         "--device", a->device,
+         "auto: the GPU when there is one that runs FP8 conversions (sm_89 on: Ada, Hopper, "
+         "Blackwell), else the host reference (slow); gpu; cpu")
       ->check(CLI::IsMember({"auto", "gpu", "cpu"}));
   on_run(sub, [a] { return cast(*a); });
 }
