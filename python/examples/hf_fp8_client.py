@@ -103,8 +103,9 @@ def hub_kernel_linear(kernel):
     def linear(input, weight, weight_scale_inv, block_size=None, bias=None, activation_scale=None,
                allow_deepgemm=True):
         k = input.shape[-1]
-        out = kernel.matmul_2d(input.reshape(-1, k).contiguous(), weight, weight_scale_inv, list(block_size),
-                               output_dtype=input.dtype, activation_scale=activation_scale)
+        out = kernel.matmul_2d(input.reshape(-1, k).contiguous(), weight, weight_scale_inv,
+                               None if block_size is None else list(block_size), output_dtype=input.dtype,
+                               activation_scale=activation_scale)
         if bias is not None:
             out += bias
         return out.view(*input.shape[:-1], weight.shape[0])
