@@ -1,20 +1,19 @@
 // The C ABI (include/fp8jit/fp8jit.h) over fp8jit::Runtime. Every entry point converts the C
 // structs to the C++ ones (checking enum values a C caller may have made up), calls the C++ API
 // and turns any exception into a status plus a thread-local message: nothing throws across it.
-#include "fp8jit/fp8jit.h"
-
-#include <cstring>
-#include <vector>
-
 #include <cuda.h>
 #include <fmt/format.h>
 
+#include <cstddef>
+#include <cstring>
 #include <exception>
 #include <new>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "fp8jit/error.hpp"
+#include "fp8jit/fp8jit.h"
 #include "fp8jit/log.hpp"
 #include "fp8jit/runtime.hpp"
 #include "fp8jit/types.hpp"
@@ -168,8 +167,9 @@ fp8jit_status fp8jit_runtime_create_with_cache_dir(const char* cache_dir, fp8jit
 void fp8jit_runtime_options_init(fp8jit_runtime_options* options) {
   if (!options) return;
   const fp8jit::RuntimeOptions defaults;
-  *options = fp8jit_runtime_options{sizeof(fp8jit_runtime_options), nullptr, nullptr, defaults.jit ? 1 : 0,
-                                    defaults.max_sms, defaults.pdl ? 1 : 0};
+  *options = fp8jit_runtime_options{
+      sizeof(fp8jit_runtime_options), nullptr, nullptr, defaults.jit ? 1 : 0, defaults.max_sms,
+      defaults.pdl ? 1 : 0,           nullptr};
 }
 
 fp8jit_status fp8jit_runtime_create_with_options(const fp8jit_runtime_options* options, fp8jit_runtime** out) {
@@ -178,13 +178,16 @@ fp8jit_status fp8jit_runtime_create_with_options(const fp8jit_runtime_options* o
     const char* fn = "fp8jit_runtime_create_with_options";
     require(out, "out", fn, "a place for the new runtime (fp8jit_runtime**)");
     require(options, "options", fn, "an fp8jit_runtime_options pointer (fp8jit_runtime_options_init)");
-    // Only this header's layout is known: a smaller size is an uninitialised struct, a larger
-    // one a caller built against a newer fp8jit whose fields this library would ignore.
-    if (options->struct_size != sizeof(fp8jit_runtime_options))
-      fp8jit::throw_invalid("options->struct_size", std::to_string(options->struct_size),
-                            fmt::format("{} (fill the struct with fp8jit_runtime_options_init, and build against "
-                                        "this library's fp8jit.h)",
-                                        sizeof(fp8jit_runtime_options)));
+    // This header's layout, or 0.1's (the fields before elementwise_arch): any other smaller
+    // size is an uninitialised struct, a larger one a caller built against a newer fp8jit whose
+    // fields this library would ignore.
+    constexpr std::size_t kLayout01 = offsetof(fp8jit_runtime_options, elementwise_arch);
+    if (options->struct_size != sizeof(fp8jit_runtime_options) && options->struct_size != kLayout01)
+      fp8jit::throw_invalid(
+          "options->struct_size", std::to_string(options->struct_size),
+          fmt::format("{} (fill the struct with fp8jit_runtime_options_init, and build against "
+                      "this library's fp8jit.h; {}: fp8jit 0.1's layout)",
+                      sizeof(fp8jit_runtime_options), kLayout01));
     if (options->jit != 0 && options->jit != 1)
       fp8jit::throw_invalid("options->jit", std::to_string(options->jit), "0 or 1");
     if (options->max_sms < 0)
@@ -197,6 +200,8 @@ fp8jit_status fp8jit_runtime_create_with_options(const fp8jit_runtime_options* o
     o.jit = options->jit == 1;
     o.max_sms = options->max_sms;
     o.pdl = options->pdl == 1;
+    if (options->struct_size > kLayout01 && options->elementwise_arch)
+      o.elementwise_arch = options->elementwise_arch;  // checked by the Runtime (invalid_argument)
     *out = new fp8jit_runtime(o);
   });
 }

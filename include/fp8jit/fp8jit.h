@@ -249,6 +249,12 @@ typedef struct fp8jit_runtime_options {
                             previous one in its stream and waits for it on the GPU; hides launch
                             latency between back-to-back kernels); 0 (default): off.
                             fp8jit_runtime_set_pdl changes it later. */
+  const char* elementwise_arch; /* NULL or "" (default): quantize and dequantize are built for the
+                            GPU present (sm_90a on Hopper, the GPU's own cubin from sm_89, PTX on
+                            GPUs newer than NVRTC knows); "compute_<number>" (89 or later): PTX
+                            that the driver compiles for whichever GPU loads it. GEMMs are always
+                            sm_90a. A struct_size without this field (fp8jit 0.1's layout) leaves
+                            it at the default. */
 } fp8jit_runtime_options;
 /* The defaults of fp8jit::RuntimeOptions (no disk cache, no database, jit on); no FP8JIT_*
  * variable is read. NULL is a no-op. */

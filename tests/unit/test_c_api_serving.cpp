@@ -1,6 +1,7 @@
 // The C ABI for serving: runtime options (jit off), precompiling a model, the log callback.
 #include <gtest/gtest.h>
 
+#include <cstddef>
 #include <cstring>
 #include <string>
 #include <utility>
@@ -24,6 +25,7 @@ TEST(CApiServing, CreateWithOptionsChecksTheStructAndTakesJitOff) {
   EXPECT_EQ(o.jit, 1);
   EXPECT_EQ(o.max_sms, 0);  // every SM
   EXPECT_EQ(o.pdl, 0);      // no programmatic dependent launch
+  EXPECT_EQ(o.elementwise_arch, nullptr);  // each GPU's own build
   fp8jit_runtime_options_init(nullptr);  // a no-op
   fp8jit_runtime* rt = nullptr;
   o.jit = 0;
@@ -39,6 +41,9 @@ TEST(CApiServing, CreateWithOptionsChecksTheStructAndTakesJitOff) {
       {[](fp8jit_runtime_options& x) { x.max_sms = -1; }, "invalid options->max_sms = -1"},
       {[](fp8jit_runtime_options& x) { x.pdl = 2; }, "invalid options->pdl = 2: 0 or 1"},
       {[](fp8jit_runtime_options& x) { x.pdl = -1; }, "invalid options->pdl = -1: 0 or 1"},
+      {[](fp8jit_runtime_options& x) { x.struct_size -= 1; }, "options->struct_size"},
+      {[](fp8jit_runtime_options& x) { x.elementwise_arch = "compute_80"; }, "compute_80"},
+      {[](fp8jit_runtime_options& x) { x.elementwise_arch = "sm_89"; }, "FP8JIT_ELEMENTWISE_ARCH"},
   };
   for (const auto& [edit, needle] : bad) {
     fp8jit_runtime_options_init(&o);
@@ -50,6 +55,29 @@ TEST(CApiServing, CreateWithOptionsChecksTheStructAndTakesJitOff) {
   }
   EXPECT_EQ(fp8jit_runtime_create_with_options(nullptr, &rt), FP8JIT_ERROR_INVALID_ARGUMENT);
   EXPECT_NE(last_error().find("options"), std::string::npos) << last_error();
+}
+
+// elementwise_arch: PTX for compute_89 taken; a caller built against fp8jit 0.1's header (no such
+// field, a smaller struct_size) is served, the bytes past its struct never read.
+TEST(CApiServing, ElementwiseArchAndTheEarlierLayout) {
+  fp8jit_runtime_options o;
+  fp8jit_runtime_options_init(&o);
+  o.elementwise_arch = "compute_89";
+  fp8jit_runtime* rt = nullptr;
+  ASSERT_EQ(fp8jit_runtime_create_with_options(&o, &rt), FP8JIT_SUCCESS) << last_error();
+  EXPECT_EQ(rt->runtime.options().elementwise_arch, "compute_89");
+  fp8jit_runtime_destroy(rt);
+  o.elementwise_arch = "";  // the default, as NULL
+  ASSERT_EQ(fp8jit_runtime_create_with_options(&o, &rt), FP8JIT_SUCCESS) << last_error();
+  EXPECT_EQ(rt->runtime.options().elementwise_arch, "");
+  fp8jit_runtime_destroy(rt);
+  o.struct_size = offsetof(fp8jit_runtime_options, elementwise_arch);
+  o.elementwise_arch = reinterpret_cast<const char*>(0x1);  // past the 0.1 struct: never read
+  o.pdl = 1;
+  ASSERT_EQ(fp8jit_runtime_create_with_options(&o, &rt), FP8JIT_SUCCESS) << last_error();
+  EXPECT_EQ(rt->runtime.options().elementwise_arch, "");
+  EXPECT_TRUE(rt->runtime.pdl());
+  fp8jit_runtime_destroy(rt);
 }
 
 // PDL from the options, then switched per runtime; a value other than 0 or 1, or no runtime, is
