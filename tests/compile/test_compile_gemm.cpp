@@ -275,6 +275,27 @@ TEST(CompileGemm, GroupScalingDefaultsDoNotSpill) {
   compile_all(specs, "gemm DeepSeek-V3 defaults (group scaling, bf16 and fp32 + bias out)");
 }
 
+// Fast accumulation defers its epilogue where the packed tile fits beside the accumulators
+// (Sm90Fp8Gemm::kDeferRegisters, from a ptxas sweep): the widest tiles on each side of that bound,
+// per tensor and rowwise, with and without bias, must not spill. A new ptxas that spills here
+// moves the bound.
+TEST(CompileGemm, FastAccumulationDeferralBoundsDoNotSpill) {
+  std::vector<KernelSpec> specs;
+  for (const bool bias : {false, true}) {
+    const GemmProblem tensor{
+        Fp8Format::e4m3, Fp8Format::e4m3, DType::bf16, ScaleMode::tensor, bias, true};
+    const GemmProblem row{
+        Fp8Format::e4m3, Fp8Format::e4m3, DType::bf16, ScaleMode::rowwise, bias, true};
+    for (const GemmConfig& c : {GemmConfig{128, 232, 3}, GemmConfig{128, 240, 3},
+                                GemmConfig{64, 232, 4}, GemmConfig{256, 112, 3}})
+      specs.push_back(make_gemm_spec(tensor, c));
+    for (const GemmConfig& c : {GemmConfig{128, 192, 4}, GemmConfig{128, 208, 4},
+                                GemmConfig{64, 192, 4}, GemmConfig{64, 216, 4}})
+      specs.push_back(make_gemm_spec(row, c));
+  }
+  compile_all(specs, "gemm fast accumulation around the deferred epilogue's register bound");
+}
+
 // Narrowest, DeepSeek's and widest (fast accumulation only, 240 columns) tiles, and 2-CTA clusters
 // along N and M, with different format pairs, scale modes and warpgroup counts: the PTX holds the
 // variant's wgmma, TMA loads, mbarrier waits and register moves, and for a cluster the multicast
