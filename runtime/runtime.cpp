@@ -480,10 +480,8 @@ std::size_t Runtime::precompile(const std::vector<KernelSpec>& all, int jobs, co
   if (driver::available()) {
     const driver::DeviceInfo d = driver::device_info(driver::current_device());
     const int cc = d.cc_major * 10 + d.cc_minor;
-    for (const KernelSpec& s : specs) {
-      const FamilyDef& f = find_family(s.family);
-      if (f.sm90a_only ? cc == 90 : cc >= f.min_arch) (void)impl_->kernels.get(s);
-    }
+    for (const KernelSpec& s : specs)
+      if (arch_refusal(find_family(s.family), cc, cc == 90).empty()) (void)impl_->kernels.get(s);
   }
   return specs.size();
 }

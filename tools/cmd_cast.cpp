@@ -26,7 +26,8 @@ std::unique_ptr<checkpoint::Converter> converter_for(const std::string& device) 
   // auto: the GPU where its kernels run (sm_89 on), else the host; gpu: the GPU or a clear error.
   if (driver::available()) {
     const driver::DeviceInfo d = driver::device_info();
-    if (device == "gpu" || d.cc_major * 10 + d.cc_minor >= quantize_family().min_arch)
+    const int cc = d.cc_major * 10 + d.cc_minor;
+    if (device == "gpu" || arch_refusal(quantize_family(), cc, cc == 90).empty())
       return checkpoint::gpu_converter(default_runtime());
   }
   return checkpoint::host_converter();

@@ -12,6 +12,7 @@ Replaced whole, through a temporary directory.
 """
 import argparse
 import os
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -46,7 +47,12 @@ def main(argv=None):
             f.write(OPS)
         write_commits(tmp, FINEGRAINED_FP8_COMMIT=COMMIT)
 
-    lay_out(dest, ".hf-kernels.", fill)
+    try:
+        lay_out(dest, ".hf-kernels.", fill)
+    except subprocess.CalledProcessError:
+        print(f"{a.repo}: no commit {COMMIT[:7]} of finegrained-fp8/ there; fetch github:huggingface/kernels-community "
+              "(the search tool's fetch) or name its git directory with --repo; nothing written", file=sys.stderr)
+        return 1
     print(f"{dest}: kernels-community/finegrained-fp8 {COMMIT[:7]} (version 4); {dir_size(dest) / 2**20:.1f} MiB")
     return 0
 

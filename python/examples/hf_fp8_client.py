@@ -53,13 +53,18 @@ def fp8jit_linear(input, weight, weight_scale_inv, block_size=None, bias=None, a
     return out.view(*input.shape[:-1], weight.shape[0])
 
 
+def dequantized_weight(weight, weight_scale_inv):
+    """The FP8 weight [N, K] times its 128x128 block scales, in float32."""
+    n, k = weight.shape
+    return weight.float() * weight_scale_inv.repeat_interleave(128, 0)[:n].repeat_interleave(128, 1)[:, :k]
+
+
 def dequantized_linear(input, weight, weight_scale_inv, block_size=None, bias=None, activation_scale=None,
                        allow_deepgemm=True):
-    """The float reference of the same layer: the FP8 weight times its block scales, in float32,
-    on the unquantized activations (what the FP8 path approximates)."""
-    n, k = weight.shape
-    s = weight_scale_inv.repeat_interleave(128, 0)[:n].repeat_interleave(128, 1)[:, :k]
-    out = torch.nn.functional.linear(input.float(), weight.float() * s, None if bias is None else bias.float())
+    """The float reference of the same layer: the dequantized weight on the unquantized
+    activations (what the FP8 path approximates)."""
+    out = torch.nn.functional.linear(input.float(), dequantized_weight(weight, weight_scale_inv),
+                                     None if bias is None else bias.float())
     return out.to(input.dtype)
 
 
@@ -74,7 +79,7 @@ def emulated_fp8_linear(input, weight, weight_scale_inv, block_size=None, bias=N
     groups = x.view(x.shape[0], -1, 128)
     scale = groups.abs().amax(-1, keepdim=True).clamp_min(1e-4) / 448.0
     xq = (groups / scale).to(torch.float8_e4m3fn).float() * scale
-    w = weight.float() * weight_scale_inv.repeat_interleave(128, 0)[:n].repeat_interleave(128, 1)[:, :k]
+    w = dequantized_weight(weight, weight_scale_inv)
     out = xq.view(-1, k).double() @ w.double().t()  # float64: no TF32, no summation error
     if bias is not None:
         out += bias.double()
@@ -115,7 +120,8 @@ def hub_kernel_linear(kernel):
 def load_hub_kernel(path):
     """kernels-community/finegrained-fp8 from a local copy (bench/peers/setup_hf_finegrained_fp8.py)."""
     if not os.path.isdir(os.path.join(path, "finegrained_fp8")):
-        raise SystemExit(f"--hub-kernel {path}: no finegrained_fp8 package there; lay it out with "
+        shown = path if len(path) <= 200 else path[:200] + "..."
+        raise SystemExit(f"--hub-kernel {shown!r}: no finegrained_fp8 package there; lay it out with "
                          "python3 bench/peers/setup_hf_finegrained_fp8.py --dest PATH")
     sys.path.insert(0, os.path.abspath(path))
     import finegrained_fp8

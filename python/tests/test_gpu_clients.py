@@ -149,3 +149,16 @@ def test_linear_rejects_bad_input():
         layer(torch.randn(4, 128, device="cuda", dtype=torch.bfloat16))
     with pytest.raises(ValueError, match="CUDA"):
         ft.Linear.from_float(torch.nn.Linear(128, 128))
+
+
+def test_hf_client_hub_kernel_path_refused_by_name(tmp_path):
+    """--hub-kernel DIR of the Hugging Face client: a folder without the package (empty, missing,
+    a file, a name too long for the system) is refused naming the option and the setup script."""
+    path = os.path.join(ROOT, "python", "examples", "hf_fp8_client.py")
+    spec = importlib.util.spec_from_file_location("hf_fp8_client", path)
+    client = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(client)
+    (tmp_path / "file").write_text("x")
+    for bad in ["", str(tmp_path), str(tmp_path / "missing"), str(tmp_path / "file"), "x" * 100000]:
+        with pytest.raises(SystemExit, match="--hub-kernel .*no finegrained_fp8 package.*setup_hf_finegrained_fp8"):
+            client.load_hub_kernel(bad)
