@@ -180,12 +180,18 @@ std::vector<Ranked> rank_configs(const GemmProblem& problem, const KernelSpec& f
                                  const RankedShape& s, int sm_count, int smem_bytes) {
   std::vector<Ranked> ranked;
   for (KernelSpec& spec : enumerate_configs(gemm_family(), fallback)) {
-    const GemmConfig c = gemm_config_of(spec);
+    GemmConfig c = gemm_config_of(spec);
     if (gemm_geometry(problem, c).smem_bytes > smem_bytes) continue;
     if (c.block_m > 64 && s.m <= 64) continue;  // half the tile would be padding
-    // The cost of the config as a launch runs it: with the split-K it would get.
+    // The cost of the config as a launch runs it: with the split-K it would get, and timed as the
+    // kernel a launch would build (its epilogue follows from that split).
     const std::int64_t rows = s.rows(c);
     const int splits = s.groups ? 1 : gemm_split_k(rows, s.n, s.k, c, sm_count);
+    if (const GemmEpilogue e = gemm_epilogue_for(problem, rows, s.n, s.k, c, sm_count);
+        e != c.epilogue) {
+      c.epilogue = e;
+      spec = make_gemm_spec(problem, c);
+    }
     ranked.push_back({gemm_cost(c, rows, s.n, s.k, sm_count, splits), c, std::move(spec)});
   }
   std::stable_sort(ranked.begin(), ranked.end(), [](const Ranked& a, const Ranked& b) { return a.cost < b.cost; });

@@ -14,11 +14,12 @@ namespace {
 // The config space: every parameter, whether it is a problem or a config parameter, and its
 // allowed values, in order. Changing any of them changes the candidates a sweep tries. A problem
 // parameter added with absent_means adds problems without changing the candidates of the old
-// ones, so it stays out, and rows tuned before it existed stay valid.
+// ones, so it stays out, and rows tuned before it existed stay valid; so does a config parameter
+// elided like one (a build choice the runtime derives from the shape, which sweeps do not walk).
 std::uint64_t definition_hash(const FamilyDef& f) {
   std::uint64_t h = stable_hash64(f.name);
   for (const ParamDef& p : f.params) {
-    if (!p.is_config && p.absent_means) continue;
+    if ((!p.is_config || p.elide_config) && p.absent_means) continue;
     h = stable_hash64(p.name + (p.is_config ? ":c:" : ":p:"), h);
     for (const ParamValue& v : p.allowed) h = stable_hash64(param_to_string(v) + ",", h);
   }

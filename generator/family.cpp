@@ -118,6 +118,7 @@ std::vector<KernelSpec> spread_sample(const FamilyDef& family, std::size_t n) {
       }
       continue;
     }
+    if (def.elide_config) continue;  // a build choice the walk does not vary
     // First spec at the smallest and at the largest value that occurs among valid specs.
     std::size_t lo = 0, hi = 0;
     for (std::size_t i = 0; i < all.size(); ++i) {

@@ -21,11 +21,14 @@ struct ParamDef {
   // parameter at this value is also left out of the JSON, the tuning key and the space hash
   // (elided()): the problems that existed before it keep their hashes, cache files and tuned rows.
   std::optional<ParamValue> absent_means = std::nullopt;
+  // A config parameter elided like a problem one at its absent_means value: a build choice added
+  // after configs were tuned and cached, whose old value names the kernels built before it.
+  bool elide_config = false;
 };
 
-// A problem parameter at its absent_means value: not written (see ParamDef::absent_means).
+// A parameter at its absent_means value that is not written (see ParamDef::absent_means).
 inline bool elided(const ParamDef& def, const ParamValue& v) {
-  return !def.is_config && def.absent_means && *def.absent_means == v;
+  return (!def.is_config || def.elide_config) && def.absent_means && *def.absent_means == v;
 }
 
 struct FamilyDef {

@@ -44,6 +44,7 @@ void validate_spec(const KernelSpec& spec) {
   const FamilyDef& family = find_family(spec.family);
   for (const ParamDef& def : family.params) {
     auto it = spec.params.find(def.name);
+    if (it == spec.params.end() && def.elide_config) continue;  // absent: its absent_means
     if (it == spec.params.end())
       throw_invalid(spec.family + "." + def.name, "<missing>", allowed_list(def));
     if (std::find(def.allowed.begin(), def.allowed.end(), it->second) == def.allowed.end())
@@ -154,8 +155,17 @@ KernelSpec spec_from_json(std::string_view text) {
       throw_invalid(spec.family + "." + def.name, param_to_string(spec.params[def.name]),
                     std::string("belongs in \"") + (def.is_config ? "config" : "problem") + "\"");
   }
-  for (const ParamDef& def : family.params)
-    if (def.absent_means && !spec.params.count(def.name)) spec.params[def.name] = *def.absent_means;
+  // Elided config parameters are held only where they differ from absent_means, so that a spec
+  // read back equals the one written.
+  for (const ParamDef& def : family.params) {
+    if (def.elide_config) {
+      if (const auto it = spec.params.find(def.name);
+          it != spec.params.end() && it->second == *def.absent_means)
+        spec.params.erase(it);
+    } else if (def.absent_means && !spec.params.count(def.name)) {
+      spec.params[def.name] = *def.absent_means;
+    }
+  }
   validate_spec(spec);
   return spec;
 }

@@ -26,6 +26,7 @@
 #include "runtime/ops/dims.hpp"
 #include "runtime/ops/elementwise.hpp"
 #include "runtime/ops/gemm.hpp"
+#include "runtime/ops/gemm_common.hpp"
 #include "runtime/ops/grouped_gemm.hpp"
 #include "runtime/ops/routes.hpp"
 #include "runtime/sass/gemm_post_passes.hpp"
@@ -165,8 +166,11 @@ struct Runtime::Impl {
     if (!driver::available())
       return {default_gemm_spec(p, m, n, k, within(options.target.sm_count, budget), options.target.smem_bytes),
               LookupSource::heuristic};
-    return lookup_gemm(p, m, n, k, options.db_path, options.tune, gpu_key(budget),
-                       driver::device_info().max_smem_optin);
+    GemmLookup found = lookup_gemm(p, m, n, k, options.db_path, options.tune, gpu_key(budget),
+                                   driver::device_info().max_smem_optin);
+    // Rows tuned before the epilogue was a build choice, or for another SM count, name any.
+    found.spec = with_gemm_epilogue(found.spec, m, n, k, gpu_key(budget).sm_count);
+    return found;
   }
 
   // The SM budget of a call: its own (GemmArgs::max_sms), else the runtime's; 0: every SM.
@@ -303,8 +307,23 @@ struct Runtime::Impl {
     return r;
   }
 
-  void run_gemm(const LoadedKernel& k, const GemmArgs& a, CUcontext ctx, int sm_count, int splits, CUstream stream) {
+  void run_gemm(const LoadedKernel& chosen, const GemmArgs& a, CUcontext ctx, int sm_count,
+                int splits, CUstream stream) {
     const SplitSum sum = options.split_sum;
+    const LoadedKernel* kernel = &chosen;
+    // A kernel built for TMA epilogues serves calls whose K is one range and whose D takes TMA
+    // stores (a route's shape fixes the first, the call's D the second); any other call runs the
+    // same config built for every launch.
+    if (chosen.gemm_config.epilogue == GemmEpilogue::tma &&
+        (splits != 1 || !ops::takes_tma_stores(a.d, a.d_dtype, a.ldd))) [[unlikely]] {
+      GemmConfig c = chosen.gemm_config;
+      c.epilogue = GemmEpilogue::any;
+      kernel = &kernels.get(
+          make_gemm_spec(gemm_problem_of(chosen.spec), c),
+          fmt::format("gemm M={} N={} K={} whose D does not take TMA stores", a.m, a.n, a.k));
+      splits = ops::split_count(*kernel, a, sm_count, sum);
+    }
+    const LoadedKernel& k = *kernel;
     ops::launch(k, a, sm_count, splits, workspace(ctx, stream, ops::workspace_bytes(k, a, splits, sum, sm_count)), stream,
                 sum, pdl.load(std::memory_order_relaxed));
   }

@@ -46,6 +46,10 @@ constexpr NameTable<ScaleMode, 4> k_scale_mode_names{{
     {ScaleMode::group, "group"},
 }};
 
+constexpr NameTable<GemmEpilogue, 2> k_gemm_epilogue_names{{
+    {GemmEpilogue::any, "any"},
+    {GemmEpilogue::tma, "tma"},
+}};
 constexpr NameTable<GemmLayout, 4> k_gemm_layout_names{{
     {GemmLayout::dense, "dense"},
     {GemmLayout::contiguous, "contiguous"},
@@ -90,6 +94,12 @@ std::optional<ScaleMode> parse_scale_mode(std::string_view s) {
 
 std::string_view to_string(GemmLayout v) { return name_of(k_gemm_layout_names, v, "GemmLayout"); }
 std::optional<GemmLayout> parse_gemm_layout(std::string_view s) { return parse_name(k_gemm_layout_names, s); }
+std::string_view to_string(GemmEpilogue v) {
+  return name_of(k_gemm_epilogue_names, v, "GemmEpilogue");
+}
+std::optional<GemmEpilogue> parse_gemm_epilogue(std::string_view s) {
+  return parse_name(k_gemm_epilogue_names, s);
+}
 
 std::optional<DType> parse_dtype(std::string_view s) { return parse_name(k_dtype_names, s); }
 std::optional<Fp8Format> parse_fp8_format(std::string_view s) {

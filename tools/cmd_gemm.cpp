@@ -35,8 +35,8 @@ std::map<std::string, std::int64_t> config_overrides(const std::string& config) 
   }
   if (!j.is_object()) throw_invalid("--config", config, "expected a JSON object such as {\"block_n\":160}");
   std::vector<std::string> names;  // the gemm family's config parameters
-  for (const ParamDef& d : gemm_family().params)
-    if (d.is_config) names.push_back(d.name);
+  for (const ParamDef& d : gemm_family().params)  // the epilogue follows from the shape
+    if (d.is_config && d.name != "epilogue") names.push_back(d.name);
   for (const auto& [key, value] : j.items()) {
     if (std::find(names.begin(), names.end(), key) == names.end())
       throw_invalid("--config key", key, fmt::format("not a gemm config parameter: {}", fmt::join(names, ", ")));
@@ -98,7 +98,14 @@ int gemm(const GemmOptions& o) {
   DeviceBuffer& d = *operands.d;
   DeviceBuffer ref(g.m * g.n * 8);
   d.fill(0xFF);  // NaN in every output type: an unwritten element cannot pass
-  const KernelSpec spec = with_overrides(rt.select(g), overrides);
+  // An overridden tile may split K where the selected one did not: the kernel a launch of it
+  // builds.
+  const int sms =
+      g.max_sms > 0 ? std::min(g.max_sms, gpu_limits().sm_count) : gpu_limits().sm_count;
+  const KernelSpec spec =
+      overrides.empty()
+          ? rt.select(g)
+          : with_gemm_epilogue(with_overrides(rt.select(g), overrides), g.m, g.n, g.k, sms);
   const std::string kernel = spec_name(spec);
   rt.gemm(g, spec, nullptr);
   driver::check(driver::api().cuCtxSynchronize(), "gemm");

@@ -53,6 +53,10 @@ bool rules_pass(const GemmProblem& p, const GemmConfig& c, std::string* why) {
       return reject([&] {
         return fmt::format("layout = {}: grouped GEMMs take no bias", to_string(p.layout));
       });
+    if (c.epilogue != GemmEpilogue::any)
+      return reject([&] {
+        return fmt::format("layout = {}: grouped GEMMs take epilogue = any", to_string(p.layout));
+      });
     if (c.cluster_m != 1)
       return reject([&] {
         return fmt::format(
@@ -140,7 +144,9 @@ void walk_configs(const KernelSpec& problem, const std::function<void(const Kern
   std::vector<const ParamDef*> defs;
   std::vector<int GemmConfig::*> fields;
   for (const ParamDef& def : params) {
-    if (!def.is_config) continue;
+    // The epilogue follows from the shape (gemm_epilogue_for), not a choice to walk: it keeps
+    // `problem`'s value.
+    if (!def.is_config || def.name == "epilogue") continue;
     defs.push_back(&def);
     fields.push_back(def.name == "block_m"     ? &GemmConfig::block_m
                      : def.name == "block_n"   ? &GemmConfig::block_n
@@ -154,6 +160,8 @@ void walk_configs(const KernelSpec& problem, const std::function<void(const Kern
   // An odometer over the config params, the last one turning fastest: the generic walk's order.
   std::vector<std::size_t> at(defs.size(), 0);
   GemmConfig c;
+  if (problem.params.count("epilogue"))
+    c.epilogue = parse_gemm_epilogue(problem.s("epilogue")).value_or(GemmEpilogue::any);
   while (true) {
     for (std::size_t i = 0; i < defs.size(); ++i)
       c.*fields[i] = static_cast<int>(std::get<std::int64_t>(defs[i]->allowed[at[i]]));
@@ -175,10 +183,11 @@ std::string name_of(const KernelSpec& spec) {
   const std::string cluster = c.cluster_m == 2 ? "_c2m" : c.cluster_n == 2 ? "_c2n" : "";
   const std::string layout =
       p.layout == GemmLayout::dense ? "" : fmt::format("_{}", to_string(p.layout));
-  return fmt::format("gemm_sm90_{}{}_{}_{}{}{}{}_{}x{}x128_s{}_g{}{}", to_string(p.a_format),
+  return fmt::format("gemm_sm90_{}{}_{}_{}{}{}{}_{}x{}x128_s{}_g{}{}{}", to_string(p.a_format),
                      to_string(p.b_format), to_string(p.out), to_string(p.scale),
                      p.fast_accum ? "_fast" : "", p.bias ? "_bias" : "", layout, c.block_m,
-                     c.block_n, c.stages, c.group_m, cluster);
+                     c.block_n, c.stages, c.group_m, cluster,
+                     c.epilogue == GemmEpilogue::tma ? "_tma" : "");
 }
 
 // The m64nNk32 FP8 wgmma with its N/2 accumulator operands spelt out.
@@ -219,7 +228,7 @@ std::string render_body(const KernelSpec& spec) {
   const GemmConfig c = gemm_config_of(spec);
   const GemmGeometry g = gemm_geometry(p, c);
   // Grouped launches never split K: no reduction kernel.
-  const std::string reduce = p.layout != GemmLayout::dense
+  const std::string reduce = p.layout != GemmLayout::dense || c.epilogue == GemmEpilogue::tma
                                  ? ""
                                  : fmt::format(
                                        "\nextern \"C\" __global__ void fp8jit_gemm_reduce(const "
@@ -230,7 +239,7 @@ std::string render_body(const KernelSpec& spec) {
       "{}\n"
       "using Kernel = Sm90Fp8Gemm</*BLOCK_M=*/{}, /*BLOCK_N=*/{}, /*kStages=*/{}, {}, {}, {}, {}, "
       "/*kBias=*/{}, "
-      "/*GROUP_M=*/{}, /*kFastAccum=*/{}, /*CLUSTER_M=*/{}, /*CLUSTER_N=*/{}{}>;\n\n"
+      "/*GROUP_M=*/{}, /*kFastAccum=*/{}, /*CLUSTER_M=*/{}, /*CLUSTER_N=*/{}{}{}>;\n\n"
       "extern \"C\" __global__ void __launch_bounds__({}, 1) fp8jit_gemm(const __grid_constant__ "
       "GemmParams p) {{\n"
       "  extern __shared__ __align__(1024) u8 smem[];\n"
@@ -238,11 +247,18 @@ std::string render_body(const KernelSpec& spec) {
       render_wgmma(g.chunk_n, p.a_format, p.b_format), c.block_m, c.block_n, c.stages,
       dev_scale(p.scale), dev_elem(p.out), dev_fp8(p.a_format), dev_fp8(p.b_format),
       p.bias ? "true" : "false", c.group_m, p.fast_accum ? "true" : "false", c.cluster_m,
-      c.cluster_n, render_scheduler(p, c), g.threads, reduce);
+      c.cluster_n,
+      // Only where it differs from the default, or a grouped scheduler follows it.
+      c.epilogue == GemmEpilogue::tma ? ", /*kTmaEpilogue=*/true"
+      : p.layout != GemmLayout::dense ? ", /*kTmaEpilogue=*/false"
+                                      : "",
+      render_scheduler(p, c), g.threads, reduce);
 }
 
 std::vector<std::string> entry_points(const KernelSpec& spec) {
-  if (gemm_problem_of(spec).layout != GemmLayout::dense) return {"fp8jit_gemm"};
+  if (gemm_problem_of(spec).layout != GemmLayout::dense ||
+      gemm_config_of(spec).epilogue == GemmEpilogue::tma)
+    return {"fp8jit_gemm"};
   return {"fp8jit_gemm", "fp8jit_gemm_reduce"};
 }
 GemmGeometry geometry_of(const KernelSpec& spec) {
@@ -299,6 +315,13 @@ FamilyDef make_family() {
        {1, 2},
        "2: CTA pairs on neighbouring tile-columns share A's tile (TMA multicast)",
        std::int64_t{1}},
+      {"epilogue",
+       true,
+       {"any", "tma"},
+       "any: every launch (split-K, direct stores); tma: dense, K in one range, D by TMA stores "
+       "only (half the code; the runtime picks it where K is not split)",
+       std::string("any"),
+       true},
   };
   f.check = check;
   f.walk_configs = walk_configs;
@@ -333,6 +356,8 @@ KernelSpec make_gemm_spec(const GemmProblem& p, const GemmConfig& c) {
                    {"group_m", std::int64_t{c.group_m}},
                    {"cluster_m", std::int64_t{c.cluster_m}},
                    {"cluster_n", std::int64_t{c.cluster_n}}}};
+  // Held only where it is not the default (ParamDef::elide_config).
+  if (c.epilogue != GemmEpilogue::any) spec.params["epilogue"] = std::string(to_string(c.epilogue));
   validate_spec(spec);
   return spec;
 }
@@ -353,9 +378,17 @@ GemmProblem gemm_problem_of(const KernelSpec& spec) {
 }
 
 GemmConfig gemm_config_of(const KernelSpec& spec) {
-  return {static_cast<int>(spec.i("block_m")),   static_cast<int>(spec.i("block_n")),
-          static_cast<int>(spec.i("stages")),    static_cast<int>(spec.i("group_m")),
-          static_cast<int>(spec.i("cluster_m")), static_cast<int>(spec.i("cluster_n"))};
+  // Specs written before the parameter existed name the kernel that served every launch.
+  const auto epilogue =
+      spec.params.count("epilogue") ? parse_gemm_epilogue(spec.s("epilogue")) : GemmEpilogue::any;
+  if (!epilogue) throw_invalid("epilogue", spec.s("epilogue"), "any or tma");
+  return {static_cast<int>(spec.i("block_m")),
+          static_cast<int>(spec.i("block_n")),
+          static_cast<int>(spec.i("stages")),
+          static_cast<int>(spec.i("group_m")),
+          static_cast<int>(spec.i("cluster_m")),
+          static_cast<int>(spec.i("cluster_n")),
+          *epilogue};
 }
 
 }  // namespace fp8jit

@@ -123,11 +123,27 @@ struct GemmConfig {
   // N (cluster_n = 2: A's tile multicast); at most one of them is 2.
   int cluster_m = 1;
   int cluster_n = 1;
+  // Which launches the kernel serves (a build choice, not a tuning one: the host derives it from
+  // the shape). any: every launch (split-K, direct stores). tma: dense GEMMs whose K is one range
+  // and whose D takes TMA stores; the kernel holds only that epilogue, half the code and half the
+  // compile time. The runtime picks tma wherever the shape does not split K (gemm_epilogue_for)
+  // and runs the config's any kernel for a call whose D cannot take TMA stores.
+  GemmEpilogue epilogue = GemmEpilogue::any;
+  bool operator==(const GemmConfig&) const = default;
 };
 
-// How a launch cuts K (run-time: the same kernel serves any split count).
+// How a launch cuts K (run-time: a kernel of epilogue any serves any split count).
 FP8JIT_API int gemm_split_k(std::int64_t m, std::int64_t n, std::int64_t k,
                             const GemmConfig& config, int sm_count);
+
+// The epilogue a launch of `config` at this shape needs: tma for dense GEMMs whose K is one range
+// (gemm_split_k 1), any otherwise. `config.epilogue` is ignored.
+FP8JIT_API GemmEpilogue gemm_epilogue_for(const GemmProblem& problem, std::int64_t m,
+                                          std::int64_t n, std::int64_t k, const GemmConfig& config,
+                                          int sm_count);
+// `spec` (a gemm spec) with the epilogue a launch at this shape needs.
+FP8JIT_API KernelSpec with_gemm_epilogue(const KernelSpec& spec, std::int64_t m, std::int64_t n,
+                                         std::int64_t k, int sm_count);
 
 FP8JIT_API KernelSpec make_gemm_spec(const GemmProblem& problem, const GemmConfig& config);
 FP8JIT_API GemmProblem gemm_problem_of(const KernelSpec& spec);

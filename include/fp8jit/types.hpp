@@ -48,6 +48,12 @@ enum class GemmLayout {
                // starting at a multiple of 128 rows (DeepGEMM's m_indices)
 };
 
+// Which launches a gemm kernel serves (GemmConfig::epilogue).
+enum class GemmEpilogue {
+  any,  // split-K partials or in-cluster sums, TMA or direct stores of D
+  tma,  // K in one range, D by TMA stores only (dense GEMMs)
+};
+
 // Where kernels come from (FP8JIT_TUNE): heuristics only; the tuning database, else heuristics;
 // or the database, tuning a shape the first time it is seen (and storing the winner).
 enum class TunePolicy { off, cached, on_miss };
@@ -66,6 +72,8 @@ FP8JIT_API std::string_view to_string(ScaleMode v);
 FP8JIT_API std::optional<ScaleMode> parse_scale_mode(std::string_view s);
 FP8JIT_API std::string_view to_string(GemmLayout v);
 FP8JIT_API std::optional<GemmLayout> parse_gemm_layout(std::string_view s);
+FP8JIT_API std::string_view to_string(GemmEpilogue v);
+FP8JIT_API std::optional<GemmEpilogue> parse_gemm_epilogue(std::string_view s);
 FP8JIT_API std::optional<DType> parse_dtype(std::string_view s);
 FP8JIT_API std::optional<Fp8Format> parse_fp8_format(std::string_view s);
 FP8JIT_API std::optional<Granularity> parse_granularity(std::string_view s);

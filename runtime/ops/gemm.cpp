@@ -79,8 +79,10 @@ bool cluster_split_fits(const LoadedKernel& k, const GemmArgs& a, int splits, in
 KernelLoadHook gemm_load_hook() {
   return {"gemm", [](LoadedKernel& k) {
             k.gemm_config = gemm_config_of(k.spec);
-            // Grouped kernels never split K.
-            if (gemm_problem_of(k.spec).layout != GemmLayout::dense) return;
+            // Grouped kernels and those built for TMA epilogues never split K.
+            if (gemm_problem_of(k.spec).layout != GemmLayout::dense ||
+                k.gemm_config.epilogue == GemmEpilogue::tma)
+              return;
             if (k.cluster > 1 || !gemm_sums_splits_in_smem(k.gemm_config)) return;
             const int sms = driver::device_info().sm_count;
             // 0 where the driver declines a size: that split count then sums through the workspace.
@@ -140,6 +142,12 @@ GemmLaunch prepare(const LoadedKernel& k, const GemmArgs& a, int sm_count, int s
   fill_params(p, c, a, splits, split_cluster, workspace);
   encode_operand_maps(p, g, a.a, a.m, a.lda, a.b, a.n, a.ldb, a.k);
   encode_store_map(p, g, c, a.d, a.d_dtype, a.m, a.n, a.ldd, splits == 1 || split_cluster);
+  // The kernel would trap (Sm90Fp8Gemm::tma_store); the runtime picks its any build instead.
+  if (c.epilogue == GemmEpilogue::tma && (splits != 1 || !p.tma_store))
+    throw Error(ErrorKind::internal,
+                fmt::format("{}: a kernel built for TMA epilogues launched with {} K ranges and a "
+                            "D that {} TMA stores",
+                            spec_name(k.spec), splits, p.tma_store ? "takes" : "does not take"));
   encode_scale_maps(p, a, c, g);
   // Work units are cluster tiles (DenseTileScheduler::unit_count); a persistent grid of at most as many
   // clusters as can be resident at once.

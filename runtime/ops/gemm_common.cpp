@@ -138,11 +138,15 @@ bool encode_scale_map_a(dev::GemmParams& p, const GemmGeometry& g, ScaleLayout l
   return true;
 }
 
+bool takes_tma_stores(const void* d, DType dtype, std::int64_t ldd) {
+  // NOTE: TMA stores need 16-byte aligned rows; other leading dimensions take direct stores.
+  return (ldd * static_cast<std::int64_t>(dtype_size(dtype))) % 16 == 0 && aligned16(d);
+}
+
 void encode_store_map(dev::GemmParams& p, const GemmGeometry& g, const GemmConfig& c, void* d, DType dtype,
                       std::int64_t rows, std::int64_t n, std::int64_t ldd, bool allowed) {
   const std::size_t esize = dtype_size(dtype);
-  // NOTE: TMA stores need 16-byte aligned rows; other leading dimensions take direct stores.
-  p.tma_store = allowed && (ldd * static_cast<std::int64_t>(esize)) % 16 == 0 && aligned16(d);
+  p.tma_store = allowed && takes_tma_stores(d, dtype, ldd);
   if (!p.tma_store) return;
   if (g.swizzled_slab)
     encode(&p.tma_d, tma_type(dtype), esize, d, rows, n, ldd, static_cast<int>(128 / esize), g.rows_per_wg,

@@ -100,6 +100,9 @@ void encode_operand_maps(dev::GemmParams& p, const GemmGeometry& g, const void* 
 bool encode_scale_map_a(dev::GemmParams& p, const GemmGeometry& g, ScaleLayout layout, const float* scale_a,
                         std::int64_t rows, int box_rows);
 
+// Whether D (its address and row pitch) takes TMA stores.
+bool takes_tma_stores(const void* d, DType dtype, std::int64_t ldd);
+
 // D's map for TMA stores, where D's rows are 16-byte aligned (sets p.tma_store); each consumer
 // warpgroup stores its slab of rows_per_wg x block_n.
 void encode_store_map(dev::GemmParams& p, const GemmGeometry& g, const GemmConfig& c, void* d, DType dtype,

@@ -63,15 +63,23 @@ Operands make_operands(const GemmProblem& p, std::int64_t m, std::int64_t n, std
 
 // Runs D = gemm(args) with D poisoned (NaN) and padded rows (ldd > n); returns the relative
 // Frobenius error against the float64 reference, and checks that the padding was not written.
-double run_and_compare(GemmArgs g, std::int64_t pad, const KernelSpec* spec = nullptr) {
+// `offset` elements: D starts that far into its buffer (not 16-byte aligned: no TMA stores).
+double run_and_compare(GemmArgs g, std::int64_t pad, const KernelSpec* spec = nullptr,
+                       std::int64_t offset = 0) {
   g.ldd = g.n + pad;
   const std::size_t esize = dtype_size(g.d_dtype);
-  DeviceMem d(g.m * g.ldd * esize), ref(g.m * g.n * 8);
+  DeviceMem d((g.m * g.ldd + offset) * esize), ref(g.m * g.n * 8);
   d.poison(0xFF);
-  g.d = d.get();
+  g.d = static_cast<unsigned char*>(d.get()) + offset * esize;
   if (spec) default_runtime().gemm(g, *spec, nullptr);
   else default_runtime().gemm(g, nullptr);
-  const auto dh = d.download();
+  auto dh = d.download();
+  for (std::int64_t i = 0; i < offset * static_cast<std::int64_t>(esize); ++i)
+    if (dh[i] != 0xFF) {
+      ADD_FAILURE() << "byte " << i << " before D written";
+      return INFINITY;
+    }
+  dh.erase(dh.begin(), dh.begin() + offset * esize);
   reference::gemm_on_device(g, ref.as<double>(), nullptr);
   const auto rb = ref.download();
   for (std::int64_t r = 0; r < g.m; ++r)
@@ -218,6 +226,48 @@ TEST(GemmGpu, SplitKSummedInClusters) {
     EXPECT_EQ(ops::workspace_bytes(k, a, splits), 0u);
     EXPECT_LE(run_and_compare(o.args, seed % 2 ? 0 : 8, &spec), tolerance(c.p));
   }
+}
+
+// Kernels built for TMA epilogues (config epilogue = tma) hold no split-K and no direct stores:
+// the runtime routes them where K is one range and runs the config's any build for a call whose
+// D cannot take TMA stores (a row pitch that is not 16 bytes, a D that is not 16-byte aligned),
+// or whose K splits (an explicit tma spec at a decode shape). Every such call must still be right.
+TEST(GemmGpu, TmaEpilogueKernelsServeOnlyWhatTheyCan) {
+  FP8JIT_REQUIRE_GPU();
+  const Fp8Format e4 = Fp8Format::e4m3;
+  struct Case {
+    GemmProblem p;
+    Shape s;
+  };
+  const std::vector<Case> cases = {
+      {{e4, e4, DType::bf16, ScaleMode::block}, {300, 1024, 768}},
+      {{e4, e4, DType::fp16, ScaleMode::tensor, true, true}, {257, 640, 512}},
+      {{e4, e4, DType::fp32, ScaleMode::rowwise}, {64, 520, 512}},
+      {{e4, e4, DType::bf16, ScaleMode::block}, {1000, 9216, 512}},
+  };
+  unsigned seed = 900;
+  for (const Case& c : cases) {
+    Operands o = make_operands(c.p, c.s.m, c.s.n, c.s.k, seed++);
+    GemmArgs probe = o.args;
+    probe.d = o.a->get();
+    const KernelSpec chosen = default_runtime().select(probe);
+    SCOPED_TRACE(testing::Message()
+                 << spec_name(chosen) << " m=" << c.s.m << " n=" << c.s.n << " k=" << c.s.k);
+    EXPECT_EQ(gemm_config_of(chosen).epilogue, GemmEpilogue::tma);
+    EXPECT_LE(run_and_compare(o.args, 0), tolerance(c.p));  // the tma kernel
+    EXPECT_LE(run_and_compare(o.args, 3), tolerance(c.p));  // rows not 16-byte multiples
+    EXPECT_LE(run_and_compare(o.args, 0, nullptr, 1), tolerance(c.p));  // D not 16-byte aligned
+    EXPECT_LE(run_and_compare(o.args, 0, &chosen, 1), tolerance(c.p));  // the same, spec given
+  }
+  // A tma spec where the heuristic splits K (64x2112x7168, 64x64: 33 tiles, 4 ranges): runs split.
+  const GemmProblem p{e4, e4, DType::bf16, ScaleMode::block};
+  GemmConfig c{64, 64, 6, 8};
+  ASSERT_GE(gemm_split_k(64, 2112, 7168, c, 132), 2);
+  c.epilogue = GemmEpilogue::tma;
+  const KernelSpec spec = make_gemm_spec(p, c);
+  Operands o = make_operands(p, 64, 2112, 7168, seed++);
+  EXPECT_LE(run_and_compare(o.args, 0, &spec), tolerance(p));
+  EXPECT_LE(run_and_compare(o.args, 8, &spec), tolerance(p));
 }
 
 // Precise tiles wider than 208 columns run their wgmmas on two column halves, each promoted

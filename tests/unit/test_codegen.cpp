@@ -137,11 +137,15 @@ TEST(CodegenShape, EverySourceIsShortWithOneHeaderAndItsSpec) {
       const std::string scheduler =
           layout == "dense" ? ">;"
           : layout == "indexed"
-              ? fmt::format(",\n    IndexedTileScheduler<{}, {}, {}, /*CLUSTER_N=*/{}>>;", s.i("block_m"), s.i("block_n"),
-                            s.i("group_m"), s.i("cluster_n"))
-              : fmt::format(",\n    GroupedTileScheduler<{}, {}, {}, /*CLUSTER_N=*/{}, {}>>;", s.i("block_m"),
-                            s.i("block_n"), s.i("group_m"), s.i("cluster_n"),
-                            layout == "contiguous" ? "kContiguousLayout" : "kMaskedLayout");
+              ? fmt::format(
+                    ", /*kTmaEpilogue=*/false,\n    IndexedTileScheduler<{}, {}, {}, "
+                    "/*CLUSTER_N=*/{}>>;",
+                    s.i("block_m"), s.i("block_n"), s.i("group_m"), s.i("cluster_n"))
+              : fmt::format(
+                    ", /*kTmaEpilogue=*/false,\n    GroupedTileScheduler<{}, {}, {}, "
+                    "/*CLUSTER_N=*/{}, {}>>;",
+                    s.i("block_m"), s.i("block_n"), s.i("group_m"), s.i("cluster_n"),
+                    layout == "contiguous" ? "kContiguousLayout" : "kMaskedLayout");
       ASSERT_NE(src.find(fmt::format("/*kBias=*/{}, /*GROUP_M=*/{}, /*kFastAccum=*/{}, /*CLUSTER_M=*/{}, "
                                      "/*CLUSTER_N=*/{}{}",
                                      s.i("bias") ? "true" : "false", s.i("group_m"),

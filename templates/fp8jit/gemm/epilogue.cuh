@@ -19,6 +19,7 @@ struct TileOut {
   int rows_end;
   const float* scale_b;
   bool tma;
+  bool partials;  // split-K through the workspace: the scaled FP32 partial sums, not D
 };
 
 // kGrouped: slabs may run past their group's rows (grouped layouts' schedulers). kSwizzled: the
@@ -206,7 +207,7 @@ struct Sm90GemmEpilogue {
   static FP8JIT_DEVICE void run(const GemmParams& p, const TileOut& o, u8* slab,
                                 const float (&v)[kMmaM][kAccum], int wg, int row0, int col0,
                                 int slab_y, int slab_x, int split) {
-    if (p.splits > 1 && !p.split_cluster) {
+    if (o.partials) {
       partials(p, v, row0, col0, split);
       return;
     }

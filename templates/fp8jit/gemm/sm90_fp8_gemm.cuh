@@ -41,6 +41,7 @@ struct Wgmma;
 
 template <int BLOCK_M, int BLOCK_N, int kStages, int SCALE, int OUT, int FA, int FB, bool kBias,
           int GROUP_M, bool kFastAccum, int CLUSTER_M = 1, int CLUSTER_N = 1,
+          bool kTmaEpilogue = false,
           class Scheduler = DenseTileScheduler<BLOCK_M, BLOCK_N, GROUP_M, CLUSTER_M, CLUSTER_N>>
 struct Sm90Fp8Gemm {
   // Warpgroups, column chunks, the shared-memory layout and split-K summing, as the host computes
@@ -238,6 +239,28 @@ struct Sm90Fp8Gemm {
   // MMAs. Warpgroup 1 opens with an arrival so that warpgroup 0 goes first, and warpgroup 0
   // closes with the matching wait, leaving both barriers balanced at exit.
   static constexpr bool kTakeTurns = kMathWGs == 2;
+
+  // The launch's epilogue. A kernel built for TMA epilogues (config epilogue = tma, which the host
+  // picks where K is not split) holds only that path: no split-K partials or in-cluster sums and
+  // no direct stores. That halves its code (128x256 block: 4456 -> 2208 SASS instructions) and
+  // its NVRTC time (0.87 -> 0.33 s on a build host); the host launches it only where D takes TMA
+  // stores and K is one range, and run() traps on any other launch.
+  static FP8JIT_DEVICE bool tma_store(const GemmParams& p) {
+    return kTmaEpilogue || p.tma_store;
+  }
+  static FP8JIT_DEVICE int splits(const GemmParams& p) {
+    return kTmaEpilogue ? 1 : p.splits;
+  }
+  // Whether the epilogue's store loop writes the slab for a TMA store: known at compile time in
+  // tma builds with swizzled slabs only. With row-major slabs, a store loop without the run-time
+  // test let ptxas hoist the slab's addresses out of it and spill (per tensor 128x176: 224 bytes,
+  // 128x208: 400; fast 128x240: 136), as in G54's split loops.
+  static FP8JIT_DEVICE bool store_by_tma(const GemmParams& p) {
+    return (kTmaEpilogue && Geometry::get().swizzled_slab) || p.tma_store;
+  }
+  static FP8JIT_DEVICE bool split_cluster(const GemmParams& p) {
+    return !kTmaEpilogue && p.split_cluster;
+  }
   static constexpr int kTurnBarrier = 3;
   static constexpr int kTurnThreads = 2 * warpgroup::kThreads;
 
@@ -255,7 +278,7 @@ struct Sm90Fp8Gemm {
     // runs three tiles or more: with two (decode-sized M, K = 512) block scaling lost ~1 µs of
     // 17 to it (G21), having little to hide the store under.
     const bool defer =
-        kDeferEpilogue && p.tma_store && (p.splits == 1 || p.split_cluster) &&
+        kDeferEpilogue && tma_store(p) && (splits(p) == 1 || split_cluster(p)) &&
         (Scheduler::kGrouped ? __all_sync(~0u, tiles.runs_at_least(3)) : tiles.runs_at_least(3));
     u32 packed[kMmaM][kDeferEpilogue ? Epilogue::kPacked : 1];
     bool pending = false;
@@ -266,7 +289,7 @@ struct Sm90Fp8Gemm {
     // Tiles in two column halves write each half out under the other half's wgmmas: half 0 during
     // the last K block's half-1 wgmmas, half 1 during the next tile's first half-0 wgmmas (its
     // sums stay live in out's upper half meanwhile, which half 0's K blocks do not touch).
-    const bool overlap_halves = kOverlapHalves && p.tma_store && p.splits == 1;
+    const bool overlap_halves = kOverlapHalves && tma_store(p) && splits(p) == 1;
     bool half_pending = false;
     int half_row0 = 0, half_col0 = 0, half_y = 0, half_x = 0;
     int half_rows = 0;  // grouped layouts: where the pending half's group rows end (tile_out)
@@ -386,7 +409,7 @@ struct Sm90Fp8Gemm {
           continue;
         }
       if constexpr (kCanSumSplitsInCluster)
-        if (p.split_cluster &&
+        if (split_cluster(p) &&
             !sum_splits(p, s, acc, out, wg * warpgroup::kThreads + t_in_wg, split))
           continue;
       if constexpr (kDeferEpilogue)
@@ -418,7 +441,7 @@ struct Sm90Fp8Gemm {
       if (kUniformWarpgroup ? threadIdx.x < warpgroup::kThreads : wg == 0)
         named_barrier_sync(kTurnBarrier, kTurnThreads);
     if constexpr (kCanSumSplitsInCluster)
-      if (p.split_cluster) SplitSum::finish();
+      if (split_cluster(p)) SplitSum::finish();
     if (t_in_wg == 0) tma::store_wait_all();  // shared memory must outlive the last store
   }
 
@@ -518,11 +541,12 @@ struct Sm90Fp8Gemm {
   // stops at the group's end), else by direct stores that stop there.
   static FP8JIT_DEVICE TileOut tile_out(const GemmParams& p, const Scheduler& tiles, int slab_y) {
     return TileOut{Scheduler::slab_end(p, tiles.group(), slab_y, kRowsPerWG),
-                   p.scale_b + tiles.group() * p.sb_gs, p.tma_store != 0};
+                   p.scale_b + tiles.group() * p.sb_gs, store_by_tma(p),
+                   splits(p) > 1 && !split_cluster(p)};
   }
   // The same for a column half staged under the last wgmmas: its rows' end is not needed yet.
   static FP8JIT_DEVICE TileOut staged_out(const GemmParams& p, int group) {
-    return TileOut{p.M, p.scale_b + group * p.sb_gs, p.tma_store != 0};
+    return TileOut{p.M, p.scale_b + group * p.sb_gs, store_by_tma(p), false};
   }
   // The end of a deferred tile's rows: dense tiles stop at M, read again rather than kept.
   static FP8JIT_DEVICE int pending_end(const GemmParams& p, int rows_end) {
@@ -532,7 +556,7 @@ struct Sm90Fp8Gemm {
   // rows' end, kept from its tile_out (grouped layouts) or M. Block scaling, or a dense GEMM's
   // per-tensor scaling (kOverlapHalves): the epilogue reads no per-group scale of B.
   static FP8JIT_DEVICE TileOut pending_half_out(const GemmParams& p, int rows_end) {
-    return TileOut{pending_end(p, rows_end), p.scale_b, true};
+    return TileOut{pending_end(p, rows_end), p.scale_b, true, false};
   }
   // A tile's 16-bit D waits in registers, packed, until the next tile's first wgmmas are issued
   // and is written and stored while they run (fast accumulation packs before those wgmmas
@@ -571,6 +595,7 @@ struct Sm90Fp8Gemm {
     // Splits summed in a cluster need one work unit per CTA (the stages hold the partial once
     // drained) and a kernel that can hold it: the host guarantees both.
     if (p.split_cluster && (!kCanSumSplitsInCluster || !Scheduler::holds_every_unit(p))) __trap();
+    if (kTmaEpilogue && (p.splits != 1 || !p.tma_store)) __trap();  // see tma_store()
     const Smem s = carve(raw_smem);
     // See kUniformWarpgroup.
     const int wg = kUniformWarpgroup
