@@ -320,7 +320,8 @@ struct Runtime::Impl {
       c.epilogue = GemmEpilogue::any;
       kernel = &kernels.get(
           make_gemm_spec(gemm_problem_of(chosen.spec), c),
-          fmt::format("gemm M={} N={} K={} whose D does not take TMA stores", a.m, a.n, a.k));
+          fmt::format("gemm M={} N={} K={} in {} K ranges{}", a.m, a.n, a.k, splits,
+                      ops::takes_tma_stores(a.d, a.d_dtype, a.ldd) ? "" : ", D without TMA stores"));
       splits = ops::split_count(*kernel, a, sm_count, sum);
     }
     const LoadedKernel& k = *kernel;

@@ -241,9 +241,9 @@ struct Sm90Fp8Gemm {
   static constexpr bool kTakeTurns = kMathWGs == 2;
 
   // The launch's epilogue. A kernel built for TMA epilogues (config epilogue = tma, which the host
-  // picks where K is not split) holds only that path: no split-K partials or in-cluster sums and
-  // no direct stores. That halves its code (128x256 block: 4456 -> 2208 SASS instructions) and
-  // its NVRTC time (0.87 -> 0.33 s on a build host); the host launches it only where D takes TMA
+  // picks where K is not split, gemm_epilogue_for) holds only that path: no split-K partials or
+  // in-cluster sums and no direct stores. That halves its code (block 128x256: 4456 -> 2208 SASS
+  // instructions) and cuts its NVRTC time 1.5-2.6x; the host launches it only where D takes TMA
   // stores and K is one range, and run() traps on any other launch.
   static FP8JIT_DEVICE bool tma_store(const GemmParams& p) {
     return kTmaEpilogue || p.tma_store;
