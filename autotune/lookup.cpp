@@ -4,10 +4,11 @@
 #include <map>
 #include <memory>
 
+#include "autotune/shipped_rows.hpp"
 #include "autotune/tuning_db.hpp"
-#include "generator/family.hpp"
 #include "common/file_io.hpp"
 #include "common/log.hpp"
+#include "generator/family.hpp"
 
 namespace fp8jit {
 
@@ -15,6 +16,10 @@ std::string_view to_string(LookupSource s) {
   switch (s) {
     case LookupSource::exact: return "database";
     case LookupSource::nearest_m: return "database (nearest M)";
+    case LookupSource::shipped:
+      return "shipped tuning rows";
+    case LookupSource::shipped_nearest_m:
+      return "shipped tuning rows (nearest M)";
     case LookupSource::heuristic: return "heuristic";
   }
   return "?";
@@ -37,9 +42,9 @@ namespace {
 
 // The database part of a lookup: `fallback` (the heuristic's spec) unless the database has a row
 // under `key` for this shape, or for the nearest M of the same (key, n, k).
-GemmLookup lookup_rows(const GemmLookup& fallback, const std::string& key, std::int64_t m,
-                       std::int64_t n, std::int64_t k, const std::string& db_path,
-                       TunePolicy policy, const GpuKey& gpu) {
+GemmLookup user_rows(const GemmLookup& fallback, const std::string& key, std::int64_t m,
+                     std::int64_t n, std::int64_t k, const std::string& db_path, TunePolicy policy,
+                     const GpuKey& gpu) {
   if (policy == TunePolicy::off || db_path.empty()) return fallback;
   // NOTE: a lookup never creates the database: a serving process that nobody tuned for should
   // not leave an empty SQLite file behind (tune and import create it).
@@ -59,6 +64,22 @@ GemmLookup lookup_rows(const GemmLookup& fallback, const std::string& key, std::
   } catch (const std::exception& e) {
     log::at(log::warning, "tuning database not used ({}); falling back to the heuristic", e.what());
   }
+  return fallback;
+}
+
+// The user's database first (their own measurements), then the shipped rows, then `fallback`.
+GemmLookup lookup_rows(const GemmLookup& fallback, const std::string& key, std::int64_t m,
+                       std::int64_t n, std::int64_t k, const std::string& db_path,
+                       TunePolicy policy, const GpuKey& gpu, const std::string& shipped_dir) {
+  const GemmLookup user = user_rows(fallback, key, m, n, k, db_path, policy, gpu);
+  if (user.source != LookupSource::heuristic || policy == TunePolicy::off || shipped_dir.empty())
+    return user;
+  const ShippedRows& shipped = ShippedRows::at(shipped_dir);
+  const std::string space = tuning_space_hash("gemm");
+  if (const ShippedRow* r = shipped.exact(gpu, "gemm", key, m, n, k, space))
+    return {r->record.best, LookupSource::shipped};
+  if (const ShippedRow* r = shipped.nearest_m(gpu, "gemm", key, m, n, k, space))
+    return {r->record.best, LookupSource::shipped_nearest_m};
   return fallback;
 }
 
@@ -86,21 +107,22 @@ bool store_row(const std::string& db_path, const GpuKey& gpu, const std::string&
 
 GemmLookup lookup_gemm(const GemmProblem& problem, std::int64_t m, std::int64_t n, std::int64_t k,
                        const std::string& db_path, TunePolicy policy, const GpuKey& gpu,
-                       int smem_bytes) {
+                       int smem_bytes, const std::string& shipped_dir) {
   const GemmLookup heuristic{default_gemm_spec(problem, m, n, k, gpu.sm_count, smem_bytes),
                              LookupSource::heuristic};
-  return lookup_rows(heuristic, problem_key(heuristic.spec), m, n, k, db_path, policy, gpu);
+  return lookup_rows(heuristic, problem_key(heuristic.spec), m, n, k, db_path, policy, gpu,
+                     shipped_dir);
 }
 
 GemmLookup lookup_grouped_gemm(const GemmProblem& problem, std::int64_t groups,
                                std::int64_t expected_m, std::int64_t n, std::int64_t k,
                                const std::string& db_path, TunePolicy policy, const GpuKey& gpu,
-                               int smem_bytes) {
+                               int smem_bytes, const std::string& shipped_dir) {
   const GemmLookup heuristic{
       default_grouped_gemm_spec(problem, groups, expected_m, n, k, gpu.sm_count, smem_bytes),
       LookupSource::heuristic};
   return lookup_rows(heuristic, grouped_problem_key(heuristic.spec, groups), expected_m, n, k,
-                     db_path, policy, gpu);
+                     db_path, policy, gpu, shipped_dir);
 }
 
 bool store_gemm_result(const std::string& db_path, const GpuKey& gpu, const std::string& tuned_on,

@@ -1,5 +1,6 @@
 // Runtime lookup of tuned kernels: the tuning database's row for this GPU and shape, else the
-// nearest tuned M for the same (N, K, problem), else the heuristic default.
+// nearest tuned M for the same (N, K, problem); else the same two among the rows shipped with
+// fp8jit (autotune/shipped_rows.hpp); else the heuristic default.
 #pragma once
 
 #include <string>
@@ -12,7 +13,7 @@
 
 namespace fp8jit {
 
-enum class LookupSource { exact, nearest_m, heuristic };
+enum class LookupSource { exact, nearest_m, shipped, shipped_nearest_m, heuristic };
 std::string_view to_string(LookupSource s);
 
 struct GemmLookup {
@@ -22,8 +23,11 @@ struct GemmLookup {
 
 // Never throws for database trouble (a damaged or unwritable database logs a warning and the
 // heuristic is used): serving must not stop because of the tuning cache.
+// `shipped_dir`: the shipped rows' directory (default_shipped_tuning_dir()); empty: none. Policy
+// off consults neither database.
 GemmLookup lookup_gemm(const GemmProblem& problem, std::int64_t m, std::int64_t n, std::int64_t k,
-                       const std::string& db_path, TunePolicy policy, const GpuKey& gpu, int smem_bytes);
+                       const std::string& db_path, TunePolicy policy, const GpuKey& gpu,
+                       int smem_bytes, const std::string& shipped_dir = {});
 
 // Grouped gemms (problem.layout contiguous or masked): the row of this GPU, layout, group count,
 // expected rows per group, N and K (grouped_problem_key), else the nearest tuned expected M for
@@ -32,7 +36,7 @@ GemmLookup lookup_gemm(const GemmProblem& problem, std::int64_t m, std::int64_t 
 GemmLookup lookup_grouped_gemm(const GemmProblem& problem, std::int64_t groups,
                                std::int64_t expected_m, std::int64_t n, std::int64_t k,
                                const std::string& db_path, TunePolicy policy, const GpuKey& gpu,
-                               int smem_bytes);
+                               int smem_bytes, const std::string& shipped_dir = {});
 
 // Stores a sweep's winner (and every candidate's timing), naming the card that timed it
 // (current_gpu_identity() of the tuning thread). Returns false when nothing passed.

@@ -69,6 +69,8 @@ Settings Settings::from_env() {
   // Checked where it is used (parse_elementwise_arch, when a Runtime is built): the accepted
   // architectures are NVRTC's, which this module does not know.
   if (const char* v = env("FP8JIT_ELEMENTWISE_ARCH")) s.elementwise_arch = v;
+  if (const char* v = env("FP8JIT_SHIPPED_TUNING"))
+    s.shipped_tuning = std::string_view(v) == "off" ? "" : v;
   return s;
 }
 
@@ -118,6 +120,9 @@ std::vector<std::pair<std::string, std::string>> Settings::documented() {
       {"FP8JIT_ELEMENTWISE_ARCH",
        "quantize and dequantize kernels as PTX for compute_<number> (89 or later), which "
        "the driver compiles for the GPU present (default: each GPU's own build)"},
+      {"FP8JIT_SHIPPED_TUNING",
+       "directory of the tuned rows shipped with fp8jit (`fp8jit db export` documents), consulted "
+       "after FP8JIT_DB and before the heuristic, or off (default <prefix>/share/fp8jit/tuning)"},
   };
 }
 

@@ -24,6 +24,9 @@ struct Settings {
   int max_sms = 0;              // FP8JIT_MAX_SMS: most SMs a GEMM may occupy; 0 = all
   bool pdl = false;             // FP8JIT_PDL=0|1: programmatic dependent launch (RuntimeOptions::pdl)
   bool ffma_reuse = true;       // FP8JIT_FFMA_REUSE=0|1: FFMA runs keep their factor cached (runtime/sass/ffma_reuse.hpp)
+  // FP8JIT_SHIPPED_TUNING: the shipped tuning rows' directory, or "off" (empty) for none;
+  // unset: the library's own (RuntimeOptions::shipped_tuning_dir).
+  std::optional<std::string> shipped_tuning;
   std::string elementwise_arch;  // FP8JIT_ELEMENTWISE_ARCH: "" or compute_<number>
                                  // (RuntimeOptions::elementwise_arch)
 

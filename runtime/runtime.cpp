@@ -38,6 +38,7 @@ RuntimeOptions RuntimeOptions::from_settings() {
   RuntimeOptions o;
   o.cache_dir = s.disk_cache ? s.cache_dir : std::string();
   o.db_path = s.db_path;
+  if (s.shipped_tuning) o.shipped_tuning_dir = *s.shipped_tuning;
   o.tune = s.tune;
   o.jobs = s.jobs;
   o.split_sum = s.split_sum;
@@ -153,8 +154,9 @@ struct Runtime::Impl {
       return {default_grouped_gemm_spec(p, groups, expected_m, n, k, within(options.target.sm_count, budget),
                                         options.target.smem_bytes),
               LookupSource::heuristic};
-    return lookup_grouped_gemm(p, groups, expected_m, n, k, options.db_path, options.tune, gpu_key(budget),
-                               driver::device_info().max_smem_optin);
+    return lookup_grouped_gemm(p, groups, expected_m, n, k, options.db_path, options.tune,
+                               gpu_key(budget), driver::device_info().max_smem_optin,
+                               options.shipped_tuning_dir);
   }
   GemmLookup select_grouped(const GroupedGemmArgs& a) const {
     return select_grouped(ops::problem_of(a), a.groups, a.expected_m, a.n, a.k, budget(a.max_sms));
@@ -166,8 +168,9 @@ struct Runtime::Impl {
     if (!driver::available())
       return {default_gemm_spec(p, m, n, k, within(options.target.sm_count, budget), options.target.smem_bytes),
               LookupSource::heuristic};
-    GemmLookup found = lookup_gemm(p, m, n, k, options.db_path, options.tune, gpu_key(budget),
-                                   driver::device_info().max_smem_optin);
+    GemmLookup found =
+        lookup_gemm(p, m, n, k, options.db_path, options.tune, gpu_key(budget),
+                    driver::device_info().max_smem_optin, options.shipped_tuning_dir);
     // Rows tuned before the epilogue was a build choice, or for another SM count, name any.
     found.spec = with_gemm_epilogue(found.spec, m, n, k, gpu_key(budget).sm_count);
     return found;
@@ -375,7 +378,9 @@ void Runtime::gemm(const GemmArgs& args, CUstream stream) {
   if (!impl_->routes.find(key, route)) [[unlikely]] {
     impl_->check_device(key.ctx);
     GemmLookup found = impl_->select_gemm(ops::problem_of(a), a.m, a.n, a.k, key.sms);
-    if (found.source != LookupSource::exact && impl_->tune_on_miss(stream)) {
+    // A shipped row tuned for this GPU and shape counts as tuned; a nearest-M one does not.
+    if (found.source != LookupSource::exact && found.source != LookupSource::shipped &&
+        impl_->tune_on_miss(stream)) {
       const TuneResult r = tune(a);  // stores the row and the route
       if (r.best) found.spec = r.candidates[*r.best].spec, found.source = LookupSource::exact;
     }
@@ -424,7 +429,9 @@ void Runtime::grouped_gemm(const GroupedGemmArgs& args, CUstream stream) {
   if (!impl_->routes.find(key, route)) [[unlikely]] {
     impl_->check_device(key.ctx);
     GemmLookup found = impl_->select_grouped(a);
-    if (found.source != LookupSource::exact && impl_->tune_on_miss(stream)) {
+    // A shipped row tuned for this GPU and shape counts as tuned; a nearest-M one does not.
+    if (found.source != LookupSource::exact && found.source != LookupSource::shipped &&
+        impl_->tune_on_miss(stream)) {
       const TuneResult r = tune(a);  // stores the row and the route
       if (r.best) found.spec = r.candidates[*r.best].spec, found.source = LookupSource::exact;
     }

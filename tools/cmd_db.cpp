@@ -3,13 +3,15 @@
 #include <fmt/format.h>
 
 #include <ctime>
-#include <nlohmann/json.hpp>
 #include <memory>
+#include <nlohmann/json.hpp>
 
+#include "autotune/shipped_rows.hpp"
 #include "autotune/tuning_db.hpp"
-#include "fp8jit/error.hpp"
-#include "common/settings.hpp"
 #include "common/file_io.hpp"
+#include "common/settings.hpp"
+#include "fp8jit/error.hpp"
+#include "fp8jit/runtime.hpp"
 #include "tools/cli.hpp"
 #include "tools/options.hpp"
 
@@ -56,23 +58,43 @@ bool missing(const std::string& path, const char* what) {
   return true;
 }
 
+void print_rows(const std::vector<std::pair<const TuningRecord*, std::string>>& rows) {
+  fmt::print("{:<24} {:<10} {:>7} {:>7} {:>7} {:>10}  {:<44} {:<20} {:<10} {:<24} {}\n", "gpu",
+             "op", "m", "n", "k", "best_us", "config", "tuned", "by fp8jit", "on", "from");
+  for (const auto& [r, from] : rows)
+    fmt::print("{:<24} {:<10} {:>7} {:>7} {:>7} {:>10.2f}  {:<44} {:<20} {:<10} {:<24} {}\n",
+               printable(r->gpu.str()), r->op, r->m, r->n, r->k, r->best_us, spec_name(r->best),
+               when(r->created_at), printable(r->fp8jit_version), printable(r->tuned_on),
+               printable(from));
+}
+
+// The user's database, then the rows shipped with fp8jit, each row saying which it came from (a
+// lookup takes the user's first).
 int db_list(const DbOptions& o) {
   const auto gpu = gpu_filter(o);
   const std::string path = db_path(o);
-  if (missing(path, "nothing tuned")) return 0;
-  TuningDb db(path);
-  const std::vector<TuningRecord> rows = db.list(gpu);
-  const std::size_t total = db.row_count();
-  if (rows.empty()) fmt::print("no valid tuning results in {}\n", printable(db.path()));
-  else
-    fmt::print("{:<24} {:<10} {:>7} {:>7} {:>7} {:>10}  {:<44} {:<20} {:<10} {}\n", "gpu", "op", "m", "n", "k",
-               "best_us", "config", "tuned", "by fp8jit", "on");
-  for (const TuningRecord& r : rows)
-    fmt::print("{:<24} {:<10} {:>7} {:>7} {:>7} {:>10.2f}  {:<44} {:<20} {:<10} {}\n", printable(r.gpu.str()), r.op, r.m,
-               r.n, r.k, r.best_us, spec_name(r.best), when(r.created_at), printable(r.fp8jit_version),
-               printable(r.tuned_on));
-  if (!gpu && total > rows.size())
-    fmt::print("{} invalid rows ignored: `fp8jit db prune --db {}` removes them\n", total - rows.size(), printable(db.path()));
+  std::vector<TuningRecord> user;
+  std::size_t total = 0;
+  if (!missing(path, "nothing tuned")) {
+    TuningDb db(path);
+    user = db.list(gpu);
+    total = db.row_count();
+    if (user.empty()) fmt::print("no valid tuning results in {}\n", printable(db.path()));
+  }
+  const std::string shipped_dir = RuntimeOptions::from_settings().shipped_tuning_dir;
+  const ShippedRows shipped = ShippedRows::read(shipped_dir);
+  std::vector<std::pair<const TuningRecord*, std::string>> rows;
+  for (const TuningRecord& r : user) rows.push_back({&r, "database"});
+  for (const ShippedRow& r : shipped.rows())
+    if (!gpu || r.record.gpu == *gpu) rows.push_back({&r.record, "shipped: " + r.file});
+  if (!rows.empty()) print_rows(rows);
+  if (!gpu && total > user.size())
+    fmt::print("{} invalid rows ignored: `fp8jit db prune --db {}` removes them\n",
+               total - user.size(), printable(path));
+  if (shipped.rows().empty())
+    fmt::print("no shipped tuning rows{}\n", shipped_dir.empty()
+                                                 ? " (FP8JIT_SHIPPED_TUNING=off)"
+                                                 : fmt::format(" in {}", printable(shipped_dir)));
   return 0;
 }
 

@@ -131,10 +131,14 @@ int select_gemm(const GemmOptions& o) {
   GemmProblem p = problem_from(o);
   if (grouped) p.layout = grouped->layout;
   auto pick = [&](const GpuKey& gpu, int smem, const std::string& db, TunePolicy policy) {
+    const std::string shipped = RuntimeOptions::from_settings().shipped_tuning_dir;
     if (grouped)
       return lookup_grouped_gemm(p, grouped->groups, expected_rows(*grouped), o.n, o.k, db, policy,
-                                 gpu, smem);
-    return lookup_gemm(p, o.m, o.n, o.k, db, policy, gpu, smem);
+                                 gpu, smem, shipped);
+    GemmLookup found = lookup_gemm(p, o.m, o.n, o.k, db, policy, gpu, smem, shipped);
+    found.spec =
+        with_gemm_epilogue(found.spec, o.m, o.n, o.k, gpu.sm_count);  // as the runtime builds it
+    return found;
   };
   if (o.db.empty()) {
     const GpuLimits limits = gpu_limits();

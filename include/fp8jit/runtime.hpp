@@ -34,6 +34,11 @@ struct GpuTarget {
 // count ("78"); throws Error(invalid_argument) naming the known targets.
 FP8JIT_API GpuTarget gpu_target(std::string_view name);
 
+// Where the tuned rows shipped with fp8jit are: <directory of this library or program>/../share/
+// fp8jit/tuning (the install layout, and a build tree inside the source tree), or two levels up
+// for a multiarch lib/<triplet>/; empty when the library's own path cannot be found.
+FP8JIT_API std::string default_shipped_tuning_dir();
+
 // Everything a Runtime is configured by. A Runtime reads no environment variable: these values,
 // and only these, decide; from_settings() fills them from the FP8JIT_* variables.
 struct FP8JIT_API RuntimeOptions {
@@ -66,9 +71,12 @@ struct FP8JIT_API RuntimeOptions {
   // Diagnostics on stderr: 0 quiet, 1 warnings, 2 info, 3 debug. The level is process-wide: a
   // Runtime sets it when built (the last one built decides).
   int log_level = 1;
+  // Tuned rows shipped with fp8jit (`fp8jit db export` documents), consulted after db_path and
+  // before the heuristic (not with tune = off); empty: none.
+  std::string shipped_tuning_dir = default_shipped_tuning_dir();
   // FP8JIT_CACHE_DIR, FP8JIT_DISK_CACHE, FP8JIT_DB, FP8JIT_TUNE, FP8JIT_JOBS, FP8JIT_SPLIT_SUM,
   // FP8JIT_KEEP_SOURCE, FP8JIT_FFMA_REUSE, FP8JIT_LOG, FP8JIT_JIT, FP8JIT_MAX_SMS, FP8JIT_PDL,
-  // FP8JIT_ELEMENTWISE_ARCH
+  // FP8JIT_ELEMENTWISE_ARCH, FP8JIT_SHIPPED_TUNING
   static RuntimeOptions from_settings();
 };
 

@@ -12,6 +12,7 @@
 #include "common/stats.hpp"
 #include "generator/families/gemm_geometry.hpp"
 #include "generator/family.hpp"
+#include "tests/unit/tuning_db_rows.hpp"
 
 namespace fp8jit {
 namespace {
@@ -204,14 +205,8 @@ class TunerLookup : public testing::Test {
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
   void store(const GpuKey& gpu, GemmShape s, const KernelSpec& best, double us) {
-    TuneResult r;
-    CandidateResult c;
-    c.spec = best;
-    c.status = CandidateStatus::passed;
-    c.timing.median_us = us;
-    r.candidates = {c};
-    r.best = 0;
-    ASSERT_TRUE(store_gemm_result(db_, gpu, "node7 device 0", s, r));
+    ASSERT_TRUE(
+        store_gemm_result(db_, gpu, "node7 device 0", s, tuning_rows::passed_winner(best, us)));
   }
   std::string dir_, db_;
   GpuKey h200{"NVIDIA H200", 9, 0, 132}, h100{"NVIDIA H100 80GB HBM3", 9, 0, 132};

@@ -24,6 +24,18 @@ inline const GpuKey kH100{"NVIDIA H100 80GB HBM3", 9, 0, 132};
 inline const KernelSpec kQuant = make_quantize_spec({}, {8, 256, 2});
 inline const std::string kQuantProblem = problem_key(kQuant);
 
+// A sweep whose one candidate, `best`, passed in `us` microseconds: what store_gemm_result keeps.
+inline TuneResult passed_winner(const KernelSpec& best, double us) {
+  TuneResult r;
+  CandidateResult c;
+  c.spec = best;
+  c.status = CandidateStatus::passed;
+  c.timing.median_us = us;
+  r.candidates = {c};
+  r.best = 0;
+  return r;
+}
+
 // Raw access, as another program (or an attacker) would write the file.
 class RawDb {
  public:
