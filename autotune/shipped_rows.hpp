@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "autotune/tuning_db.hpp"
-#include "fp8jit/runtime.hpp"  // default_shipped_tuning_dir
+#include "fp8jit/tuning.hpp"  // default_shipped_tuning_dir
 
 namespace fp8jit {
 

@@ -34,11 +34,6 @@ struct GpuTarget {
 // count ("78"); throws Error(invalid_argument) naming the known targets.
 FP8JIT_API GpuTarget gpu_target(std::string_view name);
 
-// Where the tuned rows shipped with fp8jit are: <directory of this library or program>/../share/
-// fp8jit/tuning (the install layout, and a build tree inside the source tree), or two levels up
-// for a multiarch lib/<triplet>/; empty when the library's own path cannot be found.
-FP8JIT_API std::string default_shipped_tuning_dir();
-
 // Everything a Runtime is configured by. A Runtime reads no environment variable: these values,
 // and only these, decide; from_settings() fills them from the FP8JIT_* variables.
 struct FP8JIT_API RuntimeOptions {

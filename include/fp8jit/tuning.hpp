@@ -12,6 +12,11 @@
 
 namespace fp8jit {
 
+// Where the tuned rows shipped with fp8jit are: <directory of this library or program>/../share/
+// fp8jit/tuning (the install layout, and a build tree inside the source tree), or two levels up
+// for a multiarch lib/<triplet>/; empty when the library's own path cannot be found.
+FP8JIT_API std::string default_shipped_tuning_dir();
+
 enum class CandidateStatus { passed, incorrect, compile_failed, launch_failed, not_supported };
 FP8JIT_API std::string_view to_string(CandidateStatus s);
 
