@@ -205,6 +205,12 @@ namespace fp8jit {
 // Split-K when the output tiles leave most SMs idle (decode-sized M): enough K ranges to cover
 // the SMs, each at least 4 K blocks long so the pipeline still fills.
 int gemm_split_k(std::int64_t m, std::int64_t n, std::int64_t k, const GemmConfig& c, int sm_count) {
+  // A public entry point (also through gemm_epilogue_for): an empty shape or tile would divide by
+  // zero below.
+  for (const auto& [name, v] : {std::pair{"m", m}, std::pair{"n", n}, std::pair{"k", k},
+                                std::pair{"block_m", std::int64_t{c.block_m}},
+                                std::pair{"block_n", std::int64_t{c.block_n}}})
+    if (v < 1) throw_invalid(name, std::to_string(v), "at least 1");
   const std::int64_t tiles = ((m + c.block_m - 1) / c.block_m) * ((n + c.block_n - 1) / c.block_n);
   const std::int64_t k_blocks = (k + 127) / 128;
   if (tiles * 2 > sm_count || k_blocks < 8) return 1;

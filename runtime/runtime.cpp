@@ -168,11 +168,11 @@ struct Runtime::Impl {
     if (!driver::available())
       return {default_gemm_spec(p, m, n, k, within(options.target.sm_count, budget), options.target.smem_bytes),
               LookupSource::heuristic};
-    GemmLookup found =
-        lookup_gemm(p, m, n, k, options.db_path, options.tune, gpu_key(budget),
-                    driver::device_info().max_smem_optin, options.shipped_tuning_dir);
+    const GpuKey gpu = gpu_key(budget);
+    GemmLookup found = lookup_gemm(p, m, n, k, options.db_path, options.tune, gpu,
+                                   driver::device_info().max_smem_optin, options.shipped_tuning_dir);
     // Rows tuned before the epilogue was a build choice, or for another SM count, name any.
-    found.spec = with_gemm_epilogue(found.spec, m, n, k, gpu_key(budget).sm_count);
+    found.spec = with_gemm_epilogue(found.spec, m, n, k, gpu.sm_count);
     return found;
   }
 
@@ -310,6 +310,26 @@ struct Runtime::Impl {
     return r;
   }
 
+  // The any build of a tma kernel's config, remembered per kernel: a caller whose every D lacks
+  // TMA stores then pays a shared lock per call, not a spec built and hashed.
+  std::shared_mutex any_builds_mutex;
+  std::unordered_map<const LoadedKernel*, const LoadedKernel*> any_builds;
+  const LoadedKernel& any_build(const LoadedKernel& tma, const GemmArgs& a, int splits) {
+    {
+      std::shared_lock lock(any_builds_mutex);
+      if (const auto it = any_builds.find(&tma); it != any_builds.end()) return *it->second;
+    }
+    GemmConfig c = tma.gemm_config;
+    c.epilogue = GemmEpilogue::any;
+    const LoadedKernel& any = kernels.get(
+        make_gemm_spec(gemm_problem_of(tma.spec), c),
+        fmt::format("gemm M={} N={} K={} in {} K ranges{}", a.m, a.n, a.k, splits,
+                    ops::takes_tma_stores(a.d, a.d_dtype, a.ldd) ? "" : ", D without TMA stores"));
+    std::unique_lock lock(any_builds_mutex);
+    any_builds.emplace(&tma, &any);
+    return any;
+  }
+
   void run_gemm(const LoadedKernel& chosen, const GemmArgs& a, CUcontext ctx, int sm_count,
                 int splits, CUstream stream) {
     const SplitSum sum = options.split_sum;
@@ -319,12 +339,7 @@ struct Runtime::Impl {
     // same config built for every launch.
     if (chosen.gemm_config.epilogue == GemmEpilogue::tma &&
         (splits != 1 || !ops::takes_tma_stores(a.d, a.d_dtype, a.ldd))) [[unlikely]] {
-      GemmConfig c = chosen.gemm_config;
-      c.epilogue = GemmEpilogue::any;
-      kernel = &kernels.get(
-          make_gemm_spec(gemm_problem_of(chosen.spec), c),
-          fmt::format("gemm M={} N={} K={} in {} K ranges{}", a.m, a.n, a.k, splits,
-                      ops::takes_tma_stores(a.d, a.d_dtype, a.ldd) ? "" : ", D without TMA stores"));
+      kernel = &any_build(chosen, a, splits);
       splits = ops::split_count(*kernel, a, sm_count, sum);
     }
     const LoadedKernel& k = *kernel;

@@ -35,8 +35,8 @@ std::map<std::string, std::int64_t> config_overrides(const std::string& config) 
   }
   if (!j.is_object()) throw_invalid("--config", config, "expected a JSON object such as {\"block_n\":160}");
   std::vector<std::string> names;  // the gemm family's config parameters
-  for (const ParamDef& d : gemm_family().params)  // the epilogue follows from the shape
-    if (d.is_config && d.name != "epilogue") names.push_back(d.name);
+  for (const ParamDef& d : gemm_family().params)  // build choices (the epilogue) follow from the shape
+    if (d.is_config && !d.elide_config) names.push_back(d.name);
   for (const auto& [key, value] : j.items()) {
     if (std::find(names.begin(), names.end(), key) == names.end())
       throw_invalid("--config key", key, fmt::format("not a gemm config parameter: {}", fmt::join(names, ", ")));

@@ -144,9 +144,9 @@ void walk_configs(const KernelSpec& problem, const std::function<void(const Kern
   std::vector<const ParamDef*> defs;
   std::vector<int GemmConfig::*> fields;
   for (const ParamDef& def : params) {
-    // The epilogue follows from the shape (gemm_epilogue_for), not a choice to walk: it keeps
-    // `problem`'s value.
-    if (!def.is_config || def.name == "epilogue") continue;
+    // Build choices (the epilogue: gemm_epilogue_for) follow from the shape, not a choice to
+    // walk: they keep `problem`'s value.
+    if (!def.is_config || def.elide_config) continue;
     defs.push_back(&def);
     fields.push_back(def.name == "block_m"     ? &GemmConfig::block_m
                      : def.name == "block_n"   ? &GemmConfig::block_n

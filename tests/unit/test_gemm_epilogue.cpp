@@ -3,6 +3,10 @@
 // shapes and grouped layouts the any build; specs written before the parameter read as any and
 // keep their names, JSON and hashes.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <fstream>
+#include <iterator>
 
 #include "autotune/tuner.hpp"
 #include "fp8jit/error.hpp"
@@ -79,6 +83,28 @@ TEST(GemmEpilogue, BadValuesAndGroupedLayoutsRefused) {
   std::string number = spec_to_json(make_gemm_spec(kBlock, {128, 128, 5, 8}));
   number.replace(number.find("\"group_m\""), 0, R"("epilogue":1,)");
   EXPECT_THROW(spec_from_json(number), Error);
+  for (const std::string& value : {std::string(), std::string(100000, 't')}) {
+    std::string text = spec_to_json(make_gemm_spec(kBlock, {128, 128, 5, 8}));
+    text.replace(text.find("\"group_m\""), 0, "\"epilogue\":\"" + value + "\",");
+    EXPECT_THROW(spec_from_json(text), Error) << value.size();
+  }
+  // Empty shapes and tiles are refused by name, not divided by; a spec of another family too.
+  const GemmConfig c128{128, 128, 4, 8};
+  EXPECT_THROW(gemm_epilogue_for(kBlock, 0, 4096, 4096, c128, 132), Error);
+  EXPECT_THROW(gemm_epilogue_for(kBlock, 64, -1, 4096, c128, 132), Error);
+  EXPECT_THROW(gemm_split_k(64, 4096, 0, c128, 132), Error);
+  EXPECT_THROW(gemm_split_k(64, 4096, 4096, GemmConfig{128, 0, 4, 8}, 132), Error);
+  EXPECT_THROW(with_gemm_epilogue(make_gemm_spec(kBlock, c128), 0, 4096, 4096, 132), Error);
+  EXPECT_THROW(with_gemm_epilogue(make_quantize_spec({}, {8, 256, 2}), 64, 4096, 4096, 132), Error);
+  // The CLI takes no epilogue in --config: it follows from the shape (checked before any GPU).
+  const std::string out = ::testing::TempDir() + "/fp8jit-epilogue-cli.out";
+  const int raw = std::system((std::string(FP8JIT_CLI_PATH) +
+                               " gemm --m 128 --n 128 --k 128 --config '{\"epilogue\":\"tma\"}' >" + out + " 2>&1")
+                                  .c_str());
+  std::ifstream in(out);
+  const std::string text(std::istreambuf_iterator<char>(in), {});
+  EXPECT_TRUE(WIFEXITED(raw) && WEXITSTATUS(raw) != 0) << text;
+  EXPECT_NE(text.find("not a gemm config parameter"), std::string::npos) << text;
   GemmProblem grouped = kBlock;
   grouped.layout = GemmLayout::masked;
   GemmConfig c{128, 128, 5, 8};

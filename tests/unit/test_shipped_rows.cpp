@@ -6,8 +6,10 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <vector>
 
 #include "autotune/lookup.hpp"
 #include "autotune/shipped_rows.hpp"
@@ -138,6 +140,38 @@ TEST_F(ShippedRowsTest, DbListSaysWhereEachRowComesFrom) {
   EXPECT_EQ(text.find("shipped: "), std::string::npos) << text;
   EXPECT_NE(text.find("no shipped tuning rows (FP8JIT_SHIPPED_TUNING=off)"), std::string::npos)
       << text;
+}
+
+// FP8JIT_SHIPPED_TUNING naming a file, nothing, something far too long or a folder that is not
+// there: `db list` still lists the user's rows, says there are no shipped ones, and writes
+// nothing (the folder is not created).
+TEST_F(ShippedRowsTest, BadShippedFoldersListNothingAndWriteNothing) {
+  const std::string user = dir_ + "/user.sqlite";
+  store(user, h200, {64, 7168, 2048}, other, 9.0);
+  std::ofstream(dir_ + "/a-file.json") << "{}";
+  auto files = [&] {
+    std::vector<std::string> names;
+    for (const auto& e : std::filesystem::recursive_directory_iterator(dir_))
+      if (e.path().filename().string().rfind("user.sqlite", 0) != 0)  // the database's own sidecars
+        names.push_back(e.path().string());
+    std::sort(names.begin(), names.end());
+    return names;
+  };
+  const std::vector<std::string> before = files();
+  for (const std::string& value : {dir_ + "/a-file.json", std::string(), std::string(100000, 'd'),
+                                   dir_ + "/not-there"}) {
+    const std::string out = dir_ + "/../fp8jit-shipped-bad.out";
+    const int raw = std::system(("FP8JIT_SHIPPED_TUNING='" + value + "' " + FP8JIT_CLI_PATH + " db list --db " + user +
+                                 " >" + out + " 2>&1 </dev/null")
+                                    .c_str());
+    std::ifstream in(out);
+    const std::string text(std::istreambuf_iterator<char>(in), {});
+    std::filesystem::remove(out);
+    EXPECT_TRUE(WIFEXITED(raw) && WEXITSTATUS(raw) == 0) << value.size() << ": " << text;
+    EXPECT_NE(text.find("no shipped tuning rows"), std::string::npos) << text.substr(0, 400);
+    EXPECT_NE(text.find(spec_name(other)), std::string::npos) << text.substr(0, 400);
+    EXPECT_EQ(files(), before) << value.size();
+  }
 }
 
 TEST(ShippedRowsDefault, BesideTheLibrarysShareFolder) {
