@@ -19,7 +19,7 @@ namespace {
 std::uint64_t definition_hash(const FamilyDef& f) {
   std::uint64_t h = stable_hash64(f.name);
   for (const ParamDef& p : f.params) {
-    if ((!p.is_config || p.elide_config) && p.absent_means) continue;
+    if ((!p.is_config || p.build_choice) && p.absent_means) continue;
     h = stable_hash64(p.name + (p.is_config ? ":c:" : ":p:"), h);
     for (const ParamValue& v : p.allowed) h = stable_hash64(param_to_string(v) + ",", h);
   }

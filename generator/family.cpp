@@ -118,13 +118,17 @@ std::vector<KernelSpec> spread_sample(const FamilyDef& family, std::size_t n) {
       }
       continue;
     }
-    if (def.elide_config) continue;  // a build choice the walk does not vary
-    // First spec at the smallest and at the largest value that occurs among valid specs.
+    if (def.build_choice) continue;  // the walk does not vary it
+    // First spec at the smallest and at the largest value that occurs among valid specs (a
+    // parameter held absent at its default reads as that default).
+    const auto value = [&](std::size_t i) -> const ParamValue& {
+      const auto it = all[i].params.find(def.name);
+      return it != all[i].params.end() ? it->second : *def.absent_means;
+    };
     std::size_t lo = 0, hi = 0;
     for (std::size_t i = 0; i < all.size(); ++i) {
-      const ParamValue& v = all[i].params.at(def.name);
-      if (v < all[lo].params.at(def.name)) lo = i;
-      if (all[hi].params.at(def.name) < v) hi = i;
+      if (value(i) < value(lo)) lo = i;
+      if (value(hi) < value(i)) hi = i;
     }
     take[lo] = take[hi] = true;
   }

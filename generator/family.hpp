@@ -21,9 +21,12 @@ struct ParamDef {
   // parameter at this value is also left out of the JSON, the tuning key and the space hash
   // (elided()): the problems that existed before it keep their hashes, cache files and tuned rows.
   std::optional<ParamValue> absent_means = std::nullopt;
-  // A config parameter elided like a problem one at its absent_means value: a build choice added
-  // after configs were tuned and cached, whose old value names the kernels built before it.
+  // A config parameter elided like a problem one at its absent_means value: one added after
+  // configs were tuned and cached, whose old value names the kernels built before it.
   bool elide_config = false;
+  // A config parameter that the runtime derives from the shape (a build choice, such as the
+  // epilogue), which sweeps do not walk and the tuning space hash leaves out.
+  bool build_choice = false;
 };
 
 // A parameter at its absent_means value that is not written (see ParamDef::absent_means).

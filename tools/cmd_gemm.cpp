@@ -36,7 +36,7 @@ std::map<std::string, std::int64_t> config_overrides(const std::string& config) 
   if (!j.is_object()) throw_invalid("--config", config, "expected a JSON object such as {\"block_n\":160}");
   std::vector<std::string> names;  // the gemm family's config parameters
   for (const ParamDef& d : gemm_family().params)  // build choices (the epilogue) follow from the shape
-    if (d.is_config && !d.elide_config) names.push_back(d.name);
+    if (d.is_config && !d.build_choice) names.push_back(d.name);
   for (const auto& [key, value] : j.items()) {
     if (std::find(names.begin(), names.end(), key) == names.end())
       throw_invalid("--config key", key, fmt::format("not a gemm config parameter: {}", fmt::join(names, ", ")));
@@ -49,6 +49,11 @@ std::map<std::string, std::int64_t> config_overrides(const std::string& config) 
 
 KernelSpec with_overrides(KernelSpec spec, const std::map<std::string, std::int64_t>& overrides) {
   for (const auto& [key, value] : overrides) spec.params[key] = value;
+  // A parameter at the value its absence means is held absent, as spec_from_json holds it, so
+  // that the spec's name and hash are the ones the runtime computes.
+  for (const ParamDef& d : gemm_family().params)
+    if (d.elide_config && spec.params.count(d.name) && spec.params[d.name] == *d.absent_means)
+      spec.params.erase(d.name);
   validate_spec(spec);
   return spec;
 }

@@ -63,12 +63,30 @@ bool rules_pass(const GemmProblem& p, const GemmConfig& c, std::string* why) {
             "layout = {}: cluster_m = 2 would pair tiles of different groups; use cluster_n",
             to_string(p.layout));
       });
+    if (c.swap_ab)
+      return reject([&] {
+        return fmt::format("layout = {}: swap_ab = 1 is for dense GEMMs", to_string(p.layout));
+      });
     if (p.layout == GemmLayout::indexed && dev::kGemmIndexedAlignment % c.block_m != 0)
       return reject([&] {
         return fmt::format(
             "layout = indexed: block_m = {} tiles would span groups, whose rows start every {} "
             "rows",
             c.block_m, dev::kGemmIndexedAlignment);
+      });
+  }
+  if (c.swap_ab) {
+    if (c.epilogue != GemmEpilogue::any)
+      return reject(
+          [&] { return "swap_ab = 1 writes D transposed by direct stores: epilogue = any"; });
+    if (c.cluster_m * c.cluster_n != 1)
+      return reject([&] { return "swap_ab = 1 takes no cluster: cluster_m = cluster_n = 1"; });
+    if (c.block_m > 128 || c.block_n > 128)
+      return reject([&] {
+        return fmt::format(
+            "swap_ab = 1 with {}x{} tiles: at most 128x128 (its tile rows are N's, within one "
+            "128-row scale block of B; its columns are M's, a few rows)",
+            c.block_m, c.block_n);
       });
   }
   if (g.smem_bytes > kGemmSmemLimit)
@@ -146,15 +164,16 @@ void walk_configs(const KernelSpec& problem, const std::function<void(const Kern
   for (const ParamDef& def : params) {
     // Build choices (the epilogue: gemm_epilogue_for) follow from the shape, not a choice to
     // walk: they keep `problem`'s value.
-    if (!def.is_config || def.elide_config) continue;
+    if (!def.is_config || def.build_choice) continue;
     defs.push_back(&def);
     fields.push_back(def.name == "block_m"     ? &GemmConfig::block_m
                      : def.name == "block_n"   ? &GemmConfig::block_n
                      : def.name == "stages"    ? &GemmConfig::stages
                      : def.name == "group_m"   ? &GemmConfig::group_m
                      : def.name == "cluster_m" ? &GemmConfig::cluster_m
-                     : def.name == "cluster_n"
-                         ? &GemmConfig::cluster_n
+                     : def.name == "cluster_n" ? &GemmConfig::cluster_n
+                     : def.name == "swap_ab"
+                         ? &GemmConfig::swap_ab
                          : throw Error(ErrorKind::internal, "gemm walk_configs: " + def.name));
   }
   // An odometer over the config params, the last one turning fastest: the generic walk's order.
@@ -168,7 +187,8 @@ void walk_configs(const KernelSpec& problem, const std::function<void(const Kern
     if (rules_pass(p, c, nullptr)) {
       KernelSpec spec = problem;
       for (std::size_t i = 0; i < defs.size(); ++i)
-        spec.params[defs[i]->name] = defs[i]->allowed[at[i]];
+        if (!elided(*defs[i], defs[i]->allowed[at[i]]))  // held absent at its default (swap_ab 0)
+          spec.params[defs[i]->name] = defs[i]->allowed[at[i]];
       emit(spec);
     }
     std::size_t i = defs.size();
@@ -183,11 +203,11 @@ std::string name_of(const KernelSpec& spec) {
   const std::string cluster = c.cluster_m == 2 ? "_c2m" : c.cluster_n == 2 ? "_c2n" : "";
   const std::string layout =
       p.layout == GemmLayout::dense ? "" : fmt::format("_{}", to_string(p.layout));
-  return fmt::format("gemm_sm90_{}{}_{}_{}{}{}{}_{}x{}x128_s{}_g{}{}{}", to_string(p.a_format),
+  return fmt::format("gemm_sm90_{}{}_{}_{}{}{}{}_{}x{}x128_s{}_g{}{}{}{}", to_string(p.a_format),
                      to_string(p.b_format), to_string(p.out), to_string(p.scale),
                      p.fast_accum ? "_fast" : "", p.bias ? "_bias" : "", layout, c.block_m,
                      c.block_n, c.stages, c.group_m, cluster,
-                     c.epilogue == GemmEpilogue::tma ? "_tma" : "");
+                     c.epilogue == GemmEpilogue::tma ? "_tma" : "", c.swap_ab ? "_swap" : "");
 }
 
 // The m64nNk32 FP8 wgmma with its N/2 accumulator operands spelt out.
@@ -244,14 +264,19 @@ std::string render_body(const KernelSpec& spec) {
       "GemmParams p) {{\n"
       "  extern __shared__ __align__(1024) u8 smem[];\n"
       "  Kernel::run(p, smem);\n}}\n{}",
-      render_wgmma(g.chunk_n, p.a_format, p.b_format), c.block_m, c.block_n, c.stages,
-      dev_scale(p.scale), dev_elem(p.out), dev_fp8(p.a_format), dev_fp8(p.b_format),
-      p.bias ? "true" : "false", c.group_m, p.fast_accum ? "true" : "false", c.cluster_m,
-      c.cluster_n,
+      // The swapped kernel's A is the problem's B: their formats and block scaling swap too.
+      render_wgmma(g.chunk_n, c.swap_ab ? p.b_format : p.a_format,
+                   c.swap_ab ? p.a_format : p.b_format),
+      c.block_m, c.block_n, c.stages,
+      c.swap_ab && p.scale == ScaleMode::block ? "kSwappedBlockScale" : dev_scale(p.scale),
+      dev_elem(p.out), dev_fp8(c.swap_ab ? p.b_format : p.a_format),
+      dev_fp8(c.swap_ab ? p.a_format : p.b_format), p.bias ? "true" : "false", c.group_m,
+      p.fast_accum ? "true" : "false", c.cluster_m, c.cluster_n,
       // Only where it differs from the default, or a grouped scheduler follows it.
-      c.epilogue == GemmEpilogue::tma ? ", /*kTmaEpilogue=*/true"
-      : p.layout != GemmLayout::dense ? ", /*kTmaEpilogue=*/false"
-                                      : "",
+      c.swap_ab                         ? ", /*kTmaEpilogue=*/false, /*kSwapAB=*/true"
+      : c.epilogue == GemmEpilogue::tma ? ", /*kTmaEpilogue=*/true"
+      : p.layout != GemmLayout::dense   ? ", /*kTmaEpilogue=*/false, /*kSwapAB=*/false"
+                                        : "",
       render_scheduler(p, c), g.threads, reduce);
 }
 
@@ -302,8 +327,8 @@ FamilyDef make_family() {
        "per group",
        std::string("dense")},
       {"block_m", true, {64, 128, 256}, "rows of D per tile"},
-      {"block_n", true, range(16, 256, 8), "columns of D per tile"},
-      {"stages", true, range(2, 16, 1), "shared-memory pipeline depth"},
+      {"block_n", true, range(8, 256, 8), "columns of D per tile"},
+      {"stages", true, range(2, 32, 1), "shared-memory pipeline depth"},
       {"group_m", true, {1, 4, 8, 16}, "tile-rows per raster group"},
       {"cluster_m",
        true,
@@ -321,6 +346,15 @@ FamilyDef make_family() {
        "any: every launch (split-K, direct stores); tma: dense, K in one range, D by TMA stores "
        "only (half the code; the runtime picks it where K is not split)",
        std::string("any"),
+       true,
+       true},
+      {"swap_ab",
+       true,
+       {0, 1},
+       "1: compute D^T = B A^T, the problem's N along the tile's rows and M along its columns "
+       "(decode-sized M: a stage carries block_n rows of A, not 64); dense, no cluster, tiles up "
+       "to 128x128",
+       std::int64_t{0},
        true},
   };
   f.check = check;
@@ -358,6 +392,7 @@ KernelSpec make_gemm_spec(const GemmProblem& p, const GemmConfig& c) {
                    {"cluster_n", std::int64_t{c.cluster_n}}}};
   // Held only where it is not the default (ParamDef::elide_config).
   if (c.epilogue != GemmEpilogue::any) spec.params["epilogue"] = std::string(to_string(c.epilogue));
+  if (c.swap_ab) spec.params["swap_ab"] = std::int64_t{c.swap_ab};
   validate_spec(spec);
   return spec;
 }
@@ -388,7 +423,8 @@ GemmConfig gemm_config_of(const KernelSpec& spec) {
           static_cast<int>(spec.i("group_m")),
           static_cast<int>(spec.i("cluster_m")),
           static_cast<int>(spec.i("cluster_n")),
-          *epilogue};
+          *epilogue,
+          spec.params.count("swap_ab") ? static_cast<int>(spec.i("swap_ab")) : 0};
 }
 
 }  // namespace fp8jit

@@ -11,6 +11,10 @@ namespace fp8jit {
 
 using GemmGeometry = dev::GemmGeometry;
 
+// The most rows of A (M) for which the heuristic swaps the operands (GemmConfig::swap_ab): measured
+// faster at 1 and 16 rows, no faster at 37 (G64); the tuner tries swapped tiles up to twice this.
+inline constexpr int kGemmSwapMaxM = 16;
+
 // Opt-in shared memory per block on H100/H200: the most a gemm variant may use.
 inline constexpr int kGemmSmemLimit = dev::kGemmSmemLimit;
 
@@ -20,9 +24,23 @@ static_assert(static_cast<int>(ScaleMode::tensor) == dev::kPerTensor &&
                   static_cast<int>(ScaleMode::group) == dev::kGroupScale,
               "dev::GemmScale mirrors ScaleMode");
 
+// The kernel's scale mode: block scaling with swapped operands stages scales of its own kind.
+inline int gemm_kernel_scale(const GemmProblem& p, const GemmConfig& c) {
+  return c.swap_ab && p.scale == ScaleMode::block ? dev::kSwappedBlockScale
+                                                  : static_cast<int>(p.scale);
+}
+
 inline dev::GemmTile gemm_tile(const GemmProblem& p, const GemmConfig& c) {
-  return {c.block_m,   c.block_n, c.stages,     static_cast<int>(p.scale), static_cast<int>(dtype_size(p.out)),
-          p.fast_accum, p.bias,   c.cluster_m, c.cluster_n, p.layout != GemmLayout::dense};
+  return {c.block_m,
+          c.block_n,
+          c.stages,
+          gemm_kernel_scale(p, c),
+          static_cast<int>(dtype_size(p.out)),
+          p.fast_accum,
+          p.bias,
+          c.cluster_m,
+          c.cluster_n,
+          p.layout != GemmLayout::dense};
 }
 
 inline GemmGeometry gemm_geometry(const GemmProblem& p, const GemmConfig& c) {

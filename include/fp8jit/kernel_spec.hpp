@@ -130,6 +130,11 @@ struct GemmConfig {
   // tile is not computed in column halves (gemm_epilogue_for), and runs the config's any kernel
   // for a call whose D cannot take TMA stores.
   GemmEpilogue epilogue = GemmEpilogue::any;
+  // 1: the kernel computes D^T = B A^T, so that the problem's N fills the tile's block_m rows and
+  // its M the block_n columns: at decode-sized M (a few rows) a stage then carries block_n rows
+  // of A instead of 64 or more. Dense GEMMs, no cluster, block_m 64 or 128, block_n at most 128;
+  // D is written by direct stores. The heuristic takes it for M up to 16.
+  int swap_ab = 0;
   bool operator==(const GemmConfig&) const = default;
 };
 

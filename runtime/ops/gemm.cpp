@@ -63,7 +63,8 @@ void check_matches(const KernelSpec& spec, const GemmArgs& a) {
 namespace {
 
 std::int64_t tile_count(const GemmConfig& c, const GemmArgs& a) {
-  return ceil_div(a.m, c.block_m) * ceil_div(a.n, c.block_n);
+  return c.swap_ab ? ceil_div(a.n, c.block_m) * ceil_div(a.m, c.block_n)
+                   : ceil_div(a.m, c.block_m) * ceil_div(a.n, c.block_n);
 }
 
 // Every tile's `splits` CTAs fit on the GPU at once as one cluster each (a single wave: one work
@@ -104,12 +105,16 @@ bool splits_in_cluster(const LoadedKernel& k, const GemmArgs& a, int splits, Spl
 // smaller count that can (no workspace, no second kernel: worth more than the extra ranges on
 // decode-sized shapes: 128x4096x7168 28.7 -> 23.7 µs, G17), else the heuristic's count through
 // the workspace.
+// Swapped operands write D transposed from registers, which the workspace's reduction does not:
+// their K is one range wherever the ranges cannot be summed in clusters.
 int split_count(const LoadedKernel& k, const GemmArgs& a, int sm_count, SplitSum sum) {
   const int splits = gemm_split_k(a.m, a.n, a.k, k.gemm_config, sm_count);
-  if (splits <= 1 || sum != SplitSum::cluster) return splits;
-  for (int s = std::min(splits, static_cast<int>(k.split_clusters.size()) - 1); s >= 2; --s)
-    if (cluster_split_fits(k, a, s, sm_count)) return s;
-  return splits;
+  const bool swapped = k.gemm_config.swap_ab != 0;
+  if (splits <= 1 || (sum != SplitSum::cluster && !swapped)) return splits;
+  if (sum == SplitSum::cluster)
+    for (int s = std::min(splits, static_cast<int>(k.split_clusters.size()) - 1); s >= 2; --s)
+      if (cluster_split_fits(k, a, s, sm_count)) return s;
+  return swapped ? 1 : splits;
 }
 
 std::size_t workspace_bytes(const LoadedKernel& k, const GemmArgs& a, int splits, SplitSum sum, int sm_count) {
@@ -118,6 +123,36 @@ std::size_t workspace_bytes(const LoadedKernel& k, const GemmArgs& a, int splits
 }
 
 namespace {
+
+// The problem the kernel of a swap_ab config computes, D^T = B A^T: A and B, their formats,
+// scales and shapes exchanged; D as it is (the kernel stores its element (i, j) at D[j][i]).
+GemmArgs swapped_operands(const GemmArgs& a) {
+  GemmArgs s = a;
+  std::swap(s.a, s.b);
+  std::swap(s.a_format, s.b_format);
+  std::swap(s.lda, s.ldb);
+  std::swap(s.m, s.n);
+  std::swap(s.scale_a, s.scale_b);
+  std::swap(s.scale_a_size, s.scale_b_size);
+  std::swap(s.scale_a_layout, s.scale_b_layout);
+  return s;
+}
+
+// Block scaling's strides with swapped operands (dev::kSwappedBlockScale): the kernel's A scales
+// are the problem's B's 128x128 blocks, its B scales the problem's A's 1x128 groups. `a` is the
+// problem as the caller gave it.
+void swapped_block_scales(dev::GemmParams& p, const GemmArgs& a, const GemmConfig& c) {
+  scale_strides(a.scale_b_layout, ceil_div(a.n, 128), p.k_blocks, p.sa_rs, p.sa_cs);
+  scale_strides(a.scale_a_layout, a.m, p.k_blocks, p.sb_rs, p.sb_cs);
+  p.scale_tma = 0;
+  p.scale_tx = 0;
+  if (a.scale_a_layout != ScaleLayout::col_major_tma || !aligned16(a.scale_a)) return;
+  if (try_encode(&p.tma_sb, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, a.scale_a, p.k_blocks, a.m, p.sb_cs,
+                 c.block_n, 1, CU_TENSOR_MAP_SWIZZLE_NONE) != CUDA_SUCCESS)
+    return;  // a map the driver declines: the cp.async path
+  p.scale_tma = 1;
+  p.scale_tx = 4 * c.block_n;
+}
 
 // The parameters that do not need the driver: pointers, strides, shape, tiling, split-K.
 void fill_params(dev::GemmParams& p, const GemmConfig& c, const GemmArgs& a, int splits, bool split_cluster,
@@ -132,23 +167,33 @@ void fill_params(dev::GemmParams& p, const GemmConfig& c, const GemmArgs& a, int
 
 }  // namespace
 
-GemmLaunch prepare(const LoadedKernel& k, const GemmArgs& a, int sm_count, int splits, float* workspace,
-                   CUstream stream, SplitSum sum, bool pdl) {
+GemmLaunch prepare(const LoadedKernel& k, const GemmArgs& given, int sm_count, int splits,
+                   float* workspace, CUstream stream, SplitSum sum, bool pdl) {
   const GemmConfig& c = k.gemm_config;
-  const GemmGeometry g = gemm_geometry(problem_of(a), c);
+  const GemmGeometry g = gemm_geometry(problem_of(given), c);
   GemmLaunch l;
   dev::GemmParams& p = l.params;
-  const bool split_cluster = splits_in_cluster(k, a, splits, sum, sm_count);
+  const bool split_cluster = splits_in_cluster(k, given, splits, sum, sm_count);
+  if (c.swap_ab && splits > 1 && !split_cluster)  // the kernel would trap
+    throw Error(ErrorKind::internal,
+                fmt::format("{}: swapped operands with {} K ranges summed through the "
+                            "workspace",
+                            spec_name(k.spec), splits));
+  const GemmArgs a = c.swap_ab ? swapped_operands(given) : given;
   fill_params(p, c, a, splits, split_cluster, workspace);
   encode_operand_maps(p, g, a.a, a.m, a.lda, a.b, a.n, a.ldb, a.k);
-  encode_store_map(p, g, c, a.d, a.d_dtype, a.m, a.n, a.ldd, splits == 1 || split_cluster);
+  encode_store_map(p, g, c, a.d, a.d_dtype, a.m, a.n, a.ldd,
+                   !c.swap_ab && (splits == 1 || split_cluster));
   // The kernel would trap (Sm90Fp8Gemm::tma_store); the runtime picks its any build instead.
   if (c.epilogue == GemmEpilogue::tma && (splits != 1 || !p.tma_store))
     throw Error(ErrorKind::internal,
                 fmt::format("{}: a kernel built for TMA epilogues launched with {} K ranges and a "
                             "D that {} TMA stores",
                             spec_name(k.spec), splits, p.tma_store ? "takes" : "does not take"));
-  encode_scale_maps(p, a, c, g);
+  if (c.swap_ab && a.scale_mode == ScaleMode::block)
+    swapped_block_scales(p, given, c);
+  else
+    encode_scale_maps(p, a, c, g);
   // Work units are cluster tiles (DenseTileScheduler::unit_count); a persistent grid of at most as many
   // clusters as can be resident at once.
   const std::int64_t units =

@@ -207,9 +207,9 @@ void compile_all(const std::vector<KernelSpec>& specs, const char* what) {
 
 
 TEST(CompileGemm, SpreadSampleOfTheConfigSpace) {
-  // 59 evenly spaced picks plus the smallest and largest value of each config parameter and each
+  // 50 evenly spaced picks plus the smallest and largest value of each config parameter and each
   // value of each problem parameter (the picks shrink as problem parameters gain values).
-  constexpr std::size_t kPicks = 57;
+  constexpr std::size_t kPicks = 50;
   const std::vector<KernelSpec> specs = spread_sample(gemm_family(), kPicks);
   std::size_t extras = 0;
   for (const ParamDef& def : gemm_family().params) extras += def.is_config ? 2 : def.allowed.size();
@@ -229,8 +229,9 @@ TEST(CompileGemm, SpreadSampleOfTheConfigSpace) {
     c2m += s.i("cluster_m") == 2;
     c2n += s.i("cluster_n") == 2;
   }
-  // 256: the widest tile (precise accumulation in two column halves).
-  EXPECT_TRUE(block_n.count(16) && block_n.count(256));
+  // 8: the narrowest (swapped operands' decode tiles); 256: the widest tile (precise
+  // accumulation in two column halves).
+  EXPECT_TRUE(block_n.count(8) && block_n.count(256));
   EXPECT_TRUE(block_m.count(64) && block_m.count(256));
   // Single CTAs and 2-CTA clusters along M (B multicast) and along N (A multicast) all compile
   // without spilling.
@@ -312,6 +313,29 @@ TEST(CompileGemm, GroupScalingDefaultsDoNotSpill) {
       if (seen.insert(spec_name(s)).second) specs.push_back(s);
     }
   compile_all(specs, "gemm DeepSeek-V3 defaults (group scaling, bf16 and fp32 + bias out)");
+}
+
+// Swapped operands (GemmConfig::swap_ab) at decode-sized M: the heuristic's tiles for M up to 16,
+// every scale mode and accumulation, bf16 and fp32 with bias, 64- and 128-row tiles, and 32
+// columns (the tuner's widest at 32 rows): none spills.
+TEST(CompileGemm, SwappedOperandDefaultsDoNotSpill) {
+  std::vector<KernelSpec> specs;
+  std::set<std::string> seen;
+  const Fp8Format e4 = Fp8Format::e4m3, e5 = Fp8Format::e5m2;
+  for (const GemmProblem& p : {GemmProblem{e4, e4, DType::bf16, ScaleMode::block},
+                               GemmProblem{e5, e4, DType::fp32, ScaleMode::block, true},
+                               GemmProblem{e4, e4, DType::bf16, ScaleMode::tensor},
+                               GemmProblem{e4, e4, DType::fp32, ScaleMode::rowwise, true},
+                               GemmProblem{e4, e4, DType::bf16, ScaleMode::tensor, true, true}})
+    for (const auto& [m, n] : {std::pair{1, 6144}, std::pair{16, 28672}}) {
+      const KernelSpec s = default_gemm_spec(p, m, n, 4096);
+      EXPECT_EQ(gemm_config_of(s).swap_ab, 1) << spec_name(s);
+      if (seen.insert(spec_name(s)).second) specs.push_back(s);
+    }
+  GemmConfig wide{64, 32, 12, 8};
+  wide.swap_ab = 1;
+  specs.push_back(make_gemm_spec({e4, e4, DType::bf16, ScaleMode::block, true}, wide));
+  compile_all(specs, "gemm swapped-operand decode tiles");
 }
 
 // Fast accumulation defers its epilogue where the packed tile fits beside the accumulators

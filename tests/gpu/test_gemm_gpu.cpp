@@ -270,6 +270,62 @@ TEST(GemmGpu, TmaEpilogueKernelsServeOnlyWhatTheyCan) {
   EXPECT_LE(run_and_compare(o.args, 8, &spec), tolerance(p));
 }
 
+// Swapped operands (GemmConfig::swap_ab, the heuristic's choice up to 16 rows of A): D^T = B A^T
+// written transposed by direct stores. The defaults for every scale mode (block scaling's scales
+// of A by TMA and, with row-major scales, by cp.async), bias, e5m2, fp16 and fp32 out, ragged N
+// and K, K split in clusters, 128-row tiles; D padded, odd-pitched and unaligned; then the
+// tuner's wider swapped tiles at up to 32 rows.
+TEST(GemmGpu, SwappedOperandsAtDecodeM) {
+  FP8JIT_REQUIRE_GPU();
+  const Fp8Format e4 = Fp8Format::e4m3, e5 = Fp8Format::e5m2;
+  struct Case {
+    GemmProblem p;
+    Shape s;
+  };
+  const std::vector<Case> cases = {
+      {{e4, e4, DType::bf16, ScaleMode::block}, {1, 6144, 4096}},
+      {{e4, e4, DType::bf16, ScaleMode::block}, {16, 4096, 4096}},  // 64 tiles: K in 2 ranges
+      {{e5, e4, DType::fp32, ScaleMode::block, true}, {5, 1000, 1040}},
+      {{e4, e4, DType::fp16, ScaleMode::block}, {9, 28672, 512}},  // 128-row tiles
+      {{e4, e4, DType::bf16, ScaleMode::tensor}, {1, 5120, 4096}},
+      {{e4, e5, DType::fp16, ScaleMode::tensor, true, true}, {13, 200, 7168}},
+      {{e4, e4, DType::fp32, ScaleMode::rowwise, true}, {16, 10240, 8192}},
+      {{e4, e4, DType::bf16, ScaleMode::rowwise, false, true}, {3, 2112, 7168}},
+  };
+  std::vector<std::pair<GemmProblem, Shape>> compile;
+  for (const Case& c : cases) compile.push_back({c.p, c.s});
+  precompile(compile);
+  unsigned seed = 1300;
+  for (const Case& c : cases) {
+    for (int variant = 0; variant < 2; ++variant) {  // both scale layouts of A (seed parity)
+      Operands o = make_operands(c.p, c.s.m, c.s.n, c.s.k, seed++);
+      GemmArgs probe = o.args;
+      probe.d = o.a->get();
+      const KernelSpec chosen = default_runtime().select(probe);
+      SCOPED_TRACE(testing::Message() << spec_name(chosen) << " m=" << c.s.m << " n=" << c.s.n
+                                      << " k=" << c.s.k << " seed=" << seed);
+      EXPECT_EQ(gemm_config_of(chosen).swap_ab, 1);
+      EXPECT_LE(run_and_compare(o.args, variant ? 3 : 0), tolerance(c.p));
+      EXPECT_LE(run_and_compare(o.args, 1, nullptr, variant ? 1 : 0), tolerance(c.p));
+    }
+  }
+  const std::vector<ConfigCase> tuned = {
+      {{e4, e4, DType::bf16, ScaleMode::block},
+       {64, 32, 12, 8, 1, 1, GemmEpilogue::any, 1},
+       {32, 4096, 7168}},
+      {{e4, e4, DType::bf16, ScaleMode::block, true},
+       {128, 24, 10, 8, 1, 1, GemmEpilogue::any, 1},
+       {20, 3000, 2000}},
+      {{e4, e4, DType::bf16, ScaleMode::tensor},
+       {128, 8, 12, 8, 1, 1, GemmEpilogue::any, 1},
+       {1, 8192, 8192}},
+      {{e4, e4, DType::fp32, ScaleMode::rowwise},
+       {64, 16, 20, 8, 1, 1, GemmEpilogue::any, 1},
+       {16, 4096, 4096}},
+  };
+  run_config_cases(tuned, 1400, 2);
+}
+
 // Precise tiles wider than 208 columns run their wgmmas on two column halves, each promoted
 // before the next (block scaling: one 128-block of B per half): every mode that chunks, bf16,
 // fp16 and fp32 out, bias up to 224 columns, ragged M, N and K, split-K, 64- and 128-row tiles.

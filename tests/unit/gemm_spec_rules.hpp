@@ -113,8 +113,13 @@ inline int out_bytes(const std::string& out) {
 }
 // Floats of scales staged per stage: A's rows, then B's two 128x128 blocks (padded to 8) or
 // its columns' 1x128 groups; none for tensor and rowwise scaling (applied in the epilogue).
+// Swapped block scaling ("swapped": swap_ab with block scaling) stages its A's one block scale,
+// padded to 4 floats, and its B's per-column scales.
 inline int staged_scales(const std::string& scale, int block_m, int block_n) {
-  const int floats = scale == "block" ? block_m + 8 : scale == "group" ? block_m + block_n : 0;
+  const int floats = scale == "block"     ? block_m + 8
+                     : scale == "group"   ? block_m + block_n
+                     : scale == "swapped" ? 4 + block_n
+                                          : 0;
   return (floats + 31) / 32 * 32;  // each stage's scales start on 128 bytes (TMA destinations)
 }
 inline int smem_model(int block_m, int block_n, int stages, int out_bytes, int scales) {
@@ -130,7 +135,7 @@ inline int smem_model(int block_m, int block_n, int stages, int out_bytes, int s
 inline int max_accumulators(const std::string& scale, const std::string& accum, int block_m, bool grouped = false) {
   const int keep = grouped ? 8 : 0;
   if (accum == "fast") return (block_m == 256 ? 144 : 120) - keep;
-  if (scale == "group") return (block_m == 256 ? 128 : 160) - keep;
+  if (scale == "group" || scale == "swapped") return (block_m == 256 ? 128 : 160) - keep;
   return 208 - keep;
 }
 // 2-CTA clusters: at most one axis; not with group scaling or 256-row block-scaled tiles (spills);
@@ -174,10 +179,23 @@ inline bool straddles_three(int block_n) {
   return false;
 }
 inline bool valid_by_rules(const std::string& a, const std::string& b, const std::string& out,
-                    const std::string& scale, const std::string& accum, int block_m, int block_n,
-                    int stages, int cluster_m = 1, int cluster_n = 1, int bias = 0,
-                    const std::string& layout = "dense") {
+                           const std::string& scale, const std::string& accum, int block_m,
+                           int block_n, int stages, int cluster_m = 1, int cluster_n = 1,
+                           int bias = 0, const std::string& layout = "dense", int swap = 0) {
   if (a == "e5m2" && b == "e5m2") return false;
+  // Swapped operands: dense, single CTAs, tiles up to 128x128; block scaling then stages its
+  // scales per column of the tile, as group scaling does, and has no three-block straddle.
+  if (swap) {
+    if (layout != "dense" || cluster_m * cluster_n != 1 || block_m > 128 || block_n > 128)
+      return false;
+    if (accum == "fast" && (scale == "block" || scale == "group")) return false;
+    const std::string kernel_scale = scale == "block" ? "swapped" : scale;
+    if (smem_model(block_m, block_n, stages, out_bytes(out),
+                   staged_scales(kernel_scale, block_m, block_n)) > kSmemLimit)
+      return false;
+    return accumulators(kernel_scale, accum, block_m, block_n) <=
+           max_accumulators(kernel_scale, accum, block_m);
+  }
   // Grouped layouts: tensor, rowwise or block scaling, no bias, no pairs along M.
   if (layout != "dense" && (scale == "group" || bias != 0 || cluster_m != 1)) return false;
   // Indexed layouts: a tile lies in one group's 128-row chunk.

@@ -134,15 +134,19 @@ TEST(CodegenShape, EverySourceIsShortWithOneHeaderAndItsSpec) {
                 std::string::npos);
       // Dense GEMMs take the kernel's default scheduler; grouped layouts name theirs.
       const std::string layout = s.s("layout");
+      const bool swapped = s.params.count("swap_ab") && s.i("swap_ab");
       const std::string scheduler =
-          layout == "dense" ? ">;"
+          swapped             ? ", /*kTmaEpilogue=*/false, /*kSwapAB=*/true>;"
+          : layout == "dense" ? ">;"
           : layout == "indexed"
               ? fmt::format(
-                    ", /*kTmaEpilogue=*/false,\n    IndexedTileScheduler<{}, {}, {}, "
+                    ", /*kTmaEpilogue=*/false, /*kSwapAB=*/false,\n    IndexedTileScheduler<{}, "
+                    "{}, {}, "
                     "/*CLUSTER_N=*/{}>>;",
                     s.i("block_m"), s.i("block_n"), s.i("group_m"), s.i("cluster_n"))
               : fmt::format(
-                    ", /*kTmaEpilogue=*/false,\n    GroupedTileScheduler<{}, {}, {}, "
+                    ", /*kTmaEpilogue=*/false, /*kSwapAB=*/false,\n    GroupedTileScheduler<{}, "
+                    "{}, {}, "
                     "/*CLUSTER_N=*/{}, {}>>;",
                     s.i("block_m"), s.i("block_n"), s.i("group_m"), s.i("cluster_n"),
                     layout == "contiguous" ? "kContiguousLayout" : "kMaskedLayout");
@@ -157,8 +161,10 @@ TEST(CodegenShape, EverySourceIsShortWithOneHeaderAndItsSpec) {
       const int wgmma_n =
           static_cast<int>(s.i("block_n")) / gemm_geometry(gemm_problem_of(s), gemm_config_of(s)).chunks;
       ASSERT_NE(src.find(fmt::format("template <> struct Wgmma<{}, ", wgmma_n)), std::string::npos);
-      ASSERT_NE(src.find(fmt::format("wgmma.mma_async.sync.aligned.m64n{}k32.f32.{}.{} {{%0, ", wgmma_n,
-                                     s.s("a_format"), s.s("b_format"))),
+      // Swapped operands: the kernel's A is the problem's B.
+      ASSERT_NE(src.find(fmt::format("wgmma.mma_async.sync.aligned.m64n{}k32.f32.{}.{} {{%0, ",
+                                     wgmma_n, s.s(swapped ? "b_format" : "a_format"),
+                                     s.s(swapped ? "a_format" : "b_format"))),
                 std::string::npos);
       // The register list ends at N/2 - 1, followed by the two descriptors and the predicate.
       const int regs = wgmma_n / 2;
@@ -248,7 +254,10 @@ TEST(CodegenSmem, OverDefaultLimitExactlyForTileStrategy) {
       ++gemms;
       const GemmConfig c = gemm_config_of(s);
       const int out_bytes = s.s("out") == "fp32" ? 4 : 2;
-      const int staged = s.s("scale") == "block" ? c.block_m + 8 : s.s("scale") == "group" ? c.block_m + c.block_n : 0;
+      // Swapped block scaling stages its A's one block scale (padded to 4) and a scale per column.
+      const int staged = s.s("scale") == "block"   ? (c.swap_ab ? 4 + c.block_n : c.block_m + 8)
+                         : s.s("scale") == "group" ? c.block_m + c.block_n
+                                                   : 0;
       const int scales = (staged + 31) / 32 * 32;  // 128-byte aligned per stage
       ASSERT_EQ(smem, c.stages * ((c.block_m + c.block_n) * 128 + 4 * scales + 16) + 128 +
                           c.block_m * c.block_n * out_bytes + 1024);

@@ -183,7 +183,7 @@ TEST(GemmSpecTyped, MakeAndOfRoundTripAndStructDefaults) {
 // ---- the config space ----------------------------------------------------------------------
 
 TEST(GemmSpecEnumeration, ExactlyTheSpecsTheRulesAllow) {
-  std::size_t expected = 0, expected_grouped = 0;
+  std::size_t expected = 0, expected_grouped = 0, expected_swapped = 0;
   std::map<std::pair<int, int>, std::size_t> expected_by_cluster;
   auto str = [](const ParamValue& v) { return std::get<std::string>(v); };
   auto num = [](const ParamValue& v) { return static_cast<int>(std::get<std::int64_t>(v)); };
@@ -199,37 +199,43 @@ TEST(GemmSpecEnumeration, ExactlyTheSpecsTheRulesAllow) {
                   for (const ParamValue& cm : param("cluster_m").allowed)
                     for (const ParamValue& cn : param("cluster_n").allowed)
                       for (const ParamValue& bias : param("bias").allowed)
-                        if (valid_by_rules(str(a), str(b), str(out), str(scale), str(accum), num(bm),
-                                           num(bn), num(st), num(cm), num(cn), num(bias), str(layout))) {
-                          ++expected;
-                          ++expected_by_cluster[{num(cm), num(cn)}];
-                          expected_grouped += str(layout) != "dense";
-                        }
+                        for (const ParamValue& swap : param("swap_ab").allowed)
+                          if (valid_by_rules(str(a), str(b), str(out), str(scale), str(accum),
+                                             num(bm), num(bn), num(st), num(cm), num(cn), num(bias),
+                                             str(layout), num(swap))) {
+                            ++expected;
+                            ++expected_by_cluster[{num(cm), num(cn)}];
+                            expected_grouped += str(layout) != "dense";
+                            expected_swapped += num(swap);
+                          }
   // group_m never makes a spec invalid.
   const std::size_t free = param("group_m").allowed.size();
   expected *= free;
   for (auto& [cluster, n] : expected_by_cluster) n *= free;
   const std::vector<KernelSpec> all = enumerate_specs(gemm_family());
   EXPECT_EQ(all.size(), expected);
-  // The space this suite was written against, stages 2-16: single CTAs (256-row tiles up to 128
-  // columns by slab passes), and clusters wherever the scale mode and tile allow them (not group
-  // scaling, not block scaling with 256 rows; along M block_n a multiple of 16); precise tiles up
-  // to 256 columns in halves. Grouped layouts (contiguous, masked, indexed) take the dense specs of
-  // tensor, rowwise and block scaling without bias or pairs along M, with 8 accumulator registers
-  // fewer and no per-tensor or rowwise halves; indexed ones only tiles of 64 or 128 rows. (With
-  // stages 2-8: 635064 in all, 322752 grouped.)
-  EXPECT_EQ(all.size(), 791256u);
-  EXPECT_EQ(expected_grouped * free, 404760u);
+  // The space this suite was written against, block_n 8-256 and stages 2-32: single CTAs
+  // (256-row tiles up to 128 columns by slab passes), and clusters wherever the scale mode and
+  // tile allow them (not group scaling, not block scaling with 256 rows; along M block_n a
+  // multiple of 16); precise tiles up to 256 columns in halves. Grouped layouts (contiguous,
+  // masked, indexed) take the dense specs of tensor, rowwise and block scaling without bias or
+  // pairs along M, with 8 accumulator registers fewer and no per-tensor or rowwise halves; indexed
+  // ones only tiles of 64 or 128 rows. Swapped operands: dense single CTAs up to 128x128. (With
+  // block_n from 16, stages 2-16 and no swap_ab: 791256 in all, 404760 grouped.)
+  EXPECT_EQ(all.size(), 1023120u);
+  EXPECT_EQ(expected_grouped * free, 457392u);
+  EXPECT_EQ(expected_swapped * free, 136944u);
   const std::map<std::pair<int, int>, std::size_t> pinned = {
-      {{1, 1}, 373560u}, {{1, 2}, 342264u}, {{2, 1}, 75432u}};
+      {{1, 1}, 558648u}, {{1, 2}, 386304u}, {{2, 1}, 78168u}};
   EXPECT_EQ(expected_by_cluster, pinned);
   std::map<std::pair<int, int>, std::size_t> by_cluster;
   for (const KernelSpec& s : all) {
-    ASSERT_TRUE(valid_by_rules(s.s("a_format"), s.s("b_format"), s.s("out"), s.s("scale"),
-                               s.s("accum"), static_cast<int>(s.i("block_m")),
-                               static_cast<int>(s.i("block_n")), static_cast<int>(s.i("stages")),
-                               static_cast<int>(s.i("cluster_m")), static_cast<int>(s.i("cluster_n")),
-                               static_cast<int>(s.i("bias")), s.s("layout")))
+    const int swap = s.params.count("swap_ab") ? static_cast<int>(s.i("swap_ab")) : 0;
+    ASSERT_TRUE(valid_by_rules(
+        s.s("a_format"), s.s("b_format"), s.s("out"), s.s("scale"), s.s("accum"),
+        static_cast<int>(s.i("block_m")), static_cast<int>(s.i("block_n")),
+        static_cast<int>(s.i("stages")), static_cast<int>(s.i("cluster_m")),
+        static_cast<int>(s.i("cluster_n")), static_cast<int>(s.i("bias")), s.s("layout"), swap))
         << spec_name(s);
     ++by_cluster[{static_cast<int>(s.i("cluster_m")), static_cast<int>(s.i("cluster_n"))}];
   }
@@ -244,7 +250,7 @@ TEST(GemmSpecEnumeration, TypedWalkAgreesWithCheckSpecBySpec) {
   ASSERT_NE(f.walk_configs, nullptr);
   std::vector<const ParamDef*> configs;
   for (const ParamDef& def : f.params)  // the epilogue is derived from the shape, not walked
-    if (def.is_config && !def.elide_config) configs.push_back(&def);
+    if (def.is_config && !def.build_choice) configs.push_back(&def);
   std::vector<KernelSpec> problems;
   for (const KernelSpec& s : enumerate_specs(f)) {
     KernelSpec p{"gemm", {}};
@@ -259,7 +265,9 @@ TEST(GemmSpecEnumeration, TypedWalkAgreesWithCheckSpecBySpec) {
     std::vector<std::size_t> at(configs.size(), 0);
     for (bool more = true; more;) {
       KernelSpec s = problems[i];
-      for (std::size_t j = 0; j < configs.size(); ++j) s.params[configs[j]->name] = configs[j]->allowed[at[j]];
+      for (std::size_t j = 0; j < configs.size(); ++j)  // held absent at its default (swap_ab 0)
+        if (!elided(*configs[j], configs[j]->allowed[at[j]]))
+          s.params[configs[j]->name] = configs[j]->allowed[at[j]];
       if (f.check(s).empty()) expected.push_back(s);
       std::size_t j = configs.size();
       while (j > 0 && ++at[j - 1] == configs[j - 1]->allowed.size()) at[--j] = 0;
@@ -402,6 +410,18 @@ GemmConfig check_default(const GemmProblem& p, const Shape& sh, int sms, int sme
   EXPECT_TRUE(back.a_format == p.a_format && back.b_format == p.b_format && back.out == p.out &&
               back.scale == p.scale && back.bias == p.bias && back.fast_accum == p.fast_accum);
   const GemmConfig c = gemm_config_of(s);
+  // Up to 16 rows of A: swapped operands, M on the narrowest multiple of 8 that holds it, N on 64-
+  // or 128-row tiles, 16 stages or as many as fit.
+  EXPECT_EQ(c.swap_ab, sh.m <= kGemmSwapMaxM ? 1 : 0) << spec_name(s);
+  if (c.swap_ab) {
+    EXPECT_EQ(c.block_n, (sh.m + 7) / 8 * 8) << spec_name(s);
+    EXPECT_TRUE(c.block_m == 64 || c.block_m == 128) << spec_name(s);
+    EXPECT_LE(gemm_geometry(p, c).smem_bytes, smem) << spec_name(s);
+    GemmConfig deeper = c;
+    ++deeper.stages;
+    EXPECT_TRUE(c.stages == 16 || gemm_geometry(p, deeper).smem_bytes > smem) << spec_name(s);
+    return c;
+  }
   if (sh.m <= 64) EXPECT_EQ(c.block_m, 64);
   // The widest tile the registers of a 64- or 128-row tile allow (240 columns with fast
   // accumulation, 160 with group scaling, 208 otherwise), and at most 160 where K has 4 or fewer
@@ -481,17 +501,17 @@ TEST(GemmSpecDefault, StreamingDecodeTilesTakeTwelveStages) {
   auto stages = [&](std::int64_t m, std::int64_t n, std::int64_t k) {
     return gemm_config_of(default_gemm_spec(p, m, n, k, 132, 232448)).stages;
   };
-  EXPECT_EQ(stages(1, 6144, 4096), 12);
+  EXPECT_EQ(stages(20, 6144, 4096), 12);  // up to 16 rows the operands swap (GemmSwap tests)
   EXPECT_EQ(stages(37, 5120, 32768), 12);
   EXPECT_EQ(stages(64, 5120, 8192), 6);  // whole 64-row tiles
-  EXPECT_EQ(stages(16, 5120, 25600), 12);
+  EXPECT_EQ(stages(24, 5120, 25600), 12);
   EXPECT_EQ(stages(64, 2112, 7168), 6);   // split-K
   EXPECT_EQ(stages(64, 2048, 768), 6);    // 6 K blocks
   EXPECT_EQ(stages(128, 2112, 7168), 6);  // 128-row tiles
   EXPECT_EQ(stages(64, 4096, 7168), 6);   // 64 tiles: 2 splits on 132 SMs
   EXPECT_EQ(stages(64, 9216, 4096), 6);   // 64x80 tiles
   // A GPU with less shared memory: as deep as fits.
-  const int small = gemm_config_of(default_gemm_spec(p, 1, 6144, 4096, 132, 100000)).stages;
+  const int small = gemm_config_of(default_gemm_spec(p, 20, 6144, 4096, 132, 100000)).stages;
   EXPECT_LT(small, 12);
   EXPECT_GE(small, 2);
 }

@@ -23,9 +23,11 @@ struct TileOut {
 };
 
 // kGrouped: slabs may run past their group's rows (grouped layouts' schedulers). kSwizzled: the
-// slab in 128-byte swizzled panels (GemmGeometry::swizzled_slab).
+// slab in 128-byte swizzled panels (GemmGeometry::swizzled_slab). kTransposed: the kernel's
+// operands are the problem's swapped (config swap_ab): its element (row, col) is D[col][row], the
+// bias indexed by row, and it goes out by direct stores only.
 template <int BLOCK_N, int kMmaM, int kRowsPerWG, int SCALE, int OUT, bool kBias, bool kGrouped,
-          bool kSwizzled>
+          bool kSwizzled, bool kTransposed = false>
 struct Sm90GemmEpilogue {
   static constexpr int kAccum = BLOCK_N / 2;
   static constexpr int S = ElemSize<OUT>::value;
@@ -83,13 +85,13 @@ struct Sm90GemmEpilogue {
     if constexpr (SCALE == kPerTensor) s_tensor = __ldg(p.scale_a) * __ldg(o.scale_b);
 #pragma unroll
     for (int mm = 0; mm < kMmaM; ++mm) {
-      float s_row[2] = {s_tensor, s_tensor};
-      if constexpr (SCALE == kPerRow) {
+      float s_row[2] = {s_tensor, s_tensor}, b_row[2] = {0.0f, 0.0f};
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int row = row0 + mm * 64 + 8 * h;
-          s_row[h] = row < p.M ? __ldg(p.scale_a + row) : 0.0f;
-        }
+      for (int h = 0; h < 2; ++h) {
+        const int row = row0 + mm * 64 + 8 * h;
+        if constexpr (SCALE == kPerRow) s_row[h] = row < p.M ? __ldg(p.scale_a + row) : 0.0f;
+        if constexpr (kBias && kTransposed)
+          if (row < p.M) b_row[h] = elem_to_f32<OUT>(load_bits<S>(p.bias, row));
       }
 #pragma unroll
       for (int j = J0; j < J1; ++j) {
@@ -99,7 +101,7 @@ struct Sm90GemmEpilogue {
         for (int c = 0; c < 2; ++c) {
           const bool in = col + c < p.N;
           if constexpr (SCALE == kPerRow) s_col[c] = in ? __ldg(o.scale_b + col + c) : 0.0f;
-          if constexpr (kBias)
+          if constexpr (kBias && !kTransposed)
             if (in) b_col[c] = elem_to_f32<OUT>(load_bits<S>(p.bias, col + c));
         }
 #pragma unroll
@@ -108,7 +110,7 @@ struct Sm90GemmEpilogue {
 #pragma unroll
           for (int c = 0; c < 2; ++c) {
             if constexpr (SCALE == kPerTensor || SCALE == kPerRow) x[c] *= s_row[h] * s_col[c];
-            if constexpr (kBias) x[c] += b_col[c];
+            if constexpr (kBias) x[c] += kTransposed ? b_row[h] : b_col[c];
           }
           f(mm, j, h, row0 + mm * 64 + 8 * h, col, x);
         }
@@ -207,6 +209,12 @@ struct Sm90GemmEpilogue {
   static FP8JIT_DEVICE void run(const GemmParams& p, const TileOut& o, u8* slab,
                                 const float (&v)[kMmaM][kAccum], int wg, int row0, int col0,
                                 int slab_y, int slab_x, int split) {
+    if constexpr (kTransposed) {  // no slab, no partials (the kernel traps on such a launch)
+      for_each_pair(p, o, v, row0, col0, [&](int, int, int, int row, int col, const float(&x)[2]) {
+        if (row < o.rows_end && col < p.N) store_pair(p, row, col, x);
+      });
+      return;
+    }
     if (o.partials) {
       partials(p, v, row0, col0, split);
       return;
@@ -312,6 +320,12 @@ struct Sm90GemmEpilogue {
   }
 
   static FP8JIT_DEVICE void store_pair(const GemmParams& p, int row, int col, const float (&x)[2]) {
+    if constexpr (kTransposed) {  // the pair's columns are two rows of D
+      const i64 at = static_cast<i64>(col) * p.ldd + row;
+      store_bits<S>(p.d, at, f32_to_elem<OUT>(x[0]));
+      if (col + 1 < p.N) store_bits<S>(p.d, at + p.ldd, f32_to_elem<OUT>(x[1]));
+      return;
+    }
     const i64 at = static_cast<i64>(row) * p.ldd + col;
     if (p.pair_stores && col + 1 < p.N) {
       if constexpr (S == 4) {

@@ -54,15 +54,17 @@ struct GemmGeometry {
   // shares (A along N, B along M) and multicasts it to both.
   int box_rows_a, box_rows_b;
   int stage_a, stage_b;  // bytes of A's and B's tiles per stage
-  // Floats of scales staged per stage: A's for the tile's rows; B's 128x128 blocks (the one or
-  // two the tile touches, padded to 8) or 1x128 groups (one per column), from scales_a on,
+  // Floats of scales staged per stage: A's for the tile's rows (swapped block scaling: its one
+  // block); B's 128x128 blocks (the one or two the tile touches, padded to 8) or 1x128 groups
+  // (one per column), from scales_a on,
   // rounded so that each stage's scales start on 128 bytes, as TMA destinations must. Grouped
   // tiles start on any row, but a TMA box's first element must sit on 16 bytes: their A box
   // starts at the row rounded down to 4 and covers 4 rows more (tiles of up to 128 rows: boxes
   // hold at most 256).
   int scales_a, scales_b, stage_scales;
   // Bytes the scale boxes deliver per stage where scales come by TMA: A's (block and group
-  // scaling) and group scaling's B (block scaling's two of B come by the producer's loads).
+  // scaling) and the per-column ones of B (block scaling's two of B, and swapped block scaling's
+  // one of A, come by the producer's loads).
   int scale_tma_bytes;
   // Block scaling reads the scales of at most two 128-wide blocks of B per tile; some tile of
   // this width would touch three.
@@ -101,7 +103,7 @@ constexpr bool gemm_sums_splits_in_cluster(int block_m, int block_n, int stages,
 constexpr int gemm_max_accumulators(const GemmTile& t) {
   const int grouped = t.grouped ? kGemmGroupedRegisters : 0;
   if (t.fast_accum) return (t.block_m == 256 ? 144 : 120) - grouped;
-  if (t.scale == kGroupScale) return (t.block_m == 256 ? 128 : 160) - grouped;
+  if (gemm_scales_per_column(t.scale)) return (t.block_m == 256 ? 128 : 160) - grouped;
   return 208 - grouped;
 }
 
@@ -112,18 +114,26 @@ constexpr GemmGeometry gemm_geometry(const GemmTile& t) {
   g.mma_m = g.rows_per_wg / 64;
   g.threads = kGemmWarpgroupThreads * (g.math_wgs + 1);
   const bool promote = !t.fast_accum;
-  g.chunks = promote && t.scale != kGroupScale && g.mma_m == 1 && t.block_n > kGemmUnchunkedMaxN ? 2 : 1;
+  g.chunks =
+      promote && !gemm_scales_per_column(t.scale) && g.mma_m == 1 && t.block_n > kGemmUnchunkedMaxN
+          ? 2
+          : 1;
   g.chunk_n = t.block_n / g.chunks;
   g.cluster = t.cluster_m * t.cluster_n;
   g.box_rows_a = t.cluster_n == 2 ? t.block_m / 2 : t.block_m;
   g.box_rows_b = t.cluster_m == 2 ? t.block_n / 2 : t.block_n;
   g.stage_a = t.block_m * kGemmBlockK;
   g.stage_b = t.block_n * kGemmBlockK;
-  const bool staged = t.scale == kBlockScale || t.scale == kGroupScale;
-  g.scales_a = staged ? t.block_m + (t.grouped && t.block_m <= 128 ? 4 : 0) : 0;
-  g.scales_b = t.scale == kBlockScale ? 8 : t.scale == kGroupScale ? t.block_n : 0;
+  const bool staged = t.scale == kBlockScale || gemm_scales_per_column(t.scale);
+  // Swapped block scaling: the tile's one block scale of its A, padded to 16 bytes (B's box
+  // must start on them), from the producer's lane 0 rather than by TMA.
+  g.scales_a = t.scale == kSwappedBlockScale ? 4
+               : staged                      ? t.block_m + (t.grouped && t.block_m <= 128 ? 4 : 0)
+                                             : 0;
+  g.scales_b = t.scale == kBlockScale ? 8 : gemm_scales_per_column(t.scale) ? t.block_n : 0;
   g.stage_scales = (g.scales_a + g.scales_b + 31) / 32 * 32;
-  g.scale_tma_bytes = 4 * (g.scales_a + (t.scale == kGroupScale ? t.block_n : 0));
+  g.scale_tma_bytes = 4 * ((t.scale == kSwappedBlockScale ? 0 : g.scales_a) +
+                           (gemm_scales_per_column(t.scale) ? t.block_n : 0));
   // The tiles' starts step through the 128-blocks by gcd(block_n, 128): the worst one starts
   // 128 - gcd columns into a block.
   g.straddles_three_b_blocks = t.scale == kBlockScale && 128 - gemm_gcd(t.block_n, 128) > 256 - t.block_n;
@@ -145,15 +155,17 @@ constexpr GemmGeometry gemm_geometry(const GemmTile& t) {
   g.max_accumulators = gemm_max_accumulators(t);
   // Up to 128 columns and without a cluster: ptxas spills 256x136 per tensor with bias (8 bytes)
   // and 256x128 block scaling in a 2-CTA cluster (12-20 bytes).
-  g.slab_passes = promote && g.chunks == 1 && g.mma_m == 2 && t.scale != kGroupScale && t.block_n <= 128 &&
-                  t.cluster_m * t.cluster_n == 1 && 2 * sums > g.max_accumulators;
+  g.slab_passes = promote && g.chunks == 1 && g.mma_m == 2 && !gemm_scales_per_column(t.scale) &&
+                  t.block_n <= 128 && t.cluster_m * t.cluster_n == 1 &&
+                  2 * sums > g.max_accumulators;
   g.passes = g.slab_passes ? g.mma_m : g.chunks;
   g.accumulators = sums + (promote ? (g.slab_passes ? sums / g.mma_m : sums / g.chunks) : 0);
   // ptxas: the bias epilogue of 240- and 256-wide precise tiles spills (4-72 bytes).
   g.bias_spills = g.chunks == 2 && t.bias && t.block_n > kGemmChunkedBiasMaxN;
   // The registers a cluster's rank and multicast addressing take spill group scaling (any tile)
   // and block scaling with two m64 slabs per warpgroup (12-64 bytes).
-  g.cluster_spills = g.cluster > 1 && (t.scale == kGroupScale || (t.scale == kBlockScale && g.mma_m == 2));
+  g.cluster_spills = g.cluster > 1 &&
+                     (gemm_scales_per_column(t.scale) || (t.scale == kBlockScale && g.mma_m == 2));
   // ptxas: grouped per-tensor or rowwise tiles in column halves spill (8 bytes at 128x256 per
   // tensor, contiguous layout), their per-group scales of B live beside the halves' sums.
   g.grouped_spills = t.grouped && g.chunks == 2 && (t.scale == kPerTensor || t.scale == kPerRow);

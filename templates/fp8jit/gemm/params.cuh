@@ -12,7 +12,16 @@ enum GemmScale {
   kPerRow = 1,      // a scale per row of A and per row of B
   kBlockScale = 2,  // A 1x128 groups along K x B 128x128 blocks (DeepSeek-V3)
   kGroupScale = 3,  // A 1x128 x B 1x128 (weight gradients)
+  // Block scaling with the operands swapped (config swap_ab, decode-sized M): the kernel's A is
+  // the problem's B, with one 128x128 block scale per tile and K block, and its B is the
+  // problem's A, with a 1x128 scale per column. Kernel-internal: the host's problem says block.
+  kSwappedBlockScale = 4,
 };
+
+// Scales the promotion applies per column of the tile, staged with each K block.
+constexpr bool gemm_scales_per_column(int scale) {
+  return scale == kGroupScale || scale == kSwappedBlockScale;
+}
 
 // How the rows of A and D are cut into groups (mixture-of-experts layouts), each group with its
 // own B [N, K] (B is [G * N, K]); values match fp8jit::GemmLayout on the host.

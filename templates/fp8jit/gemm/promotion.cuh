@@ -14,7 +14,7 @@ namespace dev {
 template <int BLOCK_M, int BLOCK_N, int kMmaM, int kChunks, int SCALE> struct Sm90GemmPromotion {
   static constexpr int kAccum = BLOCK_N / 2;  // fp32 sums per thread per m64
   static constexpr int kChunkAccum = BLOCK_N / kChunks / 2;
-  static constexpr bool kStagedScales = SCALE == kBlockScale || SCALE == kGroupScale;
+  static constexpr bool kStagedScales = SCALE == kBlockScale || gemm_scales_per_column(SCALE);
   // A tile of B may straddle two 128-wide scale blocks unless BLOCK_N divides 128.
   static constexpr bool kTwoBlocksOfB = (128 % BLOCK_N) != 0;
 
@@ -29,7 +29,14 @@ template <int BLOCK_M, int BLOCK_N, int kMmaM, int kChunks, int SCALE> struct Sm
   // blocks from st_b); `r` is the thread's first row within the tile. Block scaling folds B's
   // scale into them.
   static FP8JIT_DEVICE void read_scales(const float* st_a, const float* st_b, int r, int sb_hi_at, BlockScales& bs) {
-    if constexpr (kStagedScales) {
+    if constexpr (SCALE == kSwappedBlockScale) {
+      // The tile's rows lie in one 128-row block of its A (the problem's B): one factor for all.
+      const float sa = load_shared_f32(st_a);
+#pragma unroll
+      for (int mm = 0; mm < kMmaM; ++mm)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) bs.lo[mm][h] = bs.hi[mm][h] = sa;
+    } else if constexpr (kStagedScales) {
       const float* st = st_a;
       const float sb_lo = SCALE == kBlockScale ? load_shared_f32(st_b) : 1.0f;
       const float sb_hi = SCALE == kBlockScale ? load_shared_f32(st_b + sb_hi_at) : 1.0f;
@@ -58,7 +65,7 @@ template <int BLOCK_M, int BLOCK_N, int kMmaM, int kChunks, int SCALE> struct Sm
     } else if constexpr (SCALE == kBlockScale) {
       if constexpr (kTwoBlocksOfB) promote_block<kSplitStep>(acc, out, bs, split_j);
       else promote_split<BLOCK_N / 8>(acc, out, bs);
-    } else {  // 1x128 scales of B: one per column, staged (0 past the edge)
+    } else {  // 1x128 scales of B (group, swapped block): one per column, staged (0 past the edge)
 #pragma unroll
       for (int j = 0; j < BLOCK_N / 8; ++j) {
         const float sb_c[2] = {load_shared_f32(sb + 8 * j), load_shared_f32(sb + 8 * j + 1)};

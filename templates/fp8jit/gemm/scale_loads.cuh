@@ -18,8 +18,16 @@ template <int BLOCK_M, int BLOCK_N, int SCALE, int kScalesB, bool kAlignA> struc
   // K block kb's scales of unit w's tile by TMA (see GemmParams): A's, and group scaling's B;
   // past the edges TMA fills zeros.
   static FP8JIT_DEVICE void load_scales_tma(const GemmParams& p, float* dst, u64* bar, const GemmUnit& w, int kb) {
-    tma::load_2d(dst, &p.tma_sa, bar, kAlignA ? w.row0 & ~3 : w.row0, kb);
-    if constexpr (SCALE == kGroupScale) tma::load_2d(dst + kScalesB, &p.tma_sb, bar, w.tn * BLOCK_N, kb);
+    if constexpr (SCALE != kSwappedBlockScale)
+      tma::load_2d(dst, &p.tma_sa, bar, kAlignA ? w.row0 & ~3 : w.row0, kb);
+    if constexpr (gemm_scales_per_column(SCALE))
+      tma::load_2d(dst + kScalesB, &p.tma_sb, bar, w.tn * BLOCK_N, kb);
+  }
+
+  // Swapped block scaling: the one 128x128 block scale of the kernel's A (the problem's B) that
+  // the tile's rows lie in (BLOCK_M divides 128), for K block kb.
+  static FP8JIT_DEVICE const float* tile_scale_a(const GemmParams& p, const GemmUnit& w, int kb) {
+    return p.scale_a + (w.row0 / 128) * p.sa_rs + kb * p.sa_cs;
   }
 
   // Block scaling: the scales of the 128-wide blocks of B holding the tile's first and last
@@ -44,10 +52,14 @@ template <int BLOCK_M, int BLOCK_N, int SCALE, int kScalesB, bool kAlignA> struc
   // The same by cp.async, for scale layouts TMA cannot read; rows and columns past the edge read
   // as 0. Block scaling puts the second block's scale at index 1 (GemmParams::sb_hi).
   static FP8JIT_DEVICE void stage_scales(const GemmParams& p, float* dst, const GemmUnit& w, int kb, int lane) {
+    if constexpr (SCALE == kSwappedBlockScale) {
+      if (lane == 0) async_copy::word(dst, tile_scale_a(p, w, kb), true);
+    } else {
 #pragma unroll
     for (int i = lane; i < BLOCK_M; i += 32) {
       const int row = w.row0 + i;
       async_copy::word(dst + i, p.scale_a + (row < p.M ? row * p.sa_rs + kb * p.sa_cs : 0), row < p.M);
+    }
     }
     if constexpr (SCALE == kBlockScale) {
       stage_block_scales_b(p, dst, w, kb, lane);

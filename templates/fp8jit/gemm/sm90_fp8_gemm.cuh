@@ -41,7 +41,7 @@ struct Wgmma;
 
 template <int BLOCK_M, int BLOCK_N, int kStages, int SCALE, int OUT, int FA, int FB, bool kBias,
           int GROUP_M, bool kFastAccum, int CLUSTER_M = 1, int CLUSTER_N = 1,
-          bool kTmaEpilogue = false,
+          bool kTmaEpilogue = false, bool kSwapAB = false,
           class Scheduler = DenseTileScheduler<BLOCK_M, BLOCK_N, GROUP_M, CLUSTER_M, CLUSTER_N>>
 struct Sm90Fp8Gemm {
   // Warpgroups, column chunks, the shared-memory layout and split-K summing, as the host computes
@@ -79,7 +79,17 @@ struct Sm90Fp8Gemm {
   static constexpr int kStageA = Geometry::get().stage_a, kStageB = Geometry::get().stage_b;
   // Scales staged per stage (GemmGeometry::stage_scales floats): A's, then B's from A's
   // BLOCK_M x 4 bytes on.
-  static constexpr bool kStagedScales = SCALE == kBlockScale || SCALE == kGroupScale;
+  static constexpr bool kStagedScales = SCALE == kBlockScale || gemm_scales_per_column(SCALE);
+  // Swapped operands (config swap_ab: D^T = B A^T, for decode-sized M): the problem's N fills the
+  // tile's rows, the wgmma's 64-row side, and its few rows of A the tile's 8-16 columns, so a
+  // stage carries 8-16 rows of A instead of 64 (G64: 1x6144x4096 per tensor 17.3 -> 14.7 µs on
+  // an H200). The host passes the swapped problem (M = the problem's N, A = its B, their scales
+  // swapped) and D as it is: the epilogue stores element (i, j) at D[j][i], by direct stores.
+  static_assert(!kSwapAB || (CLUSTER_M * CLUSTER_N == 1 && BLOCK_M <= 128 && !Scheduler::kGrouped &&
+                             !kTmaEpilogue),
+                "swapped operands: dense, no cluster, tiles in one 128-row block, direct stores");
+  static_assert((SCALE == kSwappedBlockScale) <= kSwapAB,
+                "swapped block scaling swaps the operands");
   static constexpr int kStageScales = Geometry::get().stage_scales;
   // Per consumer warpgroup, its slab of D staged for the TMA store.
   static constexpr int kEpiSlab = Geometry::get().epi_slab;
@@ -168,6 +178,10 @@ struct Sm90Fp8Gemm {
         float sb[2];
         if constexpr (kScalesBByLane0)
           if (p.scale_tma) ScaleLoads::load_block_scales_b(p, w, kb, sb);
+        // Swapped block scaling: the tile's block scale of its A, loaded the same way.
+        float sa = 0.0f;
+        if constexpr (SCALE == kSwappedBlockScale)
+          if (p.scale_tma) sa = __ldg(ScaleLoads::tile_scale_a(p, w, kb));
         barrier::wait(&s.empty[stage], phase ^ 1);
         float* scales = s.scales + stage * kStageScales;
         if (lane == 0) {
@@ -176,6 +190,8 @@ struct Sm90Fp8Gemm {
               store_shared_f32(scales + kScalesB, sb[0]);
               store_shared_f32(scales + kScalesB + 1, sb[1]);
             }
+          if constexpr (SCALE == kSwappedBlockScale)
+            if (p.scale_tma) store_shared_f32(scales, sa);
           barrier::arrive_expect_tx(&s.full[stage], kStageA + kStageB + p.scale_tx);
           load_operands(p, s, stage, w, kb, rank);
           if constexpr (kStagedScales)
@@ -375,8 +391,8 @@ struct Sm90Fp8Gemm {
           }
           warpgroup::wait<0>();
           // This warp is done with the stage once its last wgmmas are: the scales are in
-          // registers, except group scaling's B, which promotion reads from the stage.
-          if constexpr (SCALE != kGroupScale)
+          // registers, except per-column ones of B, which promotion reads from the stage.
+          if constexpr (!gemm_scales_per_column(SCALE))
             if (c == kPasses - 1 && lane == 0) release(s, stage);
           if constexpr (kPromote) {
             const float* sb = st + kScalesB + (col0 - tn * BLOCK_N);
@@ -388,7 +404,7 @@ struct Sm90Fp8Gemm {
               Promotion::promote_chunk(acc, out, bs, c);
           }
         }
-        if constexpr (SCALE == kGroupScale)
+        if constexpr (gemm_scales_per_column(SCALE))
           if (lane == 0) release(s, stage);
         if (++stage == kStages) {
           stage = 0;
@@ -535,7 +551,7 @@ struct Sm90Fp8Gemm {
   }
 
   using Epilogue = Sm90GemmEpilogue<BLOCK_N, kMmaM, kRowsPerWG, SCALE, OUT, kBias,
-                                    Scheduler::kGrouped, Geometry::get().swizzled_slab>;
+                                    Scheduler::kGrouped, Geometry::get().swizzled_slab, kSwapAB>;
   // Where a warpgroup's slab of a unit's tile goes: rows of its group only, with its group's
   // scales of B; through shared memory wherever D's rows allow TMA stores (Epilogue::slab_store
   // stops at the group's end), else by direct stores that stop there.
@@ -583,7 +599,7 @@ struct Sm90Fp8Gemm {
   static constexpr int kDeferRegisters =
       kPromote ? 210 : kMmaM > 1 ? 0 : SCALE == kPerRow ? 144 : 174;
   static constexpr bool kDeferEpilogue =
-      Epilogue::kCanPack &&
+      Epilogue::kCanPack && !kSwapAB &&
       kMmaM * (kAccum + Epilogue::kPacked) + (kPromote ? kAccSlabs * kChunkAccum : 0) <=
           kDeferRegisters - (Scheduler::kGrouped ? kGemmGroupedRegisters : 0);
 
@@ -596,6 +612,8 @@ struct Sm90Fp8Gemm {
     // drained) and a kernel that can hold it: the host guarantees both.
     if (p.split_cluster && (!kCanSumSplitsInCluster || !Scheduler::holds_every_unit(p))) __trap();
     if (kTmaEpilogue && (p.splits != 1 || !p.tma_store)) __trap();  // see tma_store()
+    // Swapped operands write D transposed by direct stores: no slab, no workspace partials.
+    if (kSwapAB && (p.tma_store || (p.splits > 1 && !p.split_cluster))) __trap();
     const Smem s = carve(raw_smem);
     // See kUniformWarpgroup.
     const int wg = kUniformWarpgroup
@@ -604,8 +622,8 @@ struct Sm90Fp8Gemm {
     if (threadIdx.x == 0) {
       tma::prefetch(&p.tma_a);
       tma::prefetch(&p.tma_b);
-      if (kStagedScales && p.scale_tma) tma::prefetch(&p.tma_sa);
-      if (SCALE == kGroupScale && p.scale_tma) tma::prefetch(&p.tma_sb);
+      if (kStagedScales && SCALE != kSwappedBlockScale && p.scale_tma) tma::prefetch(&p.tma_sa);
+      if (gemm_scales_per_column(SCALE) && p.scale_tma) tma::prefetch(&p.tma_sb);
       for (int i = 0; i < kStages; ++i) {
         barrier::init(&s.full[i], full_arrivals(p));
         barrier::init(&s.empty[i],
