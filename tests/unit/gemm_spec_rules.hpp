@@ -114,11 +114,11 @@ inline int out_bytes(const std::string& out) {
 // Floats of scales staged per stage: A's rows, then B's two 128x128 blocks (padded to 8) or
 // its columns' 1x128 groups; none for tensor and rowwise scaling (applied in the epilogue).
 // Swapped block scaling ("swapped": swap_ab with block scaling) stages its A's one block scale,
-// padded to 4 floats, and its B's per-column scales.
+// padded to 128 bytes (a TMA destination follows), and its B's per-column scales.
 inline int staged_scales(const std::string& scale, int block_m, int block_n) {
   const int floats = scale == "block"     ? block_m + 8
                      : scale == "group"   ? block_m + block_n
-                     : scale == "swapped" ? 4 + block_n
+                     : scale == "swapped" ? 32 + block_n
                                           : 0;
   return (floats + 31) / 32 * 32;  // each stage's scales start on 128 bytes (TMA destinations)
 }

@@ -254,8 +254,9 @@ TEST(CodegenSmem, OverDefaultLimitExactlyForTileStrategy) {
       ++gemms;
       const GemmConfig c = gemm_config_of(s);
       const int out_bytes = s.s("out") == "fp32" ? 4 : 2;
-      // Swapped block scaling stages its A's one block scale (padded to 4) and a scale per column.
-      const int staged = s.s("scale") == "block"   ? (c.swap_ab ? 4 + c.block_n : c.block_m + 8)
+      // Swapped block scaling stages its A's one block scale (padded to 128 bytes) and a scale
+      // per column.
+      const int staged = s.s("scale") == "block"   ? (c.swap_ab ? 32 + c.block_n : c.block_m + 8)
                          : s.s("scale") == "group" ? c.block_m + c.block_n
                                                    : 0;
       const int scales = (staged + 31) / 32 * 32;  // 128-byte aligned per stage

@@ -125,9 +125,9 @@ constexpr GemmGeometry gemm_geometry(const GemmTile& t) {
   g.stage_a = t.block_m * kGemmBlockK;
   g.stage_b = t.block_n * kGemmBlockK;
   const bool staged = t.scale == kBlockScale || gemm_scales_per_column(t.scale);
-  // Swapped block scaling: the tile's one block scale of its A, padded to 16 bytes (B's box
-  // must start on them), from the producer's lane 0 rather than by TMA.
-  g.scales_a = t.scale == kSwappedBlockScale ? 4
+  // Swapped block scaling: the tile's one block scale of its A, padded to 128 bytes (the TMA box
+  // of B's scales after it must start on them), from the producer's lane 0 rather than by TMA.
+  g.scales_a = t.scale == kSwappedBlockScale ? 32
                : staged                      ? t.block_m + (t.grouped && t.block_m <= 128 ? 4 : 0)
                                              : 0;
   g.scales_b = t.scale == kBlockScale ? 8 : gemm_scales_per_column(t.scale) ? t.block_n : 0;
