@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <vector>
 
 #include "autotune/lookup.hpp"
@@ -142,9 +143,9 @@ TEST_F(ShippedRowsTest, DbListSaysWhereEachRowComesFrom) {
       << text;
 }
 
-// FP8JIT_SHIPPED_TUNING naming a file, nothing, something far too long or a folder that is not
-// there: `db list` still lists the user's rows, says there are no shipped ones, and writes
-// nothing (the folder is not created).
+// FP8JIT_SHIPPED_TUNING naming a file, something far too long or a folder that is not there:
+// `db list` still lists the user's rows, says there are no shipped ones, and writes nothing (the
+// folder is not created). Set empty, it reads as unset.
 TEST_F(ShippedRowsTest, BadShippedFoldersListNothingAndWriteNothing) {
   const std::string user = dir_ + "/user.sqlite";
   store(user, h200, {64, 7168, 2048}, other, 9.0);
@@ -158,15 +159,25 @@ TEST_F(ShippedRowsTest, BadShippedFoldersListNothingAndWriteNothing) {
     return names;
   };
   const std::vector<std::string> before = files();
-  for (const std::string& value : {dir_ + "/a-file.json", std::string(), std::string(100000, 'd'),
-                                   dir_ + "/not-there"}) {
+  // `db list` with FP8JIT_SHIPPED_TUNING set to `value` (unset for nullptr): exit status, output.
+  const auto list = [&](const std::string* value) {
     const std::string out = dir_ + "/../fp8jit-shipped-bad.out";
-    const int raw = std::system(("FP8JIT_SHIPPED_TUNING='" + value + "' " + FP8JIT_CLI_PATH + " db list --db " + user +
-                                 " >" + out + " 2>&1 </dev/null")
-                                    .c_str());
+    const std::string set =
+        value ? "FP8JIT_SHIPPED_TUNING='" + *value + "' " : "env -u FP8JIT_SHIPPED_TUNING ";
+    const int raw = std::system(
+        (set + FP8JIT_CLI_PATH + " db list --db " + user + " >" + out + " 2>&1 </dev/null")
+            .c_str());
     std::ifstream in(out);
-    const std::string text(std::istreambuf_iterator<char>(in), {});
+    std::string text(std::istreambuf_iterator<char>(in), {});
     std::filesystem::remove(out);
+    return std::pair{raw, text};
+  };
+  // Empty is unset, as for every FP8JIT_* variable: the default folder (the tree's own documents).
+  const std::string empty;
+  EXPECT_EQ(list(&empty).second, list(nullptr).second);
+  for (const std::string& value :
+       {dir_ + "/a-file.json", std::string(100000, 'd'), dir_ + "/not-there"}) {
+    const auto [raw, text] = list(&value);
     EXPECT_TRUE(WIFEXITED(raw) && WEXITSTATUS(raw) == 0) << value.size() << ": " << text;
     EXPECT_NE(text.find("no shipped tuning rows"), std::string::npos) << text.substr(0, 400);
     EXPECT_NE(text.find(spec_name(other)), std::string::npos) << text.substr(0, 400);
@@ -179,6 +190,42 @@ TEST(ShippedRowsDefault, BesideTheLibrarysShareFolder) {
   ASSERT_FALSE(dir.empty());
   EXPECT_TRUE(dir.ends_with("share/fp8jit/tuning")) << dir;
   EXPECT_EQ(RuntimeOptions{}.shipped_tuning_dir, dir);
+}
+
+}  // namespace
+}  // namespace fp8jit
+
+namespace fp8jit {
+namespace {
+
+// The documents shipped in this tree (share/fp8jit/tuning): every row reads (none skipped as bad),
+// names a valid gemm spec of its own problem, and was tuned on this build's config space. A
+// change to the gemm config space leaves rows that no lookup would match: re-tune them on their
+// GPU, or remove the document, rather than ship rows that are never used.
+TEST(ShippedRowsInTree, EveryRowIsUsableByThisBuild) {
+  const std::string dir = FP8JIT_SOURCE_DIR "/share/fp8jit/tuning";
+  std::size_t documents = 0, listed = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.path().extension() != ".json") continue;
+    ++documents;
+    std::ifstream in(entry.path());
+    const nlohmann::json doc = nlohmann::json::parse(in);
+    listed += doc.at("rows").size();
+  }
+  const ShippedRows shipped = ShippedRows::read(dir);
+  EXPECT_EQ(shipped.rows().size(), listed) << "rows skipped as bad: see the warnings above";
+  const std::string space = tuning_space_hash("gemm");
+  for (const ShippedRow& r : shipped.rows()) {
+    SCOPED_TRACE(testing::Message() << r.file << ": " << r.record.gpu.name << " " << r.record.m
+                                    << "x" << r.record.n << "x" << r.record.k);
+    EXPECT_EQ(r.record.op, "gemm");
+    EXPECT_EQ(r.record.space_hash, space) << "tuned on another config space: re-tune or remove";
+    EXPECT_NO_THROW(validate_spec(r.record.best));
+    EXPECT_EQ(r.record.problem_key, problem_key(r.record.best));
+    EXPECT_GT(r.record.best_us, 0);
+  }
+  if (documents == 0) GTEST_SKIP() << "no shipped documents in " << dir;
+  EXPECT_GT(listed, 0u);
 }
 
 }  // namespace
