@@ -163,7 +163,8 @@ FP8JIT_API KernelSpec default_grouped_gemm_spec(const GemmProblem& problem, std:
                                                 int sm_count = 132, int smem_bytes = 232448);
 
 // Heuristic default for an M x N x K problem on a GPU with `sm_count` multiprocessors and
-// `smem_bytes` of opt-in shared memory per block.
+// `smem_bytes` of opt-in shared memory per block; dense problems of up to 16 rows of A swap the
+// operands (GemmConfig::swap_ab).
 FP8JIT_API KernelSpec default_gemm_spec(const GemmProblem& problem, std::int64_t m, std::int64_t n,
                                         std::int64_t k, int sm_count = 132,
                                         int smem_bytes = 232448);

@@ -126,7 +126,7 @@ constexpr GemmGeometry gemm_geometry(const GemmTile& t) {
   g.stage_b = t.block_n * kGemmBlockK;
   const bool staged = t.scale == kBlockScale || gemm_scales_per_column(t.scale);
   // Swapped block scaling: the tile's one block scale of its A, padded to 128 bytes (the TMA box
-  // of B's scales after it must start on them), from the producer's lane 0 rather than by TMA.
+  // of B's scales after it must start on them), copied by the producer's lane 0 (cp.async).
   g.scales_a = t.scale == kSwappedBlockScale ? 32
                : staged                      ? t.block_m + (t.grouped && t.block_m <= 128 ? 4 : 0)
                                              : 0;

@@ -50,16 +50,18 @@ template <int BLOCK_M, int BLOCK_N, int SCALE, int kScalesB, bool kAlignA> struc
   }
 
   // The same by cp.async, for scale layouts TMA cannot read; rows and columns past the edge read
-  // as 0. Block scaling puts the second block's scale at index 1 (GemmParams::sb_hi).
+  // as 0. Block scaling puts the second block's scale at index 1 (GemmParams::sb_hi); swapped
+  // block scaling copies the tile's one scale of its A from lane 0.
   static FP8JIT_DEVICE void stage_scales(const GemmParams& p, float* dst, const GemmUnit& w, int kb, int lane) {
     if constexpr (SCALE == kSwappedBlockScale) {
       if (lane == 0) async_copy::word(dst, tile_scale_a(p, w, kb), true);
     } else {
 #pragma unroll
-    for (int i = lane; i < BLOCK_M; i += 32) {
-      const int row = w.row0 + i;
-      async_copy::word(dst + i, p.scale_a + (row < p.M ? row * p.sa_rs + kb * p.sa_cs : 0), row < p.M);
-    }
+      for (int i = lane; i < BLOCK_M; i += 32) {
+        const int row = w.row0 + i;
+        async_copy::word(dst + i, p.scale_a + (row < p.M ? row * p.sa_rs + kb * p.sa_cs : 0),
+                         row < p.M);
+      }
     }
     if constexpr (SCALE == kBlockScale) {
       stage_block_scales_b(p, dst, w, kb, lane);
