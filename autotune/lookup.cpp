@@ -40,6 +40,13 @@ TuningDb* thread_db(const std::string& path) {
 
 namespace {
 
+// A row tuned for another M stands in only where it swaps the operands as the heuristic does at
+// this M: a swapped decode tile tuned at M = 1 (64x8) would cut M = 1000 into 125 column tiles,
+// and an unswapped one tuned at M = 4096 would give up the swap's 4-29 % at M = 8 (G64).
+bool same_operand_order(const KernelSpec& row, const GemmLookup& fallback) {
+  return gemm_config_of(row).swap_ab == gemm_config_of(fallback.spec).swap_ab;
+}
+
 // The database part of a lookup: `fallback` (the heuristic's spec) unless the database has a row
 // under `key` for this shape, or for the nearest M of the same (key, n, k).
 GemmLookup user_rows(const GemmLookup& fallback, const std::string& key, std::int64_t m,
@@ -60,7 +67,9 @@ GemmLookup user_rows(const GemmLookup& fallback, const std::string& key, std::in
     TuningDb* db = thread_db(db_path);
     const std::string space = tuning_space_hash("gemm");
     if (auto row = db->get_exact(gpu, "gemm", key, m, n, k, space)) return {row->best, LookupSource::exact};
-    if (auto row = db->get_nearest_m(gpu, "gemm", key, m, n, k, space)) return {row->best, LookupSource::nearest_m};
+    if (auto row = db->get_nearest_m(gpu, "gemm", key, m, n, k, space);
+        row && same_operand_order(row->best, fallback))
+      return {row->best, LookupSource::nearest_m};
   } catch (const std::exception& e) {
     log::at(log::warning, "tuning database not used ({}); falling back to the heuristic", e.what());
   }
@@ -78,7 +87,8 @@ GemmLookup lookup_rows(const GemmLookup& fallback, const std::string& key, std::
   const std::string space = tuning_space_hash("gemm");
   if (const ShippedRow* r = shipped.exact(gpu, "gemm", key, m, n, k, space))
     return {r->record.best, LookupSource::shipped};
-  if (const ShippedRow* r = shipped.nearest_m(gpu, "gemm", key, m, n, k, space))
+  if (const ShippedRow* r = shipped.nearest_m(gpu, "gemm", key, m, n, k, space);
+      r && same_operand_order(r->record.best, fallback))
     return {r->record.best, LookupSource::shipped_nearest_m};
   return fallback;
 }

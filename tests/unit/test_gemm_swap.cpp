@@ -4,7 +4,12 @@
 // them where the kernel cannot run them; split-K, the epilogue build and the cost model read the
 // tile's rows as N.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 
 #include "autotune/tuner.hpp"
@@ -107,6 +112,41 @@ TEST(GemmSwap, RefusedWhereTheKernelCannotRunIt) {
     text.replace(text.find("\"group_m\""), 0, "\"swap_ab\":" + v + ",");
     EXPECT_THROW(spec_from_json(text), Error) << v.substr(0, 20);
   }
+}
+
+// The CLI refuses bad values of swap_ab before touching a GPU: `fp8jit compile --spec` (no file
+// written for --cubin) and `fp8jit gemm --config` (values that are not integers).
+TEST(GemmSwap, CliRefusesBadValues) {
+  const std::string dir = ::testing::TempDir(), out = dir + "/fp8jit-swap-cli.out",
+                    cubin = dir + "/fp8jit-swap-cli.cubin";
+  const auto run = [&](const std::string& args) {
+    const int raw =
+        std::system((std::string(FP8JIT_CLI_PATH) + " " + args + " >" + out + " 2>&1").c_str());
+    std::ifstream in(out);
+    return std::pair{WIFEXITED(raw) ? WEXITSTATUS(raw) : -1,
+                     std::string(std::istreambuf_iterator<char>(in), {})};
+  };
+  std::string spec = spec_to_json(make_gemm_spec(kBlock, {64, 16, 8, 8}));
+  spec.replace(spec.find("\"group_m\""), 0, "\"swap_ab\":VALUE,");
+  for (const auto& [value, why] : {std::pair<std::string, std::string>{"2", "gemm.swap_ab = 2"},
+                                   {"-1", "gemm.swap_ab = -1"},
+                                   {"\"1\"", "gemm.swap_ab = \"1\""},
+                                   {std::string(400, '9'), "spec"}}) {
+    std::string text = spec;
+    text.replace(text.find("VALUE"), 5, value);
+    const auto [status, output] = run("compile --spec '" + text + "' --cubin " + cubin);
+    EXPECT_NE(status, 0) << value.substr(0, 20) << ": " << output;
+    EXPECT_NE(output.find(why), std::string::npos) << value.substr(0, 20) << ": " << output;
+    EXPECT_FALSE(std::filesystem::exists(cubin)) << value.substr(0, 20);
+  }
+  for (const std::string& value :
+       {std::string("\"\""), std::string("\"1\""), std::string("true")}) {
+    const auto [status, output] =
+        run("gemm --m 1 --n 64 --k 128 --config '{\"swap_ab\":" + value + "}'");
+    EXPECT_NE(status, 0) << value << ": " << output;
+    EXPECT_NE(output.find("expected an integer"), std::string::npos) << value << ": " << output;
+  }
+  std::filesystem::remove(out);
 }
 
 TEST(GemmSwap, SplitEpilogueAndCostReadTheTileRowsAsN) {

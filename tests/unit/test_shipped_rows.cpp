@@ -116,6 +116,35 @@ TEST_F(ShippedRowsTest, AfterTheUsersDatabaseBeforeTheHeuristic) {
   EXPECT_EQ(lookup(4096, h100, TunePolicy::cached, shipped_).spec, other);
 }
 
+// A row tuned for another M stands in only on the same side of the swap boundary as the
+// heuristic's choice at the call's M (GemmConfig::swap_ab): shipped or the user's own.
+TEST_F(ShippedRowsTest, NearestMRowsDoNotCrossTheOperandSwap) {
+  GemmConfig c{64, 8, 16, 8};
+  c.swap_ab = 1;
+  const KernelSpec decode = make_gemm_spec(p, c);
+  ship("h100.json", [&](const std::string& db) {
+    store(db, h100, {1, 6144, 4096}, decode, 14.0);
+    store(db, h100, {4096, 6144, 4096}, tuned, 150.0);
+  });
+  const std::string user = dir_ + "/user.sqlite";
+  auto lookup = [&](std::int64_t m) {
+    return lookup_gemm(p, m, 6144, 4096, user, TunePolicy::cached, h100, 232448, shipped_);
+  };
+  EXPECT_EQ(lookup(1).spec, decode);
+  EXPECT_EQ(lookup(8).source, LookupSource::shipped_nearest_m);  // swapped both
+  EXPECT_EQ(lookup(8).spec, decode);
+  // M = 40 is nearest to the swapped row at M = 1 but is not swapped: the heuristic.
+  EXPECT_EQ(lookup(40).source, LookupSource::heuristic);
+  EXPECT_EQ(gemm_config_of(lookup(40).spec).swap_ab, 0);
+  EXPECT_EQ(lookup(3000).spec, tuned);
+  // The user's database: its nearest row at M = 4096 does not stand in for M = 2, which falls to
+  // the shipped swapped row.
+  store(user, h100, {4096, 6144, 4096}, other, 140.0);
+  EXPECT_EQ(lookup(2).source, LookupSource::shipped_nearest_m);
+  EXPECT_EQ(lookup(2000).source, LookupSource::nearest_m);
+  EXPECT_EQ(lookup(2000).spec, other);
+}
+
 TEST_F(ShippedRowsTest, DbListSaysWhereEachRowComesFrom) {
   ship("h100-deepseek.json", [&](const std::string& db) {
     store(db, h100, {4096, 7168, 2048}, tuned, 100.0);
