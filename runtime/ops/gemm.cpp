@@ -14,6 +14,33 @@
 namespace fp8jit::ops {
 namespace {
 
+// Block scaling's 128x128 scales [blocks][K blocks] (strides rs, cs in floats) by TMA with the
+// stage, into `map` (GemmParams::sb_map), so that the kernel's producer issues nothing but TMA
+// loads. A box's first element must sit on 16 bytes (TMA faults with an illegal instruction
+// otherwise), so a box starts at the 4-aligned K block (or block) at or before the one needed,
+// which the kernel then reads at its offset in the box. Either layout: K blocks inner
+// (row-major: box 4 K blocks x `two_blocks` ? 2 : 1 blocks, a second block's scales 4 floats on)
+// or blocks inner (column-major: box 8 or 4 blocks x 1 K block). Where TMA cannot read them (a
+// row of K blocks not 16-byte aligned: K not a multiple of 512 in row-major scales) sb_map stays
+// 0 and the producer loads them itself.
+void encode_block_scale_map(dev::GemmParams& p, dev::TensorMap* map, const float* base,
+                            std::int64_t blocks, long long rs, long long cs, bool two_blocks) {
+  const bool k_inner = cs == 1;
+  const long long ld = k_inner ? rs : cs;
+  if (!aligned16(base) || (ld * 4) % 16 != 0) return;
+  const int box_cols = k_inner ? 4 : two_blocks ? 8 : 4;
+  const int box_rows = k_inner && two_blocks ? 2 : 1;
+  const CUresult r =
+      k_inner ? try_encode(map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, base, blocks, p.k_blocks, ld,
+                           box_cols, box_rows, CU_TENSOR_MAP_SWIZZLE_NONE)
+              : try_encode(map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, base, p.k_blocks, blocks, ld,
+                           box_cols, box_rows, CU_TENSOR_MAP_SWIZZLE_NONE);
+  if (r != CUDA_SUCCESS) return;
+  p.sb_map = k_inner ? dev::kScaleMapKInner : dev::kScaleMapBlockInner;
+  p.sb_hi = k_inner ? 4 : 1;
+  p.scale_tx += 4 * box_cols * box_rows;
+}
+
 // Tensor maps for the scales of block and group scaling where TMA can read them (see
 // GemmParams): A's when column-major, and group scaling's B when column-major too (both or
 // neither: p.scale_tma covers the two). Otherwise the kernel copies every scale with cp.async.
@@ -22,6 +49,8 @@ void encode_scale_maps(dev::GemmParams& p, const GemmArgs& a, const GemmConfig& 
   if (!block && a.scale_mode != ScaleMode::group) return;
   if (!block && (a.scale_b_layout != ScaleLayout::col_major_tma || !aligned16(a.scale_b))) return;
   if (!encode_scale_map_a(p, g, a.scale_a_layout, a.scale_a, a.m, g.scales_a)) return;
+  if (block)
+    encode_block_scale_map(p, &p.tma_sb, a.scale_b, ceil_div(a.n, 128), p.sb_rs, p.sb_cs, true);
   if (!block && try_encode(&p.tma_sb, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, a.scale_b, p.k_blocks, a.n, p.sb_cs,
                            c.block_n, 1, CU_TENSOR_MAP_SWIZZLE_NONE) != CUDA_SUCCESS) {
     p.scale_tma = 0;  // a map the driver declines: the cp.async path
@@ -152,6 +181,7 @@ void swapped_block_scales(dev::GemmParams& p, const GemmArgs& a, const GemmConfi
     return;  // a map the driver declines: the cp.async path
   p.scale_tma = 1;
   p.scale_tx = 4 * c.block_n;
+  encode_block_scale_map(p, &p.tma_sa, a.scale_b, ceil_div(a.n, 128), p.sa_rs, p.sa_cs, false);
 }
 
 // The parameters that do not need the driver: pointers, strides, shape, tiling, split-K.

@@ -38,6 +38,16 @@ FP8JIT_DEVICE u64 smem_desc_k128_swizzle(const void* smem) {
   return desc;
 }
 
+// One lane of the converged warp (elect.sync): ptxas knows that exactly one thread runs what it
+// guards, so TMA issues there need no loop over the active lanes (`lane == 0` left them in one:
+// ELECT, UTMALDG, BRA.U.ANY per load).
+FP8JIT_DEVICE bool elect_one() {
+  u32 elected;
+  asm volatile("{\n .reg .pred p;\n elect.sync _|p, 0xffffffff;\n selp.u32 %0, 1, 0, p;\n}"
+               : "=r"(elected));
+  return elected != 0;
+}
+
 }  // namespace warpgroup
 }  // namespace dev
 }  // namespace fp8jit

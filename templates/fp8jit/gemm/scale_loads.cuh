@@ -40,7 +40,35 @@ template <int BLOCK_M, int BLOCK_N, int SCALE, int kScalesB, bool kAlignA> struc
     sb[0] = __ldg(base + lo * p.sb_rs);
     sb[1] = __ldg(base + hi * p.sb_rs);
   }
-  // The same by cp.async from lanes 0 and 1 (GemmParams::sb_hi).
+  // Block scaling's scales of B for K block kb by TMA from tma_sb (swapped block scaling: the
+  // tile's one scale of its A, from tma_sa), where the host encoded a map of the 128x128 blocks
+  // (GemmParams::sb_map). A box's first element must sit on 16 bytes, so the box starts at the
+  // 4-aligned index of the map's inner dimension at or before the one needed; the consumers read
+  // at block_scale_offset in it, and a second block's scale sb_hi further. Past the edges TMA
+  // fills zeros, which only columns past N would read. Dense launches only (no per-group offset).
+  static FP8JIT_DEVICE int scale_block_of(const GemmUnit& w) {
+    return SCALE == kSwappedBlockScale ? w.row0 / 128 : w.tn * BLOCK_N / 128;
+  }
+  static FP8JIT_DEVICE void load_block_scales_tma(const GemmParams& p, float* dst, u64* bar,
+                                                  const GemmUnit& w, int kb) {
+    if constexpr (SCALE == kBlockScale || SCALE == kSwappedBlockScale) {
+      const bool swapped = SCALE == kSwappedBlockScale;
+      const TensorMap* map = swapped ? &p.tma_sa : &p.tma_sb;
+      float* to = swapped ? dst : dst + kScalesB;
+      if (p.sb_map == kScaleMapKInner)
+        tma::load_2d(to, map, bar, kb & ~3, scale_block_of(w));
+      else
+        tma::load_2d(to, map, bar, scale_block_of(w) & ~3, kb);
+    }
+  }
+  // Where K block kb's scale (the tile's first block's) sits among those load_block_scales_tma
+  // staged; 0 where the producer stored it itself (sb_map 0).
+  static FP8JIT_DEVICE int block_scale_offset(const GemmParams& p, const GemmUnit& w, int kb) {
+    return p.sb_map == kScaleMapKInner       ? kb & 3
+           : p.sb_map == kScaleMapBlockInner ? scale_block_of(w) & 3
+                                             : 0;
+  }
+  // The same by cp.async, word `lane` of the two (GemmParams::sb_hi = 1).
   static FP8JIT_DEVICE void stage_block_scales_b(const GemmParams& p, float* dst, const GemmUnit& w, int kb,
                                                  int lane) {
     if (lane < 2) {

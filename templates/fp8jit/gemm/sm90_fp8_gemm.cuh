@@ -142,41 +142,52 @@ struct Sm90Fp8Gemm {
     return kCluster == 1 ? 0 : static_cast<int>(cluster::rank());
   }
 
-  // Block scaling with A's scales by TMA: lane 0 loads B's two block scales of a K block before
-  // it waits for the stage to be free (the load's latency hides behind that wait) and stores them
-  // into the stage before its expect_tx arrival, whose release publishes them to the consumers.
-  // No cp.async and one full-barrier arrival per stage (G15: 1 % faster). Not in clusters:
-  // the producer's 40 registers then spill. Not for tiles of 128x64 and smaller either: their
-  // consumers finish a K block in less than the load's round trip, which then paces the
-  // producer (one stage per ~600 cycles, G30); lanes 0-1's cp.async keep several in flight.
+  // Block scaling with A's scales by TMA and B's not (GemmParams::sb_map == 0): the producer
+  // loads B's two block scales of a K block before it waits for the stage to be free (the load's
+  // latency hides behind that wait) and stores them into the stage before its expect_tx arrival,
+  // whose release publishes them to the consumers. Not in clusters: the producer's 40 registers
+  // then spill. Not for tiles of 128x64 and smaller either: their consumers finish a K block in
+  // less than the load's round trip, which then paces the producer (one stage per ~600 cycles,
+  // G30); cp.async keeps several in flight.
   static constexpr bool kScalesBByLane0 =
       SCALE == kBlockScale && kCluster == 1 && BLOCK_M * BLOCK_N > 128 * 64;
+  // Block scaling's scales of B (swapped: the tile's one of its A) by TMA from a map of the
+  // 128x128 blocks (GemmParams::sb_map): dense launches whose scale layout TMA can read.
+  static constexpr bool kBlockScaleMaps =
+      !Scheduler::kGrouped && (SCALE == kBlockScale || SCALE == kSwappedBlockScale);
+  static FP8JIT_DEVICE bool block_scale_map(const GemmParams& p) {
+    return kBlockScaleMaps && p.sb_map != 0;
+  }
 
-  // Lanes of the producer warp that run it: lane 0 issues the TMA loads (and the full barrier's
-  // expect_tx arrival). Scales TMA cannot read go by cp.async, each lane arriving once its copies
-  // land: all of them from 32 lanes, or (block scaling with A's by TMA, unless kScalesBByLane0)
-  // B's two from lanes 0-1.
+  // Threads that run the producer: one, elected, wherever TMA brings A's scales and B's need at
+  // most one load (the whole producer then sits in uniform registers: ~30 instructions per stage
+  // at 64x32 instead of ~95 with `lane == 0` tests, which starved narrow decode tiles); lanes 0-1
+  // where B's two block scales go by cp.async (one thread holding both addresses spilt at 40
+  // registers in clusters); the whole warp where every scale does (scale layouts TMA cannot
+  // read). Each lane that copies arrives once its copies land.
   static FP8JIT_DEVICE int producer_lanes(const GemmParams& p) {
     if constexpr (!kStagedScales) return 1;
-    return !p.scale_tma ? 32 : (SCALE == kBlockScale && !kScalesBByLane0) ? 2 : 1;
+    return !p.scale_tma ? 32 : b_scales_by_cp_async(p) ? 2 : 1;
   }
   static FP8JIT_DEVICE bool b_scales_by_cp_async(const GemmParams& p) {
-    return p.scale_tma && SCALE == kBlockScale && !kScalesBByLane0;
+    return p.scale_tma && SCALE == kBlockScale && !kScalesBByLane0 && !block_scale_map(p);
   }
-  // Swapped block scaling with B's scales by TMA: lane 0 copies the tile's scale of A with
-  // cp.async and arrives once it lands, for the reason kScalesBByLane0 spares small tiles: a
-  // load waited for before each stage paced the producer (16x5120x25600 block 60.1 µs against
-  // 44.0 per tensor on an H200, G64).
+  // Swapped block scaling with B's scales by TMA and no map of its A's blocks: the producer
+  // copies the tile's scale of A with cp.async and arrives once it lands, for the reason
+  // kScalesBByLane0 spares small tiles: a load waited for before each stage paced the producer
+  // (16x5120x25600 block 60.1 µs against 44.0 per tensor on an H200, G64).
   static FP8JIT_DEVICE bool a_scale_by_cp_async(const GemmParams& p) {
-    return p.scale_tma && SCALE == kSwappedBlockScale;
+    return p.scale_tma && SCALE == kSwappedBlockScale && !block_scale_map(p);
   }
   static FP8JIT_DEVICE u32 full_arrivals(const GemmParams& p) {
     const int lanes = producer_lanes(p);
-    return lanes > 1 ? 1 + lanes : a_scale_by_cp_async(p) ? 2 : 1;
+    return lanes > 1 ? 1 + lanes : b_scales_by_cp_async(p) || a_scale_by_cp_async(p) ? 2 : 1;
   }
 
+  // kOne: run by one elected thread (producer_lanes == 1), else by the whole warp.
+  template <bool kOne>
   static FP8JIT_DEVICE void producer(const GemmParams& p, const Smem& s, int rank) {
-    const int lane = threadIdx.x % 32;
+    const int lane = kOne ? 0 : threadIdx.x % 32;
     int stage = 0;
     u32 phase = 0;
     Scheduler tiles(p, rank);
@@ -184,29 +195,34 @@ struct Sm90Fp8Gemm {
       for (int kb = w.first; kb < w.last; ++kb) {
         float sb[2];
         if constexpr (kScalesBByLane0)
-          if (p.scale_tma) ScaleLoads::load_block_scales_b(p, w, kb, sb);
+          if (p.scale_tma && !block_scale_map(p)) ScaleLoads::load_block_scales_b(p, w, kb, sb);
         barrier::wait(&s.empty[stage], phase ^ 1);
         float* scales = s.scales + stage * kStageScales;
         if (lane == 0) {
           if constexpr (kScalesBByLane0)
-            if (p.scale_tma) {
+            if (p.scale_tma && !block_scale_map(p)) {
               store_shared_f32(scales + kScalesB, sb[0]);
               store_shared_f32(scales + kScalesB + 1, sb[1]);
             }
           barrier::arrive_expect_tx(&s.full[stage], kStageA + kStageB + p.scale_tx);
           load_operands(p, s, stage, w, kb, rank);
           if constexpr (kStagedScales)
-            if (p.scale_tma) ScaleLoads::load_scales_tma(p, scales, &s.full[stage], w, kb);
+            if (p.scale_tma) {
+              ScaleLoads::load_scales_tma(p, scales, &s.full[stage], w, kb);
+              if (block_scale_map(p))
+                ScaleLoads::load_block_scales_tma(p, scales, &s.full[stage], w, kb);
+            }
         }
         if constexpr (kStagedScales) {
-          if (!p.scale_tma)
+          // Lanes > 1 only where producer_lanes says so, hence never in the one-thread build.
+          const bool warp_copies = !kOne && (!p.scale_tma || b_scales_by_cp_async(p));
+          if (!kOne && !p.scale_tma)
             ScaleLoads::stage_scales(p, scales, w, kb, lane);
-          else if (b_scales_by_cp_async(p))
+          else if (!kOne && b_scales_by_cp_async(p))
             ScaleLoads::stage_block_scales_b(p, scales, w, kb, lane);
           else if (a_scale_by_cp_async(p))
             async_copy::word(scales, ScaleLoads::tile_scale_a(p, w, kb), true);
-          if (!p.scale_tma || b_scales_by_cp_async(p) || a_scale_by_cp_async(p))
-            async_copy::arrive_on(&s.full[stage]);
+          if (warp_copies || a_scale_by_cp_async(p)) async_copy::arrive_on(&s.full[stage]);
         }
         if (++stage == kStages) {
           stage = 0;
@@ -359,7 +375,12 @@ struct Sm90Fp8Gemm {
         // Grouped tiles' A scales by TMA start at the row rounded down to 4
         // (GemmGeometry::scales_a).
         const int a_shift = kAlignA && p.scale_tma ? slab_y & 3 : 0;
-        Promotion::read_scales(st + a_shift, st + kScalesB, r0, p.sb_hi, bs);
+        // Block scales by a TMA map sit at an offset in their box
+        // (ScaleLoads::load_block_scales_tma).
+        const int block_at = kBlockScaleMaps ? ScaleLoads::block_scale_offset(p, w, kb) : 0;
+        const bool swapped_block = SCALE == kSwappedBlockScale;
+        Promotion::read_scales(st + a_shift + (swapped_block ? block_at : 0),
+                               st + kScalesB + (swapped_block ? 0 : block_at), r0, p.sb_hi, bs);
         const u8* a_tile = s.a + stage * kStageA + wg * kRowsPerWG * BLOCK_K;
 #pragma unroll
         for (int c = 0; c < kPasses; ++c) {
@@ -626,8 +647,10 @@ struct Sm90Fp8Gemm {
     if (threadIdx.x == 0) {
       tma::prefetch(&p.tma_a);
       tma::prefetch(&p.tma_b);
-      if (kStagedScales && SCALE != kSwappedBlockScale && p.scale_tma) tma::prefetch(&p.tma_sa);
-      if (gemm_scales_per_column(SCALE) && p.scale_tma) tma::prefetch(&p.tma_sb);
+      if (kStagedScales && (SCALE != kSwappedBlockScale || block_scale_map(p)) && p.scale_tma)
+        tma::prefetch(&p.tma_sa);
+      if ((gemm_scales_per_column(SCALE) || block_scale_map(p)) && p.scale_tma)
+        tma::prefetch(&p.tma_sb);
       for (int i = 0; i < kStages; ++i) {
         barrier::init(&s.full[i], full_arrivals(p));
         barrier::init(&s.empty[i],
@@ -647,7 +670,14 @@ struct Sm90Fp8Gemm {
     const int rank = cta_rank();
     if (wg == kMathWGs) {  // the last warpgroup produces
       warpgroup::decrease_registers<kProducerRegs>();
-      if (threadIdx.x % warpgroup::kThreads < producer_lanes(p)) producer(p, s, rank);
+      if (threadIdx.x % warpgroup::kThreads < 32) {
+        if (producer_lanes(p) > 1) {
+          if constexpr (kStagedScales)
+            if (threadIdx.x % 32 < producer_lanes(p)) producer<false>(p, s, rank);
+        } else if (warpgroup::elect_one()) {
+          producer<true>(p, s, rank);
+        }
+      }
     } else {
       warpgroup::increase_registers<kConsumerRegs>();
       consumer(p, s, wg, rank);
