@@ -28,14 +28,20 @@ template <int REGS> FP8JIT_DEVICE void decrease_registers() {
 // Descriptor of a K-major tile written by TMA with 128-byte swizzle: rows of 128 bytes, groups of
 // 8 rows 1024 bytes apart (stride byte offset). The leading byte offset is unused when one wgmma
 // reads K = 32 bytes within a swizzle atom. Tile bases must be 1024-byte aligned.
-FP8JIT_DEVICE u64 smem_desc_k128_swizzle(const void* smem) {
+// In two halves: the high word (stride byte offset, layout) is the same for every such tile, and
+// the low word's 14-bit start address (16-byte units) never carries into the leading byte offset
+// above it, shared memory lying below 256 KB. So stages and k-steps move a descriptor by 32-bit
+// adds to its low word, which ptxas keeps in uniform registers; 64-bit adds to the whole
+// descriptor took a carry chain and a move to uniform registers (R2UR) per wgmma, ~40 of the
+// 100 instructions of a 64x32 tile's K block (G65).
+constexpr u32 kDescHiK128Swizzle = (1024 >> 4) | (1u << 30);  // bits 32-45 and 62-63
+
+FP8JIT_DEVICE u32 smem_desc_lo(const void* smem) {
   const u32 addr = static_cast<u32>(__cvta_generic_to_shared(smem));
-  u64 desc = 0;
-  desc |= static_cast<u64>((addr & 0x3FFFF) >> 4);   // start address, 16-byte units
-  desc |= static_cast<u64>(1) << 16;                  // leading byte offset (ignored)
-  desc |= static_cast<u64>(1024 >> 4) << 32;          // stride byte offset: 8 rows x 128 B
-  desc |= static_cast<u64>(1) << 62;                  // layout: 128-byte swizzle
-  return desc;
+  return ((addr & 0x3FFFF) >> 4) | (1u << 16);  // start address; leading byte offset (ignored)
+}
+FP8JIT_DEVICE u64 smem_desc(u32 lo) {
+  return (static_cast<u64>(kDescHiK128Swizzle) << 32) | lo;
 }
 
 // One lane of the converged warp (elect.sync): ptxas knows that exactly one thread runs what it

@@ -329,6 +329,11 @@ struct Sm90Fp8Gemm {
     bool half_pending = false;
     int half_row0 = 0, half_col0 = 0, half_y = 0, half_x = 0;
     int half_rows = 0;  // grouped layouts: where the pending half's group rows end (tile_out)
+    // Descriptor low words of stage 0's tiles (warpgroup::smem_desc_lo): the K loop adds the
+    // stage's and the k-step's offsets. One math warpgroup's tile starts at stage 0's A itself.
+    const u32 a_lo0 =
+        warpgroup::smem_desc_lo(s.a + (kMathWGs == 1 ? 0 : wg) * kRowsPerWG * BLOCK_K);
+    const u32 b_lo0 = warpgroup::smem_desc_lo(s.b);
     for (GemmUnit w; Scheduler::kGrouped ? __all_sync(~0u, tiles.next(w)) : tiles.next(w);) {
       const int tn = w.tn, first = w.first, last = w.last;
       const int r0 = wg * kRowsPerWG + warp * 16 + lane / 4;  // row within the tile; + mm*64, + 8
@@ -381,14 +386,13 @@ struct Sm90Fp8Gemm {
         const bool swapped_block = SCALE == kSwappedBlockScale;
         Promotion::read_scales(st + a_shift + (swapped_block ? block_at : 0),
                                st + kScalesB + (swapped_block ? 0 : block_at), r0, p.sb_hi, bs);
-        const u8* a_tile = s.a + stage * kStageA + wg * kRowsPerWG * BLOCK_K;
+        const u32 a_lo = a_lo0 + stage * (kStageA >> 4);
 #pragma unroll
         for (int c = 0; c < kPasses; ++c) {
           const int chunk = kSlabPasses ? 0 : c;
-          const u64 desc_b =
-              warpgroup::smem_desc_k128_swizzle(s.b + stage * kStageB + chunk * kChunkN * BLOCK_K);
+          const u32 b_lo = b_lo0 + stage * (kStageB >> 4) + chunk * (kChunkN * BLOCK_K >> 4);
           if constexpr (kTakeTurns) named_barrier_sync(kTurnBarrier + wg, kTurnThreads);
-          issue_wgmmas(a_tile, desc_b, acc, !kPromote && kb > first, c);
+          issue_wgmmas(a_lo, b_lo, acc, !kPromote && kb > first, c);
           if constexpr (kTakeTurns) named_barrier_arrive(kTurnBarrier + (wg ^ 1), kTurnThreads);
           if constexpr (kDeferEpilogue)
             if (c == 0 && kb == first &&
@@ -504,20 +508,20 @@ struct Sm90Fp8Gemm {
   }
 
   // One pass's wgmmas for a K block (a column chunk's kMmaM m64 slabs, or with slab passes slab
-  // `pass` alone, x BLOCK_K / 32 k-steps), fenced and committed; `keep`: add to acc (fast
-  // accumulation past a K range's first block), else start from its first k-step's products.
-  static FP8JIT_DEVICE void issue_wgmmas(const u8* a_tile, u64 desc_b,
-                                         float (&acc)[kAccSlabs][kChunkAccum], bool keep,
-                                         int pass) {
+  // `pass` alone, x BLOCK_K / 32 k-steps), fenced and committed; a_lo and b_lo: the descriptor low
+  // words of the stage's A rows of this warpgroup and of the pass's B columns; `keep`: add to acc
+  // (fast accumulation past a K range's first block), else start from its first k-step's products.
+  static FP8JIT_DEVICE void issue_wgmmas(u32 a_lo, u32 b_lo, float (&acc)[kAccSlabs][kChunkAccum],
+                                         bool keep, int pass) {
     warpgroup::arrive();
 #pragma unroll
     for (int k = 0; k < BLOCK_K / 32; ++k) {
 #pragma unroll
       for (int mm = 0; mm < kAccSlabs; ++mm) {
         const int slab = kSlabPasses ? pass : mm;
-        const u64 desc_a = warpgroup::smem_desc_k128_swizzle(a_tile + slab * 64 * BLOCK_K);
         // +2 per k-step: 32 bytes further along K, in the descriptor's 16-byte units.
-        Wgmma<kChunkN, FA, FB>::mma(desc_a + 2 * k, desc_b + 2 * k, acc[mm],
+        const u64 desc_a = warpgroup::smem_desc(a_lo + (slab * 64 * BLOCK_K >> 4) + 2 * k);
+        Wgmma<kChunkN, FA, FB>::mma(desc_a, warpgroup::smem_desc(b_lo + 2 * k), acc[mm],
                                     (keep || k > 0) ? 1 : 0);
       }
     }
