@@ -64,9 +64,10 @@ struct GemmParams {
   TensorMap tma_d;
   // Block and group scaling, where the scale layouts allow it (scale_tma): A's column-major
   // scales come in by TMA with the stage (box BLOCK_M x 1), and so do group scaling's column-major
-  // scales of B (box BLOCK_N x 1); block scaling's two scales of B per stage the producer's lane 0
-  // loads and stores with the stage (in 2-CTA clusters: cp.async from two lanes), and every scale
-  // otherwise the producer warp copies with cp.async.
+  // scales of B (box BLOCK_N x 1) and, where sb_map says so, block scaling's 128x128 scales of B
+  // (swapped block scaling: of its A, in tma_sa); without a map the producer loads B's two block
+  // scales itself (ld.global or cp.async), and every scale otherwise the producer warp copies
+  // with cp.async.
   TensorMap tma_sa, tma_sb;
   void* d;  // D [M, N], row stride ldd elements
   long long ldd;
