@@ -27,8 +27,8 @@ constexpr bool gemm_scales_per_column(int scale) {
 // contiguous in memory, the map's inner one.
 enum GemmScaleMap {
   kScaleMapNone = 0,
-  kScaleMapKInner = 1,      // [blocks][K blocks]: box 4 K blocks x 2 blocks
-  kScaleMapBlockInner = 2,  // [K blocks][blocks]: box 4 blocks x 1 K block
+  kScaleMapKInner = 1,      // [blocks][K blocks]: box 4 K blocks x 2 blocks (swapped: 1)
+  kScaleMapBlockInner = 2,  // [K blocks][blocks]: box 8 blocks (swapped: 4) x 1 K block
 };
 
 // How the rows of A and D are cut into groups (mixture-of-experts layouts), each group with its
@@ -88,14 +88,14 @@ struct GemmParams {
   int split_cluster;
   float* workspace;
   int scale_tma;  // 1: scales by TMA (tma_sa, tma_sb); 0: by cp.async
-  int scale_tx;  // bytes the scale boxes (A's, and group scaling's B) deliver per stage (scale_tma)
+  int scale_tx;  // bytes the scale boxes (A's, group scaling's B, sb_map's) deliver per stage
   int sb_hi;  // block scaling: index of the tile's second 128-block scale among B's staged scales
   // Block scaling's 128x128 scales of B (swapped block scaling: of its A) by TMA with the stage
   // (tma_sb, swapped tma_sa), where their layout allows a map and scale_tma: kScaleMapKInner (K
-  // blocks contiguous: box 4 K blocks x 2 blocks of N, sb_hi = 4) or kScaleMapBlockInner (box 4
-  // blocks x 1 K block, sb_hi = 1); 0: by the producer's loads (Sm90Fp8Gemm::kScalesBByLane0,
-  // cp.async). One elected producer thread then issues nothing but TMA loads per stage, which is
-  // what keeps narrow decode tiles fed (see Sm90Fp8Gemm::producer).
+  // blocks contiguous, the second block's scale 4 floats on: sb_hi = 4) or kScaleMapBlockInner
+  // (sb_hi = 1), boxes as GemmScaleMap says; 0: by the producer's loads
+  // (Sm90Fp8Gemm::kScalesBByLane0, cp.async). One elected producer thread then issues nothing
+  // but TMA loads per stage, which is what keeps narrow decode tiles fed (Sm90Fp8Gemm::producer).
   int sb_map;
   // Grouped layouts: `groups` groups whose rows `group_rows` gives on the device (contiguous: G+1
   // row offsets into A and D; masked: G row counts, group g's rows starting at g * group_m_max;
