@@ -349,8 +349,9 @@ TEST(CompileGemm, FastAccumulationDeferralBoundsDoNotSpill) {
         Fp8Format::e4m3, Fp8Format::e4m3, DType::bf16, ScaleMode::tensor, bias, true};
     const GemmProblem row{
         Fp8Format::e4m3, Fp8Format::e4m3, DType::bf16, ScaleMode::rowwise, bias, true};
-    for (const GemmConfig& c : {GemmConfig{128, 232, 3}, GemmConfig{128, 240, 3},
-                                GemmConfig{64, 232, 4}, GemmConfig{256, 112, 3}})
+    for (const GemmConfig& c :
+         {GemmConfig{128, 224, 3}, GemmConfig{128, 232, 3}, GemmConfig{128, 240, 3},
+          GemmConfig{64, 224, 4}, GemmConfig{64, 232, 4}, GemmConfig{256, 112, 3}})
       specs.push_back(make_gemm_spec(tensor, c));
     for (const GemmConfig& c : {GemmConfig{128, 192, 4}, GemmConfig{128, 208, 4},
                                 GemmConfig{64, 192, 4}, GemmConfig{64, 216, 4}})

@@ -624,9 +624,13 @@ struct Sm90Fp8Gemm {
   static constexpr bool kUniformWarpgroup = kTakeTurns && (Scheduler::kGrouped || !kOverlapHalves);
   // Fast accumulation packs its wgmma accumulators themselves. ptxas (CUDA 13.0) spilt, fast, at
   // 128x240 per tensor, from 128x208 rowwise with a bias, and at every 256-row tile (two slabs of
-  // sums and their packed copy); per tensor up to 128x232 and rowwise up to 128x192 it did not.
-  static constexpr int kDeferRegisters =
-      kPromote ? 210 : kMmaM > 1 ? 0 : SCALE == kPerRow ? 144 : 174;
+  // sums and their packed copy); per tensor up to 128x224 and rowwise up to 128x192 it did not.
+  // Per tensor 128x232 with a bias fitted until the one-thread producer (G65) moved ptxas's
+  // allocation by a register (8 bytes spilt), so per tensor stops at 224 columns (3N/4 = 168).
+  static constexpr int kDeferRegisters = kPromote           ? 210
+                                         : kMmaM > 1        ? 0
+                                         : SCALE == kPerRow ? 144
+                                                            : 168;
   static constexpr bool kDeferEpilogue =
       Epilogue::kCanPack && !kSwapAB &&
       kMmaM * (kAccum + Epilogue::kPacked) + (kPromote ? kAccSlabs * kChunkAccum : 0) <=
