@@ -7,7 +7,8 @@
 # bench/peers/run.sh builds it):
 #   OUT=... bash lab/probes/ncu_peer_pair.sh M N K SCALE [CONFIG-JSON]
 # Writes per provider: NAME.txt (details page), NAME.stalls.txt (top stalled instructions),
-# NAME.csv.gz (the source page).
+# NAME.csv.gz (the source page), NAME.ncu.log; all of them packed into $OUT/pair.tgz at the end
+# (the device tool returns at most 8 files), the loose copies removed unless KEEP=1.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 1
 m=$1 n=$2 k=$3 scale=$4 config=${5:-}
@@ -32,6 +33,7 @@ timeout 200 ncu --clock-control none --cache-control all -k regex:^fp8jit_gemm\$
   "${sections[@]}" -o "/tmp/$name" -f "./$B/fp8jit" "${args[@]}" > "$OUT/$name.ncu.log" 2>&1
 report "$name"
 name=deepgemm2_${m}x${n}x${k}_$scale
+bash bench/peers/build_deepgemm2.sh .carry/deepgemm2 > "$OUT/deepgemm2_build.log" 2>&1  # once per machine
 list=open-models
 grep -q "^$m,$n,$k\b" bench/shapes/deepseek_v3.csv && list=deepseek-v3
 timeout 240 ncu --clock-control none --cache-control all -k regex:sm90_fp8_gemm --launch-skip 1 -c 1 --print-units base \
@@ -41,3 +43,5 @@ timeout 240 ncu --clock-control none --cache-control all -k regex:sm90_fp8_gemm 
 report "$name"
 grep -E "Duration|Elapsed Cycles|SM Frequency|Registers Per|Grid Size|Executed Ipc A|Memory Throughput|DRAM Throughput|L2 Cache Throughput" \
   "$OUT"/fp8jit_${m}x${n}x${k}_$scale.txt "$OUT"/deepgemm2_${m}x${n}x${k}_$scale.txt
+tar czf "$OUT/pair.tgz" -C "$OUT" $(cd "$OUT" && ls | grep -v '^pair.tgz$')
+[ "${KEEP:-0}" = 1 ] || (cd "$OUT" && ls | grep -v '^pair.tgz$' | xargs rm -f)
