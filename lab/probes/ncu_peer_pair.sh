@@ -3,8 +3,8 @@
 # DeepGEMM 2.6.1 (its own heuristic, through bench/peers/gemm_peers.py), the same sections for
 # both: speed of light, memory workload, warp states, launch statistics and the per-SASS source
 # counters, so that two kernels of the same tile can be compared instruction by instruction.
-# Usage (repo root, Hopper, `fp8jit` built in BUILD_DIR, DeepGEMM 2.6.1 built as
-# bench/peers/run.sh builds it):
+# Usage (repo root, Hopper, `fp8jit` and libfp8jit.so built in BUILD_DIR; DeepGEMM 2.6.1
+# is built here as bench/peers/run.sh builds it, once per machine):
 #   OUT=... bash lab/probes/ncu_peer_pair.sh M N K SCALE [CONFIG-JSON]
 # Writes per provider: NAME.txt (details page), NAME.stalls.txt (top stalled instructions),
 # NAME.csv.gz (the source page), NAME.ncu.log; all of them packed into $OUT/pair.tgz at the end
