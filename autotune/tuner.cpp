@@ -183,7 +183,8 @@ std::vector<Ranked> rank_configs(const GemmProblem& problem, const KernelSpec& f
     GemmConfig c = gemm_config_of(spec);
     if (gemm_geometry(problem, c).smem_bytes > smem_bytes) continue;
     // Swapped operands are for decode-sized M, where they put M on the tile's narrow side.
-    if (c.swap_ab && (s.groups || s.m > 2 * kGemmSwapMaxM || c.block_n >= 2 * ((s.m + 7) / 8 * 8)))
+    if (c.swap_ab &&
+        (s.groups || s.m > 2 * kGemmSwapMaxM || c.block_n >= 2 * gemm_swap_block_n(s.m)))
       continue;
     if (!c.swap_ab && c.block_m > 64 && s.m <= 64) continue;  // half the tile would be padding
     // The cost of the config as a launch runs it: with the split-K it would get, and timed as the

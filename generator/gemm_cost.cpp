@@ -1,6 +1,6 @@
 #include "generator/gemm_cost.hpp"
 
-#include <utility>
+#include "generator/families/gemm_geometry.hpp"
 
 namespace fp8jit {
 namespace {
@@ -30,8 +30,7 @@ double pipeline_factor(int stages) { return stages >= 4 ? 1.0 : 1.0 + 0.15 * (4 
 
 double gemm_cost(const GemmConfig& c, std::int64_t m, std::int64_t n, std::int64_t k, int sm_count,
                  int splits) {
-  if (c.swap_ab) std::swap(m, n);  // the tile's rows are N's
-  const std::int64_t tiles = ceil_div(m, c.block_m) * ceil_div(n, c.block_n);
+  const std::int64_t tiles = gemm_tile_count(c, m, n);
   const std::int64_t waves = ceil_div(tiles * splits, sm_count);
   const std::int64_t range_blocks = ceil_div(ceil_div(k, 128), splits);
   return static_cast<double>(waves) *

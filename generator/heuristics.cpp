@@ -132,7 +132,7 @@ constexpr int kDeepStages = 12;
 // (40 columns) nothing: 41.6 -> 41.4.
 std::optional<KernelSpec> swapped_gemm_spec(const GemmProblem& problem, std::int64_t m,
                                             std::int64_t n, int sm_count, int smem_bytes) {
-  GemmConfig c{(n + 63) / 64 <= sm_count ? 64 : 128, static_cast<int>((m + 7) / 8 * 8), 16, 8};
+  GemmConfig c{(n + 63) / 64 <= sm_count ? 64 : 128, gemm_swap_block_n(m), 16, 8};
   c.swap_ab = 1;
   for (; c.stages > 2 && gemm_geometry(problem, c).smem_bytes > smem_bytes; --c.stages) {
   }
@@ -227,15 +227,15 @@ namespace fp8jit {
 
 // Split-K when the output tiles leave most SMs idle (decode-sized M): enough K ranges to cover
 // the SMs, each at least 4 K blocks long so the pipeline still fills.
-int gemm_split_k(std::int64_t m, std::int64_t n, std::int64_t k, const GemmConfig& c, int sm_count) {
-  if (c.swap_ab) std::swap(m, n);  // the tile's rows are N's
+int gemm_split_k(std::int64_t m, std::int64_t n, std::int64_t k, const GemmConfig& c,
+                 int sm_count) {
   // A public entry point (also through gemm_epilogue_for): an empty shape or tile would divide by
   // zero below.
   for (const auto& [name, v] : {std::pair{"m", m}, std::pair{"n", n}, std::pair{"k", k},
                                 std::pair{"block_m", std::int64_t{c.block_m}},
                                 std::pair{"block_n", std::int64_t{c.block_n}}})
     if (v < 1) throw_invalid(name, std::to_string(v), "at least 1");
-  const std::int64_t tiles = ((m + c.block_m - 1) / c.block_m) * ((n + c.block_n - 1) / c.block_n);
+  const std::int64_t tiles = gemm_tile_count(c, m, n);
   const std::int64_t k_blocks = (k + 127) / 128;
   if (tiles * 2 > sm_count || k_blocks < 8) return 1;
   std::int64_t splits = std::min<std::int64_t>(sm_count / tiles, k_blocks / 4);

@@ -52,8 +52,9 @@ KernelSpec with_overrides(KernelSpec spec, const std::map<std::string, std::int6
   // A parameter at the value its absence means is held absent, as spec_from_json holds it, so
   // that the spec's name and hash are the ones the runtime computes.
   for (const ParamDef& d : gemm_family().params)
-    if (d.elide_config && spec.params.count(d.name) && spec.params[d.name] == *d.absent_means)
-      spec.params.erase(d.name);
+    if (const auto it = spec.params.find(d.name);
+        d.is_config && it != spec.params.end() && elided(d, it->second))
+      spec.params.erase(it);
   validate_spec(spec);
   return spec;
 }

@@ -4,6 +4,9 @@
 // the register limits from here.
 #pragma once
 
+#include <cstdint>
+#include <utility>
+
 #include "fp8jit/gemm/geometry.cuh"
 #include "fp8jit/kernel_spec.hpp"
 
@@ -14,6 +17,17 @@ using GemmGeometry = dev::GemmGeometry;
 // The most rows of A (M) for which the heuristic swaps the operands (GemmConfig::swap_ab): measured
 // faster at 1 and 16 rows, no faster at 37 (G64); the tuner tries swapped tiles up to twice this.
 inline constexpr int kGemmSwapMaxM = 16;
+
+// The narrowest swapped tile width that holds M rows of A: M rounded up to a multiple of 8.
+inline int gemm_swap_block_n(std::int64_t m) {
+  return static_cast<int>((m + 7) / 8 * 8);
+}
+
+// Output tiles of an M x N problem under config c; swapped operands put N along the tile's rows.
+inline std::int64_t gemm_tile_count(const GemmConfig& c, std::int64_t m, std::int64_t n) {
+  if (c.swap_ab) std::swap(m, n);
+  return ((m + c.block_m - 1) / c.block_m) * ((n + c.block_n - 1) / c.block_n);
+}
 
 // Opt-in shared memory per block on H100/H200: the most a gemm variant may use.
 inline constexpr int kGemmSmemLimit = dev::kGemmSmemLimit;

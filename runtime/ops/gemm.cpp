@@ -41,6 +41,15 @@ void encode_block_scale_map(dev::GemmParams& p, dev::TensorMap* map, const float
   p.scale_tx += 4 * box_cols * box_rows;
 }
 
+// The kernel's column-major 1x128 scales of B, one per column (group scaling; swapped block
+// scaling: the problem's A's), by TMA with the stage (p.tma_sb, box block_n x 1): false where
+// the driver declines the map, leaving the cp.async path.
+bool encode_column_scale_map(dev::GemmParams& p, const float* scale, std::int64_t cols,
+                             int block_n) {
+  return try_encode(&p.tma_sb, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, scale, p.k_blocks, cols, p.sb_cs,
+                    block_n, 1, CU_TENSOR_MAP_SWIZZLE_NONE) == CUDA_SUCCESS;
+}
+
 // Tensor maps for the scales of block and group scaling where TMA can read them (see
 // GemmParams): A's when column-major, and group scaling's B when column-major too (both or
 // neither: p.scale_tma covers the two). Otherwise the kernel copies every scale with cp.async.
@@ -51,8 +60,7 @@ void encode_scale_maps(dev::GemmParams& p, const GemmArgs& a, const GemmConfig& 
   if (!encode_scale_map_a(p, g, a.scale_a_layout, a.scale_a, a.m, g.scales_a)) return;
   if (block)
     encode_block_scale_map(p, &p.tma_sb, a.scale_b, ceil_div(a.n, 128), p.sb_rs, p.sb_cs, true);
-  if (!block && try_encode(&p.tma_sb, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, a.scale_b, p.k_blocks, a.n, p.sb_cs,
-                           c.block_n, 1, CU_TENSOR_MAP_SWIZZLE_NONE) != CUDA_SUCCESS) {
+  if (!block && !encode_column_scale_map(p, a.scale_b, a.n, c.block_n)) {
     p.scale_tma = 0;  // a map the driver declines: the cp.async path
     p.scale_tx = 0;
   }
@@ -91,15 +99,10 @@ void check_matches(const KernelSpec& spec, const GemmArgs& a) {
 
 namespace {
 
-std::int64_t tile_count(const GemmConfig& c, const GemmArgs& a) {
-  return c.swap_ab ? ceil_div(a.n, c.block_m) * ceil_div(a.m, c.block_n)
-                   : ceil_div(a.m, c.block_m) * ceil_div(a.n, c.block_n);
-}
-
 // Every tile's `splits` CTAs fit on the GPU at once as one cluster each (a single wave: one work
 // unit per CTA, which the in-cluster sum needs), and within the SM budget.
 bool cluster_split_fits(const LoadedKernel& k, const GemmArgs& a, int splits, int sm_count) {
-  const std::int64_t tiles = tile_count(k.gemm_config, a);
+  const std::int64_t tiles = gemm_tile_count(k.gemm_config, a.m, a.n);
   return splits >= 2 && splits < static_cast<int>(k.split_clusters.size()) && gemm_sums_splits_in_smem(k.gemm_config) &&
          tiles <= k.split_clusters[splits] && tiles * splits <= sm_count;
 }
@@ -176,9 +179,7 @@ void swapped_block_scales(dev::GemmParams& p, const GemmArgs& a, const GemmConfi
   p.scale_tma = 0;
   p.scale_tx = 0;
   if (a.scale_a_layout != ScaleLayout::col_major_tma || !aligned16(a.scale_a)) return;
-  if (try_encode(&p.tma_sb, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, a.scale_a, p.k_blocks, a.m, p.sb_cs,
-                 c.block_n, 1, CU_TENSOR_MAP_SWIZZLE_NONE) != CUDA_SUCCESS)
-    return;  // a map the driver declines: the cp.async path
+  if (!encode_column_scale_map(p, a.scale_a, a.m, c.block_n)) return;
   p.scale_tma = 1;
   p.scale_tx = 4 * c.block_n;
   encode_block_scale_map(p, &p.tma_sa, a.scale_b, ceil_div(a.n, 128), p.sa_rs, p.sa_cs, false);
