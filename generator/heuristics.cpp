@@ -140,6 +140,29 @@ std::optional<KernelSpec> swapped_gemm_spec(const GemmProblem& problem, std::int
   if (g.smem_bytes > smem_bytes || !g.fits_registers) return std::nullopt;
   return make_gemm_spec(problem, c);
 }
+// Decode-sized M over a long K (17-128 rows, 48 K blocks or more, precise accumulation): one
+// wave of 64-row tiles, the widest of 64, 32 and 16 columns whose tiles fill at least three
+// quarters of the SMs without a second wave, each streaming its whole K (no split-K) through 16
+// stages (12 at 64 columns; fewer where shared memory is short). Since these narrow tiles promote
+// one K block under the next one's wgmmas (the kernel's kPipelinePromotion: 64x32 at
+// 128x2112x7168 block 15.8 -> 13.8 µs) a full wave of them beats split-K over fewer, wider tiles.
+// H200, CUDA events, the heuristic before -> this rule (G66): 128x2112x7168 block 15.1 -> 13.8
+// (64x32), per tensor 14.9 -> 12.5; 128x4096x7168 19.1 -> 17.2 (64x64), per tensor 18.9 -> 16.7;
+// 64x4096x7168 17.6 -> 16.8 (64x32); 64x2112x7168 13.5 -> 13.1 (64x16), per tensor 13.2 -> 12.1;
+// 64x4096x14336 27.9 -> 26.1; 64x7168x16384 43.1 -> 41.7. Not at 32 K blocks (37x2048x4096 at
+// 64x16: 11.0 -> 11.7), nor over two waves (128x4096x7168 at 64x32: 22.1).
+constexpr int kStreamingMinKBlocks = 48;
+std::optional<GemmConfig> streaming_config(const GemmProblem& problem, std::int64_t m,
+                                           std::int64_t n, std::int64_t k, int sm_count) {
+  if (problem.fast_accum || m > 128 || (k + 127) / 128 < kStreamingMinKBlocks) return std::nullopt;
+  for (int bn : {64, 32, 16}) {
+    const std::int64_t tiles = (m + 63) / 64 * ((n + bn - 1) / bn);
+    if (tiles <= sm_count && 4 * tiles >= 3 * std::int64_t{sm_count})
+      return GemmConfig{64, bn, bn <= 32 ? 16 : kDeepStages, 8};
+  }
+  return std::nullopt;
+}
+
 int max_stages(const GemmConfig& c, std::int64_t m, std::int64_t n, std::int64_t k, int sm_count) {
   const std::int64_t tiles = ((m + c.block_m - 1) / c.block_m) * ((n + c.block_n - 1) / c.block_n);
   const bool streaming = m < 64 && c.block_n <= 64 && (k + 127) / 128 >= 16 && tiles <= sm_count &&
@@ -148,17 +171,44 @@ int max_stages(const GemmConfig& c, std::int64_t m, std::int64_t n, std::int64_t
 }
 }  // namespace
 
-// The cost model's pick under the rules the H100 sweeps added. Tiles: 64 rows when M is small
-// (one consumer warpgroup), else 128, and the width gemm_cost finds cheapest up to the widest
-// the rules allow: narrow tiles only pay where they fill a wave that wide ones cannot.
-// From the H100 tuning sweeps (G11, G15): with 4 or fewer K blocks per tile
-// the epilogue dominates and tiles up to 160 columns won (1.10x at 4096x32768x512); raster
+namespace {
+// Config c with its epilogue and the deepest pipeline that fits: `stages` (0: up to 6, or what
+// max_stages allows); on a GPU with less shared memory, narrower (then shorter) tiles until 2
+// stages fit.
+KernelSpec fitted(const GemmProblem& problem, GemmConfig c, std::int64_t m, std::int64_t n,
+                  std::int64_t k, int sm_count, int smem_bytes, int stages) {
+  c.epilogue = gemm_epilogue_for(problem, m, n, k, c, sm_count);
+  auto smem = [&] { return gemm_geometry(problem, c).smem_bytes; };
+  for (;;) {
+    for (c.stages = stages ? stages : max_stages(c, m, n, k, sm_count);
+         c.stages > 2 && smem() > smem_bytes; --c.stages) {
+    }
+    if (smem() <= smem_bytes) return make_gemm_spec(problem, c);
+    if (c.block_n > 16)
+      c.block_n = std::max(16, c.block_n - 16);
+    else if (c.block_m > 64)
+      c.block_m /= 2;
+    else
+      throw_unsupported(
+          fmt::format("no gemm tile fits {} bytes of shared memory per block", smem_bytes));
+    c.epilogue = gemm_epilogue_for(problem, m, n, k, c, sm_count);
+  }
+}
+
+// Swapped operands up to 16 rows, streaming tiles where streaming_config finds a wave of them
+// (`streaming`: dense launches; grouped ones take only the width and their own pipeline depth),
+// else the cost model's pick under the rules the H100 sweeps added. Tiles: 64 rows when M is
+// small (one consumer warpgroup), else 128, and the width gemm_cost finds cheapest up to the
+// widest the rules allow. From the H100 tuning sweeps (G11, G15): with 4 or fewer K blocks per
+// tile the epilogue dominates and tiles up to 160 columns won (1.10x at 4096x32768x512); raster
 // groups of 16 tile-rows won on every shape with 16 or more of them. As many stages as shared
 // memory holds, up to 6 (12 where max_stages says).
-KernelSpec default_gemm_spec(const GemmProblem& problem, std::int64_t m, std::int64_t n, std::int64_t k,
-                             int sm_count, int smem_bytes) {
+KernelSpec dense_default(const GemmProblem& problem, std::int64_t m, std::int64_t n, std::int64_t k,
+                         int sm_count, int smem_bytes, bool streaming) {
   if (problem.layout == GemmLayout::dense && m <= kGemmSwapMaxM)
     if (auto swapped = swapped_gemm_spec(problem, m, n, sm_count, smem_bytes)) return *swapped;
+  if (const auto s = streaming ? streaming_config(problem, m, n, k, sm_count) : std::nullopt)
+    return fitted(problem, *s, m, n, k, sm_count, smem_bytes, s->stages);
   const int block_m = m <= 64 ? 64 : 128;
   const std::int64_t k_blocks = (k + 127) / 128;
   int best_n = cheapest_width(problem, block_m, candidate_widths(problem, block_m, k_blocks), m, n, k, sm_count);
@@ -169,23 +219,14 @@ KernelSpec default_gemm_spec(const GemmProblem& problem, std::int64_t m, std::in
   if (m <= 128 && best_n >= 128 && k_blocks >= 8 && tiles <= sm_count && tiles * 4 >= sm_count * 3)
     best_n = best_n / 16 * 8;
   const int group_m = (m + block_m - 1) / block_m >= 16 ? 16 : 8;
-  GemmConfig c{block_m, best_n, 2, group_m};
-  c.epilogue = gemm_epilogue_for(problem, m, n, k, c, sm_count);
-  // The deepest pipeline that fits, up to 6 stages; on a GPU with less shared memory, narrower
-  // (then shorter) tiles until 2 stages fit.
-  auto smem = [&] { return gemm_geometry(problem, c).smem_bytes; };
-  for (;;) {
-    for (c.stages = max_stages(c, m, n, k, sm_count); c.stages > 2 && smem() > smem_bytes;
-         --c.stages) {
-    }
-    if (smem() <= smem_bytes) return make_gemm_spec(problem, c);
-    if (c.block_n > 16) c.block_n = std::max(16, c.block_n - 16);
-    else if (c.block_m > 64) c.block_m /= 2;
-    else throw_unsupported(fmt::format("no gemm tile fits {} bytes of shared memory per block", smem_bytes));
-    c.epilogue = gemm_epilogue_for(problem, m, n, k, c, sm_count);
-  }
+  return fitted(problem, GemmConfig{block_m, best_n, 2, group_m}, m, n, k, sm_count, smem_bytes, 0);
 }
+}  // namespace
 
+KernelSpec default_gemm_spec(const GemmProblem& problem, std::int64_t m, std::int64_t n,
+                             std::int64_t k, int sm_count, int smem_bytes) {
+  return dense_default(problem, m, n, k, sm_count, smem_bytes, true);
+}
 
 // Grouped GEMMs run their groups' tiles in one persistent grid, without split-K: the dense
 // heuristic's tile for the stacked rows (every group's expected rows, rounded up to whole tiles),
@@ -200,7 +241,7 @@ KernelSpec default_grouped_gemm_spec(const GemmProblem& problem, std::int64_t gr
   const int block_m = expected_m <= 64 ? 64 : 128;
   const std::int64_t tiles_per_group = (std::max<std::int64_t>(expected_m, 1) + block_m - 1) / block_m;
   const std::int64_t rows = std::max<std::int64_t>(groups, 1) * tiles_per_group * block_m;
-  GemmConfig c = gemm_config_of(default_gemm_spec(dense, rows, n, k, sm_count, smem_bytes));
+  GemmConfig c = gemm_config_of(dense_default(dense, rows, n, k, sm_count, smem_bytes, false));
   c.block_m = block_m;
   c.cluster_m = 1;
   c.swap_ab = 0;  // dense-only (rows stacked from groups are never decode-sized anyway)

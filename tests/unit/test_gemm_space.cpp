@@ -422,6 +422,23 @@ GemmConfig check_default(const GemmProblem& p, const Shape& sh, int sms, int sme
     EXPECT_TRUE(c.stages == 16 || gemm_geometry(p, deeper).smem_bytes > smem) << spec_name(s);
     return c;
   }
+  // 17-128 rows over 48 K blocks or more (precise accumulation): the widest of 64, 32 and 16
+  // columns whose 64-row tiles fill 3/4 to all of the SMs in one wave, 16 stages (12 at 64
+  // columns) or as many as fit, where such a width exists.
+  if (sh.m <= 128 && (sh.k + 127) / 128 >= 48 && !p.fast_accum)
+    for (int bn : {64, 32, 16}) {
+      const std::int64_t tiles = (sh.m + 63) / 64 * ((sh.n + bn - 1) / bn);
+      if (tiles > sms || 4 * tiles < 3 * sms) continue;
+      EXPECT_EQ(c.block_m, 64) << spec_name(s);
+      EXPECT_EQ(c.block_n, bn) << spec_name(s);
+      GemmConfig deeper = c;
+      ++deeper.stages;
+      EXPECT_LE(c.stages, bn <= 32 ? 16 : 12) << spec_name(s);
+      EXPECT_TRUE(c.stages == (bn <= 32 ? 16 : 12) || gemm_geometry(p, deeper).smem_bytes > smem)
+          << spec_name(s);
+      EXPECT_EQ(gemm_split_k(sh.m, sh.n, sh.k, c, sms), 1) << spec_name(s);
+      return c;
+    }
   if (sh.m <= 64) EXPECT_EQ(c.block_m, 64);
   // The widest tile the registers of a 64- or 128-row tile allow (240 columns with fast
   // accumulation, 160 with group scaling, 208 otherwise), and at most 160 where K has 4 or fewer
@@ -495,7 +512,8 @@ TEST(GemmSpecDefault, FitsASmallerSharedMemoryLimit) {
 
 // Fewer than 64 rows in one wave of 64x64 (or narrower) tiles without split-K over a long K: 12
 // stages (memory-bound, as many bytes in flight as fit); with split-K, at short K, with wider or
-// 128-row tiles: 6.
+// 128-row tiles: 6. Up to 128 rows over 48 K blocks or more: a wave of 64x64, 64x32 or 64x16
+// tiles, 12 or 16 stages.
 TEST(GemmSpecDefault, StreamingDecodeTilesTakeTwelveStages) {
   const GemmProblem p;  // block scaling, bf16 out
   auto stages = [&](std::int64_t m, std::int64_t n, std::int64_t k) {
@@ -505,11 +523,26 @@ TEST(GemmSpecDefault, StreamingDecodeTilesTakeTwelveStages) {
   EXPECT_EQ(stages(37, 5120, 32768), 12);
   EXPECT_EQ(stages(64, 5120, 8192), 6);  // whole 64-row tiles
   EXPECT_EQ(stages(24, 5120, 25600), 12);
-  EXPECT_EQ(stages(64, 2112, 7168), 6);   // split-K
   EXPECT_EQ(stages(64, 2048, 768), 6);    // 6 K blocks
-  EXPECT_EQ(stages(128, 2112, 7168), 6);  // 128-row tiles
-  EXPECT_EQ(stages(64, 4096, 7168), 6);   // 64 tiles: 2 splits on 132 SMs
   EXPECT_EQ(stages(64, 9216, 4096), 6);   // 64x80 tiles
+  EXPECT_EQ(stages(37, 2048, 4096), 6);   // 32 K blocks: split-K
+  EXPECT_EQ(stages(128, 7168, 16384), 6);  // no wave of 64-row tiles: 128x64 tiles
+  auto tile = [&](std::int64_t m, std::int64_t n, std::int64_t k) {
+    const GemmConfig c = gemm_config_of(default_gemm_spec(p, m, n, k, 132, 232448));
+    return fmt::format("{}x{} s{} split {}", c.block_m, c.block_n, c.stages,
+                       gemm_split_k(m, n, k, c, 132));
+  };
+  EXPECT_EQ(tile(64, 2112, 7168), "64x16 s16 split 1");   // 132 tiles
+  EXPECT_EQ(tile(128, 2112, 7168), "64x32 s16 split 1");  // 132 tiles
+  EXPECT_EQ(tile(64, 4096, 7168), "64x32 s16 split 1");   // 128 tiles
+  EXPECT_EQ(tile(128, 4096, 7168), "64x64 s12 split 1");  // 128 tiles
+  EXPECT_EQ(tile(64, 7168, 16384), "64x64 s12 split 1");  // 112 tiles
+  EXPECT_EQ(tile(100, 2112, 7168), "64x32 s16 split 1");  // ragged M: 2 tile rows
+  // Fast accumulation keeps the cost model's tile.
+  GemmProblem fast;
+  fast.scale = ScaleMode::tensor;
+  fast.fast_accum = true;
+  EXPECT_EQ(gemm_config_of(default_gemm_spec(fast, 128, 2112, 7168, 132, 232448)).block_m, 128);
   // A GPU with less shared memory: as deep as fits.
   const int small = gemm_config_of(default_gemm_spec(p, 20, 6144, 4096, 132, 100000)).stages;
   EXPECT_LT(small, 12);

@@ -297,6 +297,13 @@ struct Sm90Fp8Gemm {
   static FP8JIT_DEVICE bool split_cluster(const GemmParams& p) {
     return !kTmaEpilogue && p.split_cluster;
   }
+  // Promotion under the next K block's wgmmas (consumer()): narrow tiles of one warpgroup and
+  // one pass, where a second set of temporaries costs at most 32 registers. Not block tiles
+  // straddling two blocks of B: their promotion's run-time dispatch made ptxas insert a wgmma
+  // wait (C7517, 64x56).
+  static constexpr bool kPipelinePromotion = kPromote && kMathWGs == 1 && kPasses == 1 &&
+                                             !kSlabPasses && kMmaM == 1 && BLOCK_N <= 64 &&
+                                             !(SCALE == kBlockScale && 128 % BLOCK_N != 0);
   static constexpr int kTurnBarrier = 3;
   static constexpr int kTurnThreads = 2 * warpgroup::kThreads;
 
@@ -377,22 +384,79 @@ struct Sm90Fp8Gemm {
                                  pending_end(p, pending_rows));
           pending = false;
         }
-      for (int kb = first; kb < last; ++kb) {
-        barrier::wait(&s.full[stage], phase);
-        // Scales are read before the fence: ptxas otherwise interleaves the LDS with the wgmmas,
-        // which stalled their issue (G8: 8192^3 block 1045 -> 990 µs with ld.shared before it).
-        const float* st = s.scales + stage * kStageScales;
-        BlockScales bs;
-        // Grouped tiles' A scales by TMA start at the row rounded down to 4
-        // (GemmGeometry::scales_a).
-        const int a_shift = kAlignA && p.scale_tma ? slab_y & 3 : 0;
-        // Block scales by a TMA map sit at an offset in their box
-        // (ScaleLoads::load_block_scales_tma).
-        const int block_at = kBlockScaleMaps ? ScaleLoads::block_scale_offset(p, w, kb) : 0;
-        const bool swapped_block = SCALE == kSwappedBlockScale;
-        Promotion::read_scales(st + a_shift + (swapped_block ? block_at : 0),
-                               st + kScalesB + (swapped_block ? 0 : block_at), r0, p.sb_hi, bs);
-        const u32 a_lo = a_lo0 + stage * (kStageA >> 4);
+      if constexpr (kPipelinePromotion) {
+        // K block kb's wgmmas go into one of two sets of temporaries while kb - 1's, in the
+        // other, are promoted, so that the tensor cores never wait for a promotion: a narrow
+        // one-warpgroup tile's K loop is otherwise a chain of full barrier, wgmma latency, wait
+        // and promotion per 128 of K. The sets alternate in a fixed order with no test between
+        // a wait and the reads it covers, so that ptxas sees which set each wait covers (with a
+        // tested wait it serialised the wgmmas, C7514).
+        float acc2[kAccSlabs][kChunkAccum];
+        struct Issued {
+          BlockScales bs;
+          const float* sb;
+          int stage;
+        } cur{}, prev{};
+        auto issue = [&](int kb, float(&into)[kAccSlabs][kChunkAccum]) {
+          prev = cur;
+          barrier::wait(&s.full[stage], phase);
+          const float* st = s.scales + stage * kStageScales;
+          read_stage_scales(p, w, st, kb, slab_y, r0, cur.bs);
+          issue_wgmmas(a_lo0 + stage * (kStageA >> 4), b_lo0 + stage * (kStageB >> 4), into, false,
+                       0);
+          if constexpr (kDeferEpilogue)
+            if (kb == first && pending) {  // the previous tile's store, under these wgmmas
+              Epilogue::store_packed(p, slab, packed, wg, slab_r, slab_c, pending_y, pending_x,
+                                     pending_end(p, pending_rows));
+              pending = false;
+            }
+          cur.sb = st + kScalesB + (col0 - tn * BLOCK_N);
+          cur.stage = stage;
+          if (++stage == kStages) {
+            stage = 0;
+            phase ^= 1;
+          }
+        };
+        // After a wait that covers `from`'s wgmmas: its stage is free (per-column scales of B
+        // are read from it by the promotion, so those release after it).
+        auto promote = [&](const float(&from)[kAccSlabs][kChunkAccum], const Issued& q) {
+          if constexpr (!gemm_scales_per_column(SCALE))
+            if (lane == 0) release(s, q.stage);
+          Promotion::promote(from, out, q.bs, q.sb, split_j);
+          if constexpr (gemm_scales_per_column(SCALE))
+            if (lane == 0) release(s, q.stage);
+        };
+        if (first < last) {
+          issue(first, acc);
+          int kb = first + 1;
+          for (; kb + 1 < last; kb += 2) {
+            issue(kb, acc2);
+            warpgroup::wait<1>();
+            promote(acc, prev);
+            issue(kb + 1, acc);
+            warpgroup::wait<1>();
+            promote(acc2, prev);
+          }
+          if (kb < last) {  // an even count: the last block into the second set
+            issue(kb, acc2);
+            warpgroup::wait<1>();
+            promote(acc, prev);
+            warpgroup::wait<0>();
+            promote(acc2, cur);
+          } else {
+            warpgroup::wait<0>();
+            promote(acc, cur);
+          }
+        }
+      } else
+        for (int kb = first; kb < last; ++kb) {
+          barrier::wait(&s.full[stage], phase);
+          // Scales are read before the fence: ptxas otherwise interleaves the LDS with the wgmmas,
+          // which stalled their issue (G8: 8192^3 block 1045 -> 990 µs with ld.shared before it).
+          const float* st = s.scales + stage * kStageScales;
+          BlockScales bs;
+          read_stage_scales(p, w, st, kb, slab_y, r0, bs);
+          const u32 a_lo = a_lo0 + stage * (kStageA >> 4);
 #pragma unroll
         for (int c = 0; c < kPasses; ++c) {
           const int chunk = kSlabPasses ? 0 : c;
@@ -498,6 +562,19 @@ struct Sm90Fp8Gemm {
 
   // Zeroes the wgmma temporaries and the FP32 sums for a new tile; with `keep_half1`, out's upper
   // half still holds the previous tile's pending half 1 (zeroed once written).
+  // K block kb's scales from its stage `st` into bs. Grouped tiles' A scales by TMA start at the
+  // row rounded down to 4 (GemmGeometry::scales_a); block scales by a TMA map sit at an offset in
+  // their box (ScaleLoads::load_block_scales_tma).
+  static FP8JIT_DEVICE void read_stage_scales(const GemmParams& p, const GemmUnit& w,
+                                              const float* st, int kb, int slab_y, int r0,
+                                              BlockScales& bs) {
+    const int a_shift = kAlignA && p.scale_tma ? slab_y & 3 : 0;
+    const int block_at = kBlockScaleMaps ? ScaleLoads::block_scale_offset(p, w, kb) : 0;
+    const bool swapped_block = SCALE == kSwappedBlockScale;
+    Promotion::read_scales(st + a_shift + (swapped_block ? block_at : 0),
+                           st + kScalesB + (swapped_block ? 0 : block_at), r0, p.sb_hi, bs);
+  }
+
   static FP8JIT_DEVICE void clear_sums(float (&acc)[kAccSlabs][kChunkAccum],
                                        float (&out)[kMmaM][kPromote ? kAccum : 1],
                                        bool keep_half1) {
