@@ -443,9 +443,12 @@ def git_commit():
                            timeout=10)
         d = subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no"],
                            capture_output=True, text=True, timeout=10)
-        return (c.stdout.strip() or "unknown") + (" + uncommitted changes" if d.stdout.strip() else "")
+        if c.returncode == 0 and c.stdout.strip():
+            return c.stdout.strip() + (" + uncommitted changes" if d.stdout.strip() else "")
     except (OSError, subprocess.SubprocessError):
-        return "unknown"
+        pass
+    # A copy of the tree without .git (the GPU machine's): the caller names the commit.
+    return os.environ.get("PEERS_COMMIT", "unknown")
 
 
 def main(argv=None):

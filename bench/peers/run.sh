@@ -10,8 +10,11 @@
 #   OUT_DIR   results (default $OUT, else bench/results/peers-<date>): gemm_peers.{md,csv,json}
 #             and run.log (this script's whole output)
 #   e.g.      bash bench/peers/run.sh /tmp/p --only 64x2112x7168,4096x7168x2048 --iters 10
-# Environment: BUILD_DIR; FP8JIT_CACHE_DIR (default /tmp/fp8jit-peers-cache: a fresh cache and no
-# tuning rows, so fp8jit runs its heuristic's kernels unless FP8JIT_DB names a database);
+# Environment: BUILD_DIR; PEERS_COMMIT (the commit the report names where the tree has no .git);
+# FP8JIT_CACHE_DIR (default /tmp/fp8jit-peers-cache: a fresh cache and no tuning database, so
+# fp8jit runs the tuned rows shipped for this GPU in share/fp8jit/tuning where there are any, else
+# its heuristic's kernels; FP8JIT_DB names a database consulted first, FP8JIT_SHIPPED_TUNING=off
+# leaves the shipped rows out);
 # DG_JIT_CACHE_DIR (default /tmp/deepgemm-cache, both DeepGEMMs); CUDA_HOME (default /usr/local/cuda);
 # DEEPGEMM2_DIR (default .carry/deepgemm2: bench/peers/setup_deepgemm2.py lays it out; a failed
 # build leaves DeepGEMM 2.6.1 unavailable in the report, the rest runs).
