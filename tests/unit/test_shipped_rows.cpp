@@ -145,6 +145,26 @@ TEST_F(ShippedRowsTest, NearestMRowsDoNotCrossTheOperandSwap) {
   EXPECT_EQ(lookup(2000).spec, other);
 }
 
+// Nor across the tile height the heuristic picks at the call's M: a decode row's 64-row tile
+// (tuned at M = 128) does not stand in for M = 4096, where the shipped exact row, else the
+// heuristic, runs; at M = 100 it does.
+TEST_F(ShippedRowsTest, NearestMRowsKeepTheTileHeight) {
+  const KernelSpec decode = make_gemm_spec(p, {64, 32, 16, 8});
+  const std::string user = dir_ + "/user.sqlite";
+  store(user, h100, {128, 2112, 7168}, decode, 13.8);
+  auto lookup = [&](std::int64_t m, const std::string& shipped) {
+    return lookup_gemm(p, m, 2112, 7168, user, TunePolicy::cached, h100, 232448, shipped);
+  };
+  EXPECT_EQ(lookup(128, "").source, LookupSource::exact);
+  EXPECT_EQ(lookup(100, "").source, LookupSource::nearest_m);
+  EXPECT_EQ(lookup(100, "").spec, decode);
+  EXPECT_EQ(lookup(4096, "").source, LookupSource::heuristic);
+  EXPECT_EQ(gemm_config_of(lookup(4096, "").spec).block_m, 128);
+  ship("h100.json", [&](const std::string& db) { store(db, h100, {4096, 2112, 7168}, tuned, 100.0); });
+  EXPECT_EQ(lookup(4096, shipped_).source, LookupSource::shipped);
+  EXPECT_EQ(lookup(4096, shipped_).spec, tuned);
+}
+
 TEST_F(ShippedRowsTest, DbListSaysWhereEachRowComesFrom) {
   ship("h100-deepseek.json", [&](const std::string& db) {
     store(db, h100, {4096, 7168, 2048}, tuned, 100.0);
