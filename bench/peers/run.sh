@@ -10,7 +10,7 @@
 #   OUT_DIR   results (default $OUT, else bench/results/peers-<date>): gemm_peers.{md,csv,json}
 #             and run.log (this script's whole output)
 #   e.g.      bash bench/peers/run.sh /tmp/p --only 64x2112x7168,4096x7168x2048 --iters 10
-# Environment: BUILD_DIR; PEERS_COMMIT (the commit the report names where the tree has no .git);
+# Environment: BUILD_DIR; PEERS_COMMIT (the commit the report names, where the tree's .git is not its own);
 # FP8JIT_CACHE_DIR (default /tmp/fp8jit-peers-cache: a fresh cache and no tuning database, so
 # fp8jit runs the tuned rows shipped for this GPU in share/fp8jit/tuning where there are any, else
 # its heuristic's kernels; FP8JIT_DB names a database consulted first, FP8JIT_SHIPPED_TUNING=off

@@ -17,6 +17,10 @@ list=${1:?usage: bash lab/scripts/variants.sh LIST NAME=PATCH[:VAR=VALUE,...]...
 shift
 source lab/scripts/ab_common.sh  # sqlite_args, ab_patch_tree
 rm -rf /tmp/fp8jit-variants-cache
+# Every variant sees the same shipped tuning rows: a patched copy's binary would not find the tree's
+# share/fp8jit/tuning next to it and would run the heuristic where the tree's binary ran a tuned
+# row (G66: on the H200, "default" lines compared a tuned tile with a heuristic one).
+export FP8JIT_SHIPPED_TUNING=${FP8JIT_SHIPPED_TUNING:-$PWD/share/fp8jit/tuning}
 declare -A build envs
 pids=()
 for v in "$@"; do
