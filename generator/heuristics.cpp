@@ -140,27 +140,38 @@ std::optional<KernelSpec> swapped_gemm_spec(const GemmProblem& problem, std::int
   if (g.smem_bytes > smem_bytes || !g.fits_registers) return std::nullopt;
   return make_gemm_spec(problem, c);
 }
-// Decode-sized M over a long K (17-128 rows, 48 K blocks or more, precise accumulation): one
-// wave of 64-row tiles, the widest of 64, 32 and 16 columns whose tiles fill at least three
-// quarters of the SMs without a second wave, each streaming its whole K (no split-K) through 16
-// stages (12 at 64 columns; fewer where shared memory is short). Since these narrow tiles promote
-// one K block under the next one's wgmmas (the kernel's kPipelinePromotion: 64x32 at
-// 128x2112x7168 block 15.8 -> 13.8 µs) a full wave of them beats split-K over fewer, wider tiles.
-// H200, CUDA events, the heuristic before -> this rule (G66): 128x2112x7168 block 15.1 -> 13.8
-// (64x32), per tensor 14.9 -> 12.5; 128x4096x7168 19.1 -> 17.2 (64x64), per tensor 18.9 -> 16.7;
-// 64x4096x7168 17.6 -> 16.8 (64x32); 64x2112x7168 13.5 -> 13.1 (64x16), per tensor 13.2 -> 12.1;
-// 64x4096x14336 27.9 -> 26.1; 64x7168x16384 43.1 -> 41.7. Not at 32 K blocks (37x2048x4096 at
-// 64x16: 11.0 -> 11.7), nor over two waves (128x4096x7168 at 64x32: 22.1).
+// Decode-sized M over a long K (17-128 rows, 48 K blocks or more): one wave of 64-row tiles,
+// each streaming its whole K (no split-K) through 16 stages (12 at 64 columns; fewer where shared
+// memory is short), of the width whose tiles come closest to the SM count without a second wave,
+// if they fill three quarters of it: a multiple of 8 from 16 to 64, with block scaling 16, 32 or
+// 64 only (a tile straddling two scale blocks of B keeps the serial promotion). Since these
+// narrow tiles promote one K block under the next one's wgmmas (the kernel's
+// kPipelinePromotion: 64x32 at 128x2112x7168 block 15.8 -> 13.8 µs) a full wave of them beats
+// split-K over fewer, wider tiles. H200, CUDA events, the heuristic before -> this rule (G66):
+// 128x2112x7168 block 15.1 -> 13.8 (64x32), per tensor 14.9 -> 12.5; 128x4096x7168 19.1 -> 17.2
+// (64x64), per tensor 18.9 -> 16.7; 64x4096x7168 17.6 -> 16.8 (64x32); 64x2112x7168 13.5 -> 13.1
+// (64x16), per tensor 13.2 -> 12.1; 64x4096x14336 27.9 -> 26.1; 64x7168x16384 43.1 -> 41.7.
+// H100, fast accumulation: 128x2112x7168 16.5 -> 15.1, 128x4096x7168 22.6 -> 20.6, 64x2112x7168
+// 15.2 -> 14.4; 64x7168x16384 55.8 -> 56.8 (the same 64x64 tile, deeper); 64x5120x8192 at 64x40
+// per tensor 28.3 -> 25.4, fast 28.3 -> 26.1, block 28.9 -> 27.8. Not at 32 K blocks
+// (37x2048x4096 at 64x16: 11.0 -> 11.7), nor over two waves (128x4096x7168 at 64x32: 22.1).
 constexpr int kStreamingMinKBlocks = 48;
 std::optional<GemmConfig> streaming_config(const GemmProblem& problem, std::int64_t m,
                                            std::int64_t n, std::int64_t k, int sm_count) {
-  if (problem.fast_accum || m > 128 || (k + 127) / 128 < kStreamingMinKBlocks) return std::nullopt;
-  for (int bn : {64, 32, 16}) {
+  if (m > 128 || (k + 127) / 128 < kStreamingMinKBlocks) return std::nullopt;
+  const bool block = problem.scale == ScaleMode::block;
+  int best_n = 0;
+  std::int64_t best_tiles = 0;
+  for (int bn = 64; bn >= 16; bn -= 8) {
+    if (block && 128 % bn != 0) continue;
     const std::int64_t tiles = (m + 63) / 64 * ((n + bn - 1) / bn);
-    if (tiles <= sm_count && 4 * tiles >= 3 * std::int64_t{sm_count})
-      return GemmConfig{64, bn, bn <= 32 ? 16 : kDeepStages, 8};
+    if (tiles <= sm_count && 4 * tiles >= 3 * std::int64_t{sm_count} && tiles > best_tiles) {
+      best_n = bn;
+      best_tiles = tiles;
+    }
   }
-  return std::nullopt;
+  if (best_n == 0) return std::nullopt;
+  return GemmConfig{64, best_n, best_n == 64 ? kDeepStages : 16, 8};
 }
 
 int max_stages(const GemmConfig& c, std::int64_t m, std::int64_t n, std::int64_t k, int sm_count) {

@@ -422,23 +422,32 @@ GemmConfig check_default(const GemmProblem& p, const Shape& sh, int sms, int sme
     EXPECT_TRUE(c.stages == 16 || gemm_geometry(p, deeper).smem_bytes > smem) << spec_name(s);
     return c;
   }
-  // 17-128 rows over 48 K blocks or more (precise accumulation): the widest of 64, 32 and 16
-  // columns whose 64-row tiles fill 3/4 to all of the SMs in one wave, 16 stages (12 at 64
-  // columns) or as many as fit, where such a width exists.
-  if (sh.m <= 128 && (sh.k + 127) / 128 >= 48 && !p.fast_accum)
-    for (int bn : {64, 32, 16}) {
-      const std::int64_t tiles = (sh.m + 63) / 64 * ((sh.n + bn - 1) / bn);
-      if (tiles > sms || 4 * tiles < 3 * sms) continue;
+  // 17-128 rows over 48 K blocks or more: of the 64-row tiles a multiple of 8 from 16 to 64 wide
+  // (16, 32 or 64 with block scaling), the width whose tiles come closest to the SM count in one
+  // wave, if they fill 3/4 of it; 16 stages (12 at 64 columns) or as many as fit; K in one range.
+  if (sh.m <= 128 && (sh.k + 127) / 128 >= 48) {
+    int bn = 0;
+    std::int64_t most = 0;
+    for (int w = 16; w <= 64; w += 8) {
+      if (p.scale == ScaleMode::block && 128 % w != 0) continue;
+      const std::int64_t tiles = (sh.m + 63) / 64 * ((sh.n + w - 1) / w);
+      if (tiles <= sms && 4 * tiles >= 3 * sms && tiles >= most) {
+        bn = w;
+        most = tiles;
+      }
+    }
+    if (bn != 0) {
       EXPECT_EQ(c.block_m, 64) << spec_name(s);
       EXPECT_EQ(c.block_n, bn) << spec_name(s);
       GemmConfig deeper = c;
       ++deeper.stages;
-      EXPECT_LE(c.stages, bn <= 32 ? 16 : 12) << spec_name(s);
-      EXPECT_TRUE(c.stages == (bn <= 32 ? 16 : 12) || gemm_geometry(p, deeper).smem_bytes > smem)
+      EXPECT_LE(c.stages, bn == 64 ? 12 : 16) << spec_name(s);
+      EXPECT_TRUE(c.stages == (bn == 64 ? 12 : 16) || gemm_geometry(p, deeper).smem_bytes > smem)
           << spec_name(s);
       EXPECT_EQ(gemm_split_k(sh.m, sh.n, sh.k, c, sms), 1) << spec_name(s);
       return c;
     }
+  }
   if (sh.m <= 64) EXPECT_EQ(c.block_m, 64);
   // The widest tile the registers of a 64- or 128-row tile allow (240 columns with fast
   // accumulation, 160 with group scaling, 208 otherwise), and at most 160 where K has 4 or fewer
@@ -538,11 +547,19 @@ TEST(GemmSpecDefault, StreamingDecodeTilesTakeTwelveStages) {
   EXPECT_EQ(tile(128, 4096, 7168), "64x64 s12 split 1");  // 128 tiles
   EXPECT_EQ(tile(64, 7168, 16384), "64x64 s12 split 1");  // 112 tiles
   EXPECT_EQ(tile(100, 2112, 7168), "64x32 s16 split 1");  // ragged M: 2 tile rows
-  // Fast accumulation keeps the cost model's tile.
-  GemmProblem fast;
-  fast.scale = ScaleMode::tensor;
+  // Per tensor (fast accumulation too), widths that are not divisors of 128 as well: 64x5120x8192
+  // takes 128 tiles of 40 columns, where block scaling finds no width (80 tiles of 64, 160 of 32).
+  GemmProblem tensor, fast;
+  tensor.scale = fast.scale = ScaleMode::tensor;
   fast.fast_accum = true;
-  EXPECT_EQ(gemm_config_of(default_gemm_spec(fast, 128, 2112, 7168, 132, 232448)).block_m, 128);
+  auto tile_of = [&](const GemmProblem& q, std::int64_t m, std::int64_t n, std::int64_t k) {
+    const GemmConfig c = gemm_config_of(default_gemm_spec(q, m, n, k, 132, 232448));
+    return fmt::format("{}x{} s{}", c.block_m, c.block_n, c.stages);
+  };
+  EXPECT_EQ(tile_of(tensor, 64, 5120, 8192), "64x40 s16");
+  EXPECT_EQ(tile_of(fast, 64, 5120, 8192), "64x40 s16");
+  EXPECT_EQ(tile_of(fast, 128, 2112, 7168), "64x32 s16");
+  EXPECT_EQ(tile_of(tensor, 64, 7168, 16384), "64x56 s14");  // 128 tiles; 14 stages fit
   // A GPU with less shared memory: as deep as fits.
   const int small = gemm_config_of(default_gemm_spec(p, 20, 6144, 4096, 132, 100000)).stages;
   EXPECT_LT(small, 12);
