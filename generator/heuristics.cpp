@@ -140,6 +140,7 @@ std::optional<KernelSpec> swapped_gemm_spec(const GemmProblem& problem, std::int
   if (g.smem_bytes > smem_bytes || !g.fits_registers) return std::nullopt;
   return make_gemm_spec(problem, c);
 }
+
 // Decode-sized M over a long K (17-128 rows, 48 K blocks or more): one wave of 64-row tiles,
 // each streaming its whole K (no split-K) through 16 stages (12 at 64 columns; fewer where shared
 // memory is short), of the width whose tiles come closest to the SM count without a second wave,

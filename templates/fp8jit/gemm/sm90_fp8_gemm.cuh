@@ -448,7 +448,7 @@ struct Sm90Fp8Gemm {
             promote(acc, cur);
           }
         }
-      } else
+      } else {
         for (int kb = first; kb < last; ++kb) {
           barrier::wait(&s.full[stage], phase);
           // Scales are read before the fence: ptxas otherwise interleaves the LDS with the wgmmas,
@@ -458,56 +458,57 @@ struct Sm90Fp8Gemm {
           read_stage_scales(p, w, st, kb, slab_y, r0, bs);
           const u32 a_lo = a_lo0 + stage * (kStageA >> 4);
 #pragma unroll
-        for (int c = 0; c < kPasses; ++c) {
-          const int chunk = kSlabPasses ? 0 : c;
-          const u32 b_lo = b_lo0 + stage * (kStageB >> 4) + chunk * (kChunkN * BLOCK_K >> 4);
-          if constexpr (kTakeTurns) named_barrier_sync(kTurnBarrier + wg, kTurnThreads);
-          issue_wgmmas(a_lo, b_lo, acc, !kPromote && kb > first, c);
-          if constexpr (kTakeTurns) named_barrier_arrive(kTurnBarrier + (wg ^ 1), kTurnThreads);
-          if constexpr (kDeferEpilogue)
-            if (c == 0 && kb == first &&
-                pending) {  // the previous tile's store, under these wgmmas
-              Epilogue::store_packed(p, slab, packed, wg, slab_r, slab_c, pending_y, pending_x,
-                                     pending_end(p, pending_rows));
-              pending = false;
-            }
-          if constexpr (kOverlapHalves) {
-            if (c == 0 && kb == first &&
-                half_pending) {  // the previous tile's half 1, then its store
-              write_half1<true>(p, pending_half_out(p, half_rows), slab, out, wg, half_row0,
-                                half_col0, half_y, half_x);
-              half_pending = false;
-            }
-            if (Scheduler::kGrouped ? c == 1 && kb == stage_half0_kb
-                                    : c == 1 && kb == last - 1 && overlap_halves) {
-              // This tile's half 0 is final (overlap_halves implies TMA stores).
-              const TileOut o = staged_out(p, tiles.group());
-              if (Scheduler::kGrouped || o.tma) {
-                Epilogue::slab_acquire(wg);
-                Epilogue::template stage_half<2, 0>(p, o, slab, out, row0, col0, slab_y, slab_x);
+          for (int c = 0; c < kPasses; ++c) {
+            const int chunk = kSlabPasses ? 0 : c;
+            const u32 b_lo = b_lo0 + stage * (kStageB >> 4) + chunk * (kChunkN * BLOCK_K >> 4);
+            if constexpr (kTakeTurns) named_barrier_sync(kTurnBarrier + wg, kTurnThreads);
+            issue_wgmmas(a_lo, b_lo, acc, !kPromote && kb > first, c);
+            if constexpr (kTakeTurns) named_barrier_arrive(kTurnBarrier + (wg ^ 1), kTurnThreads);
+            if constexpr (kDeferEpilogue)
+              if (c == 0 && kb == first &&
+                  pending) {  // the previous tile's store, under these wgmmas
+                Epilogue::store_packed(p, slab, packed, wg, slab_r, slab_c, pending_y, pending_x,
+                                       pending_end(p, pending_rows));
+                pending = false;
+              }
+            if constexpr (kOverlapHalves) {
+              if (c == 0 && kb == first &&
+                  half_pending) {  // the previous tile's half 1, then its store
+                write_half1<true>(p, pending_half_out(p, half_rows), slab, out, wg, half_row0,
+                                  half_col0, half_y, half_x);
+                half_pending = false;
+              }
+              if (Scheduler::kGrouped ? c == 1 && kb == stage_half0_kb
+                                      : c == 1 && kb == last - 1 && overlap_halves) {
+                // This tile's half 0 is final (overlap_halves implies TMA stores).
+                const TileOut o = staged_out(p, tiles.group());
+                if (Scheduler::kGrouped || o.tma) {
+                  Epilogue::slab_acquire(wg);
+                  Epilogue::template stage_half<2, 0>(p, o, slab, out, row0, col0, slab_y, slab_x);
+                }
               }
             }
+            warpgroup::wait<0>();
+            // This warp is done with the stage once its last wgmmas are: the scales are in
+            // registers, except per-column ones of B, which promotion reads from the stage.
+            if constexpr (!gemm_scales_per_column(SCALE))
+              if (c == kPasses - 1 && lane == 0) release(s, stage);
+            if constexpr (kPromote) {
+              const float* sb = st + kScalesB + (col0 - tn * BLOCK_N);
+              if constexpr (kSlabPasses)
+                promote_slab(acc, out, bs, sb, split_j, c);
+              else if constexpr (kChunks == 1)
+                Promotion::promote(acc, out, bs, sb, split_j);
+              else
+                Promotion::promote_chunk(acc, out, bs, c);
+            }
           }
-          warpgroup::wait<0>();
-          // This warp is done with the stage once its last wgmmas are: the scales are in
-          // registers, except per-column ones of B, which promotion reads from the stage.
-          if constexpr (!gemm_scales_per_column(SCALE))
-            if (c == kPasses - 1 && lane == 0) release(s, stage);
-          if constexpr (kPromote) {
-            const float* sb = st + kScalesB + (col0 - tn * BLOCK_N);
-            if constexpr (kSlabPasses)
-              promote_slab(acc, out, bs, sb, split_j, c);
-            else if constexpr (kChunks == 1)
-              Promotion::promote(acc, out, bs, sb, split_j);
-            else
-              Promotion::promote_chunk(acc, out, bs, c);
+          if constexpr (gemm_scales_per_column(SCALE))
+            if (lane == 0) release(s, stage);
+          if (++stage == kStages) {
+            stage = 0;
+            phase ^= 1;
           }
-        }
-        if constexpr (gemm_scales_per_column(SCALE))
-          if (lane == 0) release(s, stage);
-        if (++stage == kStages) {
-          stage = 0;
-          phase ^= 1;
         }
       }
       const int split = w.split;
@@ -560,8 +561,6 @@ struct Sm90Fp8Gemm {
     if (t_in_wg == 0) tma::store_wait_all();  // shared memory must outlive the last store
   }
 
-  // Zeroes the wgmma temporaries and the FP32 sums for a new tile; with `keep_half1`, out's upper
-  // half still holds the previous tile's pending half 1 (zeroed once written).
   // K block kb's scales from its stage `st` into bs. Grouped tiles' A scales by TMA start at the
   // row rounded down to 4 (GemmGeometry::scales_a); block scales by a TMA map sit at an offset in
   // their box (ScaleLoads::load_block_scales_tma).
@@ -575,6 +574,8 @@ struct Sm90Fp8Gemm {
                            st + kScalesB + (swapped_block ? 0 : block_at), r0, p.sb_hi, bs);
   }
 
+  // Zeroes the wgmma temporaries and the FP32 sums for a new tile; with `keep_half1`, out's upper
+  // half still holds the previous tile's pending half 1 (zeroed once written).
   static FP8JIT_DEVICE void clear_sums(float (&acc)[kAccSlabs][kChunkAccum],
                                        float (&out)[kMmaM][kPromote ? kAccum : 1],
                                        bool keep_half1) {
