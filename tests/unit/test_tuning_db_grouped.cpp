@@ -76,10 +76,12 @@ TEST_F(GroupedTuningDb, ExactThenNearestExpectedMThenHeuristic) {
   EXPECT_EQ(
       lookup_grouped_gemm(kContiguous, 8, 512, kN, kK, "", TunePolicy::cached, kH200, kSmem).source,
       LookupSource::heuristic);
-  // The nearest of several expected Ms, ties to the larger.
+  // The nearest of several expected Ms, ties to the larger; a row with 64-row tiles does not
+  // stand in where the heuristic takes 128-row ones (more than 64 expected rows).
   const KernelSpec small = make_gemm_spec(kContiguous, {64, 128, 6, 8});
   store_grouped(8, 64, small);
-  EXPECT_EQ(grouped_lookup(kContiguous, 8, 100).spec, small);
+  EXPECT_EQ(grouped_lookup(kContiguous, 8, 48).spec, small);
+  EXPECT_EQ(grouped_lookup(kContiguous, 8, 100).source, LookupSource::heuristic);
   EXPECT_EQ(grouped_lookup(kContiguous, 8, 288).spec, kTuned);
 }
 

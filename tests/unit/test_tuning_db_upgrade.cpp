@@ -110,8 +110,9 @@ TEST_F(TuningDbUpgrade, RowsOfAnotherBuildAreUsedUntilTheGenerationIsBumped) {
   const std::string problem = problem_key(kTuned);
   EXPECT_FALSE(db.get_exact(kH200, "gemm", problem, 4096, kN, kK, tuning_space_hash(next)));
   EXPECT_FALSE(db.get_nearest_m(kH200, "gemm", problem, 1000, kN, kK, tuning_space_hash(next)));
-  db.put(gemm_record(64, tuning_space_hash(next)));
-  EXPECT_EQ(lookup(64).source, LookupSource::nearest_m);  // 4096's row, not the closer 64
+  db.put(gemm_record(2048, tuning_space_hash(next)));
+  EXPECT_EQ(lookup(2048).source, LookupSource::nearest_m);  // 4096's row, not the closer 2048
+  EXPECT_EQ(lookup(2048).spec, kTuned);
   EXPECT_EQ(db.prune({{"gemm", tuning_space_hash("gemm")}}), 1u);
 }
 
