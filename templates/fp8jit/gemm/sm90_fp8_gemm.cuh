@@ -329,6 +329,15 @@ struct Sm90Fp8Gemm {
     u8* const slab = s.epi + wg * kEpiSlab;
     const int slab_r = warp * 16 + lane / 4,
               slab_c = 2 * (lane % 4);  // thread's first slab row, column
+    // The previous tile's deferred D, out: under a tile's first wgmmas, or alone where there are
+    // none (an empty K range, the last tile).
+    auto store_pending = [&] {
+      if constexpr (kDeferEpilogue) {
+        Epilogue::store_packed(p, slab, packed, wg, slab_r, slab_c, pending_y, pending_x,
+                               pending_end(p, pending_rows));
+        pending = false;
+      }
+    };
     // Tiles in two column halves write each half out under the other half's wgmmas: half 0 during
     // the last K block's half-1 wgmmas, half 1 during the next tile's first half-0 wgmmas (its
     // sums stay live in out's upper half meanwhile, which half 0's K blocks do not touch).
@@ -379,11 +388,7 @@ struct Sm90Fp8Gemm {
       clear_sums(acc, out,
                  half_pending);  // an empty K range (more splits than K blocks) yields zeros
       if constexpr (kDeferEpilogue)
-        if (first == last && pending) {  // no wgmmas to hide it under: store now
-          Epilogue::store_packed(p, slab, packed, wg, slab_r, slab_c, pending_y, pending_x,
-                                 pending_end(p, pending_rows));
-          pending = false;
-        }
+        if (first == last && pending) store_pending();  // no wgmmas to hide it under
       if constexpr (kPipelinePromotion) {
         // K block kb's wgmmas go into one of two sets of temporaries while kb - 1's, in the
         // other, are promoted, so that the tensor cores never wait for a promotion: a narrow
@@ -405,11 +410,7 @@ struct Sm90Fp8Gemm {
           issue_wgmmas(a_lo0 + stage * (kStageA >> 4), b_lo0 + stage * (kStageB >> 4), into, false,
                        0);
           if constexpr (kDeferEpilogue)
-            if (kb == first && pending) {  // the previous tile's store, under these wgmmas
-              Epilogue::store_packed(p, slab, packed, wg, slab_r, slab_c, pending_y, pending_x,
-                                     pending_end(p, pending_rows));
-              pending = false;
-            }
+            if (kb == first && pending) store_pending();  // under these wgmmas
           cur.sb = st + kScalesB + (col0 - tn * BLOCK_N);
           cur.stage = stage;
           if (++stage == kStages) {
@@ -465,12 +466,7 @@ struct Sm90Fp8Gemm {
             issue_wgmmas(a_lo, b_lo, acc, !kPromote && kb > first, c);
             if constexpr (kTakeTurns) named_barrier_arrive(kTurnBarrier + (wg ^ 1), kTurnThreads);
             if constexpr (kDeferEpilogue)
-              if (c == 0 && kb == first &&
-                  pending) {  // the previous tile's store, under these wgmmas
-                Epilogue::store_packed(p, slab, packed, wg, slab_r, slab_c, pending_y, pending_x,
-                                       pending_end(p, pending_rows));
-                pending = false;
-              }
+              if (c == 0 && kb == first && pending) store_pending();  // under these wgmmas
             if constexpr (kOverlapHalves) {
               if (c == 0 && kb == first &&
                   half_pending) {  // the previous tile's half 1, then its store
@@ -546,9 +542,7 @@ struct Sm90Fp8Gemm {
         Epilogue::run(p, o, slab, acc, wg, row0, col0, slab_y, slab_x, split);
     }
     if constexpr (kDeferEpilogue)
-      if (pending)
-        Epilogue::store_packed(p, slab, packed, wg, slab_r, slab_c, pending_y, pending_x,
-                               pending_end(p, pending_rows));
+      if (pending) store_pending();
     if constexpr (kOverlapHalves)
       if (half_pending)
         write_half1(p, pending_half_out(p, half_rows), slab, out, wg, half_row0, half_col0, half_y,
