@@ -196,7 +196,7 @@ std::vector<Ranked> rank_configs(const GemmProblem& problem, const KernelSpec& f
       c.epilogue = e;
       spec = make_gemm_spec(problem, c);
     }
-    ranked.push_back({gemm_cost(c, rows, s.n, s.k, sm_count, splits), c, std::move(spec)});
+    ranked.push_back({gemm_cost(problem, c, rows, s.n, s.k, sm_count, splits), c, std::move(spec)});
   }
   std::stable_sort(ranked.begin(), ranked.end(), [](const Ranked& a, const Ranked& b) { return a.cost < b.cost; });
   return ranked;

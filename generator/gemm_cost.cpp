@@ -26,15 +26,32 @@ std::int64_t tile_block_cost(const GemmConfig& c) {
 // Fewer than 4 stages expose the loads' latency.
 double pipeline_factor(int stages) { return stages >= 4 ? 1.0 : 1.0 + 0.15 * (4 - stages); }
 
+// Tiles that promote each K block under the next one's wgmmas (GemmGeometry::pipelined) and
+// stage D in whole swizzled panels, over 16 K blocks or more, take 0.88 of the time per K block
+// the model gives other tiles. Fitted on an H200 (per tensor and block scaling, CUDA events,
+// 128x128 against the 128x160-256 defaults at 14 shapes with M 1000-8192): measured time ratio
+// over the model's ratio 0.84-0.90 on 8 shapes with K >= 2048 (4096x4096x7168 per tensor 171.8
+// against 177.9 µs at 128x208, 2048x8192x8192 193.7 against 210.6, 8192x5120x2048 135.0
+// against 145.4; block 4096x4096x7168 185.0 against 180.0 at 128x256, as the model then
+// predicts), 0.93-0.94 on 3; at K <= 1536 (4-12 blocks) 0.99-1.05, where the default tiles
+// defer their epilogue and pipelined ones, short of registers, do not.
+constexpr std::int64_t kPipelinedMinKBlocks = 16;
+constexpr std::int64_t kPipelinedNum = 22, kPipelinedDen = 25;
+
 }  // namespace
 
-double gemm_cost(const GemmConfig& c, std::int64_t m, std::int64_t n, std::int64_t k, int sm_count,
-                 int splits) {
+double gemm_cost(const GemmProblem& p, const GemmConfig& c, std::int64_t m, std::int64_t n,
+                 std::int64_t k, int sm_count, int splits) {
   const std::int64_t tiles = gemm_tile_count(c, m, n);
   const std::int64_t waves = ceil_div(tiles * splits, sm_count);
   const std::int64_t range_blocks = ceil_div(ceil_div(k, 128), splits);
+  std::int64_t block_cost = tile_block_cost(c);
+  if (range_blocks >= kPipelinedMinKBlocks) {
+    const GemmGeometry g = gemm_geometry(p, c);
+    if (g.pipelined && g.swizzled_slab) block_cost = block_cost * kPipelinedNum / kPipelinedDen;
+  }
   return static_cast<double>(waves) *
-         (static_cast<double>(range_blocks * tile_block_cost(c)) * pipeline_factor(c.stages));
+         (static_cast<double>(range_blocks * block_cost) * pipeline_factor(c.stages));
 }
 
 }  // namespace fp8jit

@@ -12,8 +12,9 @@ namespace fp8jit {
 // Predicted relative time of an m x n x k GEMM with config c on `sm_count` multiprocessors, its
 // K cut into `splits` ranges: waves of work units (tile x K range) on a persistent grid, times
 // the K blocks of a range, times one tile's time per K block. Only ratios between configs mean
-// anything.
-double gemm_cost(const GemmConfig& c, std::int64_t m, std::int64_t n, std::int64_t k, int sm_count,
-                 int splits);
+// anything. The problem decides whether the kernel pipelines its promotion
+// (GemmGeometry::pipelined), which makes a K block cheaper.
+double gemm_cost(const GemmProblem& p, const GemmConfig& c, std::int64_t m, std::int64_t n,
+                 std::int64_t k, int sm_count, int splits);
 
 }  // namespace fp8jit

@@ -100,7 +100,7 @@ int cheapest_width(const GemmProblem& p, int block_m, const std::vector<int>& wi
   for (int bn : widths) {
     const GemmConfig c{block_m, bn, kDefaultStages};
     if (gemm_geometry(p, c).straddles_three_b_blocks) continue;
-    const double cost = gemm_cost(c, m, n, k, sm_count, 1);
+    const double cost = gemm_cost(p, c, m, n, k, sm_count, 1);
     if (best_n == 0 || cost <= best_cost) {
       best_cost = cost;
       best_n = bn;

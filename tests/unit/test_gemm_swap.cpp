@@ -156,8 +156,8 @@ TEST(GemmSwap, SplitEpilogueAndCostReadTheTileRowsAsN) {
   EXPECT_EQ(gemm_split_k(16, 4096, 4096, s, 132), 2);
   EXPECT_EQ(gemm_split_k(16, 4096, 4096, GemmConfig{64, 16, 16, 8}, 132), 1);
   EXPECT_EQ(gemm_epilogue_for(kTensor, 1, 6144, 4096, swapped(64, 8, 16), 132), GemmEpilogue::any);
-  EXPECT_EQ(gemm_cost(s, 16, 4096, 4096, 132, 2),
-            gemm_cost(GemmConfig{64, 16, 16, 8}, 4096, 16, 4096, 132, 2));
+  EXPECT_EQ(gemm_cost(kTensor, s, 16, 4096, 4096, 132, 2),
+            gemm_cost(kTensor, GemmConfig{64, 16, 16, 8}, 4096, 16, 4096, 132, 2));
   EXPECT_THROW(gemm_split_k(0, 4096, 4096, s, 132), Error);
 }
 

@@ -49,6 +49,12 @@ struct GemmGeometry {
   // the large shapes of both shape lists, so only the tuner or an explicit config picks them.
   bool slab_passes;
   int passes;       // wgmma batches per K block, each promoted before the next: chunks or slabs
+  // Promotion of K block kb - 1 under kb's wgmmas, from a second set of temporaries: tiles of one
+  // pass (one m64 slab per warpgroup, one column chunk) up to 128 columns, where that set (64
+  // registers at most) still fits beside the sums; for block scaling only widths dividing 128
+  // (a tile straddling two blocks of B dispatched its promotion at run time, and ptxas then
+  // inserted a wgmma wait: C7517 at 64x56).
+  bool pipelined;
   int cluster;      // CTAs per thread-block cluster of the config (1 or 2)
   // Rows of A's and B's tiles each CTA loads: a 2-CTA cluster loads half of the operand it
   // shares (A along N, B along M) and multicasts it to both.
@@ -159,6 +165,8 @@ constexpr GemmGeometry gemm_geometry(const GemmTile& t) {
                   t.block_n <= 128 && t.cluster_m * t.cluster_n == 1 &&
                   2 * sums > g.max_accumulators;
   g.passes = g.slab_passes ? g.mma_m : g.chunks;
+  g.pipelined = promote && g.passes == 1 && g.mma_m == 1 && t.block_n <= 128 &&
+                !(t.scale == kBlockScale && 128 % t.block_n != 0);
   g.accumulators = sums + (promote ? (g.slab_passes ? sums / g.mma_m : sums / g.chunks) : 0);
   // ptxas: the bias epilogue of 240- and 256-wide precise tiles spills (4-72 bytes).
   g.bias_spills = g.chunks == 2 && t.bias && t.block_n > kGemmChunkedBiasMaxN;

@@ -268,14 +268,6 @@ struct Sm90Fp8Gemm {
   using Promotion = Sm90GemmPromotion<BLOCK_M, BLOCK_N, kMmaM, kChunks, SCALE>;
   using BlockScales = typename Promotion::BlockScales;
 
-  // Two consumer warpgroups take turns issuing their wgmmas, one K block at a time (hardware
-  // barriers kTurnBarrier + wg; 1 and 2 are the epilogue's). Issued together, the two batches
-  // interleave on the tensor cores, finish together, and both warpgroups then promote while the
-  // tensor cores idle; in turns, one warpgroup's promotion (and epilogue) runs under the other's
-  // MMAs. Warpgroup 1 opens with an arrival so that warpgroup 0 goes first, and warpgroup 0
-  // closes with the matching wait, leaving both barriers balanced at exit.
-  static constexpr bool kTakeTurns = kMathWGs == 2;
-
   // The launch's epilogue. A kernel built for TMA epilogues (config epilogue = tma, which the host
   // picks where K is not split, gemm_epilogue_for) holds only that path: no split-K partials or
   // in-cluster sums and no direct stores. That halves its code (block 128x256: 4456 -> 2208 SASS
@@ -297,13 +289,19 @@ struct Sm90Fp8Gemm {
   static FP8JIT_DEVICE bool split_cluster(const GemmParams& p) {
     return !kTmaEpilogue && p.split_cluster;
   }
-  // Promotion under the next K block's wgmmas (consumer()): narrow tiles of one warpgroup and
-  // one pass, where a second set of temporaries costs at most 32 registers. Not block tiles
-  // straddling two blocks of B: their promotion's run-time dispatch made ptxas insert a wgmma
-  // wait (C7517, 64x56).
-  static constexpr bool kPipelinePromotion = kPromote && kMathWGs == 1 && kPasses == 1 &&
-                                             !kSlabPasses && kMmaM == 1 && BLOCK_N <= 64 &&
-                                             !(SCALE == kBlockScale && 128 % BLOCK_N != 0);
+  // Promotion under the next K block's wgmmas (consumer(), GemmGeometry::pipelined). With two
+  // math warpgroups each then keeps the tensor cores busy by itself, so they run free: 128x128
+  // at 4096x4096x7168 (H200, CUDA events) block 205.7 -> 185.0 µs, per tensor 187.7 -> 171.8
+  // (its default then, 128x208, took 177.9); 8192^3 block 919 -> 840.
+  static constexpr bool kPipelinePromotion = Geometry::get().pipelined;
+  // Two consumer warpgroups take turns issuing their wgmmas, one K block at a time (hardware
+  // barriers kTurnBarrier + wg; 1 and 2 are the epilogue's). Issued together, the two batches
+  // interleave on the tensor cores, finish together, and both warpgroups then promote while the
+  // tensor cores idle; in turns, one warpgroup's promotion (and epilogue) runs under the other's
+  // MMAs. Warpgroup 1 opens with an arrival so that warpgroup 0 goes first, and warpgroup 0
+  // closes with the matching wait, leaving both barriers balanced at exit. Not where promotion
+  // is pipelined: there turns only held each warpgroup's next wgmmas back.
+  static constexpr bool kTakeTurns = kMathWGs == 2 && !kPipelinePromotion;
   static constexpr int kTurnBarrier = 3;
   static constexpr int kTurnThreads = 2 * warpgroup::kThreads;
 
@@ -391,9 +389,9 @@ struct Sm90Fp8Gemm {
         if (first == last && pending) store_pending();  // no wgmmas to hide it under
       if constexpr (kPipelinePromotion) {
         // K block kb's wgmmas go into one of two sets of temporaries while kb - 1's, in the
-        // other, are promoted, so that the tensor cores never wait for a promotion: a narrow
-        // one-warpgroup tile's K loop is otherwise a chain of full barrier, wgmma latency, wait
-        // and promotion per 128 of K. The sets alternate in a fixed order with no test between
+        // other, are promoted, so that the tensor cores never wait for a promotion: a
+        // warpgroup's K loop is otherwise a chain of full barrier, wgmma latency, wait and
+        // promotion per 128 of K. The sets alternate in a fixed order with no test between
         // a wait and the reads it covers, so that ptxas sees which set each wait covers (with a
         // tested wait it serialised the wgmmas, C7514).
         float acc2[kAccSlabs][kChunkAccum];
@@ -705,13 +703,17 @@ struct Sm90Fp8Gemm {
   // sums and their packed copy); per tensor up to 128x224 and rowwise up to 128x192 it did not.
   // Per tensor 128x232 with a bias fitted until the one-thread producer (G65) moved ptxas's
   // allocation by a register (8 bytes spilt), so per tensor stops at 224 columns (3N/4 = 168).
+  // Pipelined promotion counts its second set of temporaries: deferring beside it spilt block
+  // 128x128 and 64x128, and per tensor 128x128, which fitted, ran 0.5-2.5 % slower deferred
+  // (H200: 4096x24576x1536 246.5 against 252.6 µs).
   static constexpr int kDeferRegisters = kPromote           ? 210
                                          : kMmaM > 1        ? 0
                                          : SCALE == kPerRow ? 144
                                                             : 168;
   static constexpr bool kDeferEpilogue =
       Epilogue::kCanPack && !kSwapAB &&
-      kMmaM * (kAccum + Epilogue::kPacked) + (kPromote ? kAccSlabs * kChunkAccum : 0) <=
+      kMmaM * (kAccum + Epilogue::kPacked) +
+              (kPromote ? (kPipelinePromotion ? 2 : 1) * kAccSlabs * kChunkAccum : 0) <=
           kDeferRegisters - (Scheduler::kGrouped ? kGemmGroupedRegisters : 0);
 
   static FP8JIT_DEVICE void run(const GemmParams& p, u8* raw_smem) {
