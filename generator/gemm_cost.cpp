@@ -27,15 +27,17 @@ std::int64_t tile_block_cost(const GemmConfig& c) {
 double pipeline_factor(int stages) { return stages >= 4 ? 1.0 : 1.0 + 0.15 * (4 - stages); }
 
 // Tiles that promote each K block under the next one's wgmmas (GemmGeometry::pipelined) and
-// stage D in whole swizzled panels, over 16 K blocks or more, take 0.88 of the time per K block
-// the model gives other tiles. Fitted on an H200 (per tensor and block scaling, CUDA events,
-// 128x128 against the 128x160-256 defaults at 14 shapes with M 1000-8192): measured time ratio
-// over the model's ratio 0.84-0.90 on 8 shapes with K >= 2048 (4096x4096x7168 per tensor 171.8
-// against 177.9 µs at 128x208, 2048x8192x8192 193.7 against 210.6, 8192x5120x2048 135.0
-// against 145.4; block 4096x4096x7168 185.0 against 180.0 at 128x256, as the model then
-// predicts), 0.93-0.94 on 3; at K <= 1536 (4-12 blocks) 0.99-1.05, where the default tiles
-// defer their epilogue and pipelined ones, short of registers, do not.
-constexpr std::int64_t kPipelinedMinKBlocks = 16;
+// stage D in whole swizzled panels take 0.88 of the time per K block the model gives other tiles
+// where K runs 16-31 blocks. There pipelined 128x128 beat the 128x160 tiles that defer their
+// epilogue (H100, peers benchmark, same run: 4096x7168x2048 per tensor 104.5 -> 98.5 µs,
+// 8192x5120x2048 148.2 -> 138.8; H200: 102.5 -> 96.6, 145.4 -> 135.0). Under 16 blocks the
+// deferring tiles won (H200: 4096x24576x1536 238.4 against 246.5 µs). From 32 blocks on the
+// H200 and the H100 disagree: on the H200 128x128 was 0.84-0.94 of the model's time on 11 of 14
+// shapes, on the H100 it ran 2-29 % slower than the wider tiles on 13 of 17 (4096x4096x7168 per
+// tensor 180.1 -> 188.4 µs, 8192^3 867.2 -> 968.7, 6000x8192x28672 2222 -> 2862; block 128x256
+// -> 128x128 at 8192x10240x8192 1082 -> 1223), so the model keeps them at full cost there.
+// Dense launches only: grouped kernels' pipelined 128x128 tiles are untimed.
+constexpr std::int64_t kPipelinedMinKBlocks = 16, kPipelinedMaxKBlocks = 31;
 constexpr std::int64_t kPipelinedNum = 22, kPipelinedDen = 25;
 
 }  // namespace
@@ -46,7 +48,8 @@ double gemm_cost(const GemmProblem& p, const GemmConfig& c, std::int64_t m, std:
   const std::int64_t waves = ceil_div(tiles * splits, sm_count);
   const std::int64_t range_blocks = ceil_div(ceil_div(k, 128), splits);
   std::int64_t block_cost = tile_block_cost(c);
-  if (range_blocks >= kPipelinedMinKBlocks) {
+  if (p.layout == GemmLayout::dense && range_blocks >= kPipelinedMinKBlocks &&
+      range_blocks <= kPipelinedMaxKBlocks) {
     const GemmGeometry g = gemm_geometry(p, c);
     if (g.pipelined && g.swizzled_slab) block_cost = block_cost * kPipelinedNum / kPipelinedDen;
   }

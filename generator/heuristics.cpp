@@ -93,14 +93,18 @@ std::vector<int> candidate_widths(const GemmProblem& p, int block_m, std::int64_
 // The width the cost model finds cheapest among the candidates; ties go to the wider tile, which
 // reuses A more. Each is costed with a full pipeline and K in one range: stages and split-K
 // follow from the width chosen.
-int cheapest_width(const GemmProblem& p, int block_m, const std::vector<int>& widths, std::int64_t m,
-                   std::int64_t n, std::int64_t k, int sm_count) {
+// `launch`: the layout the kernel runs (the cost model's pipelined discount is for dense ones).
+int cheapest_width(const GemmProblem& p, int block_m, const std::vector<int>& widths,
+                   std::int64_t m, std::int64_t n, std::int64_t k, int sm_count,
+                   GemmLayout launch) {
+  GemmProblem costed = p;
+  costed.layout = launch;
   int best_n = 0;
   double best_cost = 0;
   for (int bn : widths) {
     const GemmConfig c{block_m, bn, kDefaultStages};
     if (gemm_geometry(p, c).straddles_three_b_blocks) continue;
-    const double cost = gemm_cost(p, c, m, n, k, sm_count, 1);
+    const double cost = gemm_cost(costed, c, m, n, k, sm_count, 1);
     if (best_n == 0 || cost <= best_cost) {
       best_cost = cost;
       best_n = bn;
@@ -208,7 +212,7 @@ KernelSpec fitted(const GemmProblem& problem, GemmConfig c, std::int64_t m, std:
 }
 
 // Swapped operands up to 16 rows, streaming tiles where streaming_config finds a wave of them
-// (`streaming`: dense launches; grouped ones take only the width and their own pipeline depth),
+// (`launch` dense; grouped launches take only the width and their own pipeline depth),
 // else the cost model's pick under the rules the H100 sweeps added. Tiles: 64 rows when M is
 // small (one consumer warpgroup), else 128, and the width gemm_cost finds cheapest up to the
 // widest the rules allow. From the H100 tuning sweeps (G11, G15): with 4 or fewer K blocks per
@@ -216,14 +220,16 @@ KernelSpec fitted(const GemmProblem& problem, GemmConfig c, std::int64_t m, std:
 // groups of 16 tile-rows won on every shape with 16 or more of them. As many stages as shared
 // memory holds, up to 6 (12 where max_stages says).
 KernelSpec dense_default(const GemmProblem& problem, std::int64_t m, std::int64_t n, std::int64_t k,
-                         int sm_count, int smem_bytes, bool streaming) {
+                         int sm_count, int smem_bytes, GemmLayout launch) {
+  const bool streaming = launch == GemmLayout::dense;
   if (problem.layout == GemmLayout::dense && m <= kGemmSwapMaxM)
     if (auto swapped = swapped_gemm_spec(problem, m, n, sm_count, smem_bytes)) return *swapped;
   if (const auto s = streaming ? streaming_config(problem, m, n, k, sm_count) : std::nullopt)
     return fitted(problem, *s, m, n, k, sm_count, smem_bytes, s->stages);
   const int block_m = m <= 64 ? 64 : 128;
   const std::int64_t k_blocks = (k + 127) / 128;
-  int best_n = cheapest_width(problem, block_m, candidate_widths(problem, block_m, k_blocks), m, n, k, sm_count);
+  int best_n = cheapest_width(problem, block_m, candidate_widths(problem, block_m, k_blocks), m, n,
+                              k, sm_count, launch);
   // Decode-sized M with one wave of wide tiles: each CTA runs one tile, whose pipeline fill and
   // epilogue nothing overlaps; two tiles per CTA of half the width overlap them (tuned: 64x96
   // and 128x96 won 1.08-1.10x over x192 at N = 24576, K = 1536; G16).
@@ -237,7 +243,7 @@ KernelSpec dense_default(const GemmProblem& problem, std::int64_t m, std::int64_
 
 KernelSpec default_gemm_spec(const GemmProblem& problem, std::int64_t m, std::int64_t n,
                              std::int64_t k, int sm_count, int smem_bytes) {
-  return dense_default(problem, m, n, k, sm_count, smem_bytes, true);
+  return dense_default(problem, m, n, k, sm_count, smem_bytes, GemmLayout::dense);
 }
 
 // Grouped GEMMs run their groups' tiles in one persistent grid, without split-K: the dense
@@ -253,7 +259,8 @@ KernelSpec default_grouped_gemm_spec(const GemmProblem& problem, std::int64_t gr
   const int block_m = expected_m <= 64 ? 64 : 128;
   const std::int64_t tiles_per_group = (std::max<std::int64_t>(expected_m, 1) + block_m - 1) / block_m;
   const std::int64_t rows = std::max<std::int64_t>(groups, 1) * tiles_per_group * block_m;
-  GemmConfig c = gemm_config_of(dense_default(dense, rows, n, k, sm_count, smem_bytes, false));
+  GemmConfig c =
+      gemm_config_of(dense_default(dense, rows, n, k, sm_count, smem_bytes, problem.layout));
   c.block_m = block_m;
   c.cluster_m = 1;
   c.swap_ab = 0;  // dense-only (rows stacked from groups are never decode-sized anyway)
