@@ -69,6 +69,30 @@ TEST(GemmGeometrySlab, SwizzledOnlyForDenseTilesOfWholePanels) {
   EXPECT_EQ(gemm_geometry(block, {128, 256, 3, 8}).epi_slab, 64 * 256 * 2);
 }
 
+// Pipelined promotion (a second set of wgmma temporaries) exactly for promoted tiles of one pass
+// and one m64 slab per warpgroup up to 128 columns, with block scaling only widths dividing 128;
+// the kernel takes the fact from here, and so does the cost model.
+TEST(GemmGeometryPipelined, OnePassPromotedTilesUpTo128Columns) {
+  const GemmProblem block{Fp8Format::e4m3, Fp8Format::e4m3, DType::bf16, ScaleMode::block};
+  const GemmProblem tensor{Fp8Format::e4m3, Fp8Format::e4m3, DType::bf16, ScaleMode::tensor};
+  const GemmProblem rowwise{Fp8Format::e4m3, Fp8Format::e4m3, DType::bf16, ScaleMode::rowwise};
+  const GemmProblem fast{Fp8Format::e4m3,   Fp8Format::e4m3, DType::bf16,
+                         ScaleMode::tensor, false,           true};
+  auto pipelined = [](const GemmProblem& p, const GemmConfig& c) {
+    return gemm_geometry(p, c).pipelined;
+  };
+  EXPECT_TRUE(pipelined(block, {128, 128, 5, 8}));
+  EXPECT_TRUE(pipelined(block, {64, 32, 16, 8}));
+  EXPECT_TRUE(pipelined(tensor, {128, 112, 6, 8}));
+  EXPECT_TRUE(pipelined(rowwise, {64, 128, 6, 8}));
+  EXPECT_TRUE(pipelined(tensor, {64, 8, 16, 8}));
+  EXPECT_FALSE(pipelined(block, {128, 96, 6, 8}));    // straddles two blocks of B
+  EXPECT_FALSE(pipelined(tensor, {128, 136, 6, 8}));  // no room for a second set
+  EXPECT_FALSE(pipelined(block, {128, 256, 3, 8}));   // column halves
+  EXPECT_FALSE(pipelined(block, {256, 64, 4, 8}));    // two m64 slabs per warpgroup
+  EXPECT_FALSE(pipelined(fast, {128, 128, 6, 8}));    // nothing to promote
+}
+
 TEST(GemmSpecName, PinnedNameJsonAndHash) {
   // Pinned: a change invalidates every cache entry and tuning record keyed by this spec.
   const KernelSpec s = make_gemm_spec(

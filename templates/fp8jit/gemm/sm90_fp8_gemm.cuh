@@ -2,9 +2,10 @@
 //
 // Warp-specialised and persistent: one producer warp issues TMA loads of A and B tiles into a
 // ring of kStages shared-memory stages guarded by mbarriers; one or two consumer warpgroups issue
-// FP8 wgmma.mma_async on them, taking turns unless each pipelines its own promotion. Each CTA (or 2-CTA cluster, which multicasts the
-// operand its pair shares) works on the units its tile scheduler hands out (scheduler.cuh: the
-// dense grid in grouped, L2-friendly order; grouped layouts plug in other schedulers).
+// FP8 wgmma.mma_async on them, taking turns unless each pipelines its own promotion. Each CTA (or
+// 2-CTA cluster, which multicasts the operand its pair shares) works on the units its tile
+// scheduler hands out (scheduler.cuh: the dense grid in grouped, L2-friendly order; grouped
+// layouts plug in other schedulers).
 // Block scaling promotes: every 128 of K, the wgmma accumulators are scaled and added into FP32
 // registers, which applies the per-block scales and sidesteps the tensor cores' limited FP8
 // accumulation precision. The producer warp stages each K block's scales into shared memory with
