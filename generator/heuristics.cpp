@@ -232,9 +232,12 @@ KernelSpec dense_default(const GemmProblem& problem, std::int64_t m, std::int64_
                               k, sm_count, launch);
   // Decode-sized M with one wave of wide tiles: each CTA runs one tile, whose pipeline fill and
   // epilogue nothing overlaps; two tiles per CTA of half the width overlap them (tuned: 64x96
-  // and 128x96 won 1.08-1.10x over x192 at N = 24576, K = 1536; G16).
+  // and 128x96 won 1.08-1.10x over x192 at N = 24576, K = 1536; G16). From 4 K blocks on: at
+  // 128x32768x512 block the H200's tuning took 128x128 s5 (13.25 µs against 14.43 for the 128x256
+  // s3 this rule left at 8 blocks), as DeepGEMM takes 128x128 there on the H100 (12.3 µs against
+  // fp8jit's 128x256 14.1, G67).
   const std::int64_t tiles = (n + best_n - 1) / best_n;
-  if (m <= 128 && best_n >= 128 && k_blocks >= 8 && tiles <= sm_count && tiles * 4 >= sm_count * 3)
+  if (m <= 128 && best_n >= 128 && k_blocks >= 4 && tiles <= sm_count && tiles * 4 >= sm_count * 3)
     best_n = best_n / 16 * 8;
   const int group_m = (m + block_m - 1) / block_m >= 16 ? 16 : 8;
   return fitted(problem, GemmConfig{block_m, best_n, 2, group_m}, m, n, k, sm_count, smem_bytes, 0);

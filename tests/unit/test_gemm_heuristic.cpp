@@ -53,6 +53,8 @@ TEST(GemmHeuristic, ShortKCapsTheTileWidth) {
   EXPECT_EQ(pick(ScaleMode::block, 2048, 7168, 256).block_n, 256);
   EXPECT_EQ(pick(ScaleMode::block, 4096, 32768, 512, true).block_n, 144);
   EXPECT_EQ(pick(ScaleMode::block, 128, 2048, 512).block_n, 64);  // 16 tiles of 128: narrow fills SMs
+  // One wave of 256-wide tiles at decode M: half the width, two tiles per CTA.
+  EXPECT_EQ(pick(ScaleMode::block, 128, 32768, 512).block_n, 128);
   EXPECT_EQ(pick(ScaleMode::tensor, 4096, 32768, 512).block_n, 144);
   EXPECT_LE(pick(ScaleMode::rowwise, 4096, 32768, 512).block_n, 144);
   for (std::int64_t m : {500, 2048, 8192})
