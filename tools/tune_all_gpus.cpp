@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -24,6 +25,41 @@ std::string slurp(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   return {std::istreambuf_iterator<char>(f), {}};
 }
+
+// The children of a running --all-gpus tune, for the signal handler: a tune killed by its launcher
+// (timeout, a batch system's SIGTERM to the one process it started) must not leave its children
+// tuning on the GPUs with nobody to report them. A signal aimed at the whole process group (Ctrl-C)
+// reaches them anyway; then they get it twice, which is harmless.
+constexpr int kMaxChildren = 1024;
+volatile sig_atomic_t g_children = 0;
+pid_t g_child_pids[kMaxChildren];
+
+void forward_signal(int sig) {
+  for (int i = 0; i < g_children; ++i) ::kill(g_child_pids[i], sig);
+}
+
+// Forwards SIGINT, SIGTERM and SIGHUP to the children while it lives; the parent itself keeps
+// running to wait for them, print their logs and remove its folder.
+class ForwardSignals {
+ public:
+  ForwardSignals() {
+    struct sigaction sa {};
+    sa.sa_handler = forward_signal;
+    sigemptyset(&sa.sa_mask);
+    for (std::size_t i = 0; i < std::size(kSignals); ++i) ::sigaction(kSignals[i], &sa, &old_[i]);
+  }
+  ~ForwardSignals() {
+    for (std::size_t i = 0; i < std::size(kSignals); ++i)
+      ::sigaction(kSignals[i], &old_[i], nullptr);
+    g_children = 0;
+  }
+  ForwardSignals(const ForwardSignals&) = delete;
+  ForwardSignals& operator=(const ForwardSignals&) = delete;
+
+ private:
+  static constexpr int kSignals[] = {SIGINT, SIGTERM, SIGHUP};
+  struct sigaction old_[std::size(kSignals)]{};
+};
 
 // Starts /proc/self/exe with `args`, its stdout and stderr to `out` and `err`.
 pid_t spawn_self(const std::vector<std::string>& args, const std::string& out, const std::string& err) {
@@ -58,11 +94,17 @@ int tune_on_all_gpus(const std::vector<std::string>& args, int devices) {
       std::filesystem::remove_all(dir, ec);
     }
   } cleanup{tmpl};
+  if (devices > kMaxChildren)
+    throw Error(ErrorKind::invalid_argument,
+                fmt::format("--all-gpus: {} devices, at most {} processes", devices, kMaxChildren));
   std::vector<pid_t> pids;
+  ForwardSignals forward;
   for (int d = 0; d < devices; ++d) {
     std::vector<std::string> a = args;
     a.insert(a.end(), {"--device", std::to_string(d), "--shard", fmt::format("{}/{}", d, devices)});
     pids.push_back(spawn_self(a, fmt::format("{}/{}.out", tmpl, d), fmt::format("{}/{}.err", tmpl, d)));
+    g_child_pids[d] = pids.back();
+    g_children = d + 1;
   }
   fmt::print(stderr, "fp8jit tune: {} processes, one per GPU, each on its shard\n", devices);
   int result = 0;

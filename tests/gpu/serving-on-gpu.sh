@@ -47,6 +47,19 @@ if [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
   ./$B/fp8jit tune --shapes "$work/four.csv" --top-k 4 --all-gpus --db "$work/all.sqlite" > "$OUT/all-gpus.txt" 2>&1 ||
     status=1
   grep -E "^=== GPU|geometric" "$OUT/all-gpus.txt"
+  echo "=== tune --all-gpus stopped by SIGTERM to the parent alone: its tuning processes stop too"
+  ./$B/fp8jit tune --suite deepseek-v3 --top-k 4 --all-gpus --db "$work/term.sqlite" > "$OUT/all-gpus-term.txt" 2>&1 &
+  parent=$!
+  sleep 8
+  kill -TERM "$parent"
+  wait "$parent"
+  sleep 2
+  left=$(pgrep -f -- "--db $work/term.sqlite" | wc -l)
+  echo "tuning processes left after the parent's SIGTERM: $left (0 expected)"
+  if [ "$left" != 0 ]; then
+    status=1
+    pkill -f -- "--db $work/term.sqlite"
+  fi
 fi
 rm -rf "$work"
 exit "$status"
