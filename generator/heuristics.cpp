@@ -87,6 +87,19 @@ std::vector<int> candidate_widths(const GemmProblem& p, int block_m, std::int64_
   // N 2048-32768: 0.87-1.03x the time (4096x32768x512 156.7 µs against 179.2).
   if (max_n < widest && gemm_geometry(p, GemmConfig{block_m, widest, kDefaultStages}).chunks == 2)
     widths.push_back(widest);
+  // So does the widest one-pass tile of whole 128-byte panels of D (192 columns of bf16), whose
+  // slab is conflict-free and goes out by TMA store per panel since G50-G54, after the caps
+  // above were measured: per tensor it beat the capped 144 and 160 by 12 and 9 % (H200, tuning
+  // sweeps at 4096x32768x512: 163.6 -> 143.4 µs, 4096x24576x1536: 268.5 -> 242.9).
+  if (p.scale != ScaleMode::block) {
+    for (int bn = widest; bn > max_n; --bn) {
+      const GemmGeometry g = gemm_geometry(p, GemmConfig{block_m, bn, kDefaultStages});
+      if (g.chunks == 1 && g.swizzled_slab) {
+        widths.push_back(bn);
+        break;
+      }
+    }
+  }
   return widths;
 }
 

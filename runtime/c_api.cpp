@@ -169,7 +169,7 @@ void fp8jit_runtime_options_init(fp8jit_runtime_options* options) {
   const fp8jit::RuntimeOptions defaults;
   *options = fp8jit_runtime_options{
       sizeof(fp8jit_runtime_options), nullptr, nullptr, defaults.jit ? 1 : 0, defaults.max_sms,
-      defaults.pdl ? 1 : 0,           nullptr};
+      defaults.pdl ? 1 : 0,           nullptr, nullptr};
 }
 
 fp8jit_status fp8jit_runtime_create_with_options(const fp8jit_runtime_options* options, fp8jit_runtime** out) {
@@ -178,16 +178,18 @@ fp8jit_status fp8jit_runtime_create_with_options(const fp8jit_runtime_options* o
     const char* fn = "fp8jit_runtime_create_with_options";
     require(out, "out", fn, "a place for the new runtime (fp8jit_runtime**)");
     require(options, "options", fn, "an fp8jit_runtime_options pointer (fp8jit_runtime_options_init)");
-    // This header's layout, or 0.1's (the fields before elementwise_arch): any other smaller
-    // size is an uninitialised struct, a larger one a caller built against a newer fp8jit whose
-    // fields this library would ignore.
-    constexpr std::size_t kLayout01 = offsetof(fp8jit_runtime_options, elementwise_arch);
-    if (options->struct_size != sizeof(fp8jit_runtime_options) && options->struct_size != kLayout01)
+    // This header's layout, or an earlier one (the fields before elementwise_arch, or before
+    // shipped_tuning_dir): any other smaller size is an uninitialised struct, a larger one a
+    // caller built against a newer fp8jit whose fields this library would ignore.
+    constexpr std::size_t kBeforeArch = offsetof(fp8jit_runtime_options, elementwise_arch);
+    constexpr std::size_t kBeforeShipped = offsetof(fp8jit_runtime_options, shipped_tuning_dir);
+    const std::size_t size = options->struct_size;
+    if (size != sizeof(fp8jit_runtime_options) && size != kBeforeArch && size != kBeforeShipped)
       fp8jit::throw_invalid(
-          "options->struct_size", std::to_string(options->struct_size),
+          "options->struct_size", std::to_string(size),
           fmt::format("{} (fill the struct with fp8jit_runtime_options_init, and build against "
-                      "this library's fp8jit.h; {}: fp8jit 0.1's layout)",
-                      sizeof(fp8jit_runtime_options), kLayout01));
+                      "this library's fp8jit.h; {} and {}: earlier layouts)",
+                      sizeof(fp8jit_runtime_options), kBeforeArch, kBeforeShipped));
     if (options->jit != 0 && options->jit != 1)
       fp8jit::throw_invalid("options->jit", std::to_string(options->jit), "0 or 1");
     if (options->max_sms < 0)
@@ -200,8 +202,12 @@ fp8jit_status fp8jit_runtime_create_with_options(const fp8jit_runtime_options* o
     o.jit = options->jit == 1;
     o.max_sms = options->max_sms;
     o.pdl = options->pdl == 1;
-    if (options->struct_size > kLayout01 && options->elementwise_arch)
+    if (size > kBeforeArch && options->elementwise_arch)
       o.elementwise_arch = options->elementwise_arch;  // checked by the Runtime (invalid_argument)
+    // A folder that is missing or holds bad documents is the lookup's warning, not an error here:
+    // the heuristic still serves every shape.
+    if (size > kBeforeShipped && options->shipped_tuning_dir)
+      o.shipped_tuning_dir = options->shipped_tuning_dir;
     *out = new fp8jit_runtime(o);
   });
 }

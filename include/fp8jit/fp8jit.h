@@ -255,6 +255,11 @@ typedef struct fp8jit_runtime_options {
                             that the driver compiles for whichever GPU loads it. GEMMs are always
                             sm_90a. A struct_size without this field (fp8jit 0.1's layout) leaves
                             it at the default. */
+  const char* shipped_tuning_dir; /* NULL (default): the tuned rows installed with this library
+                            (share/fp8jit/tuning beside it), consulted after db_path and before
+                            the heuristic; "": none; else a folder of `fp8jit db export`
+                            documents. A struct_size without this field (an earlier layout,
+                            ending at elementwise_arch) leaves it at the default. */
 } fp8jit_runtime_options;
 /* The defaults of fp8jit::RuntimeOptions (no disk cache, no database, jit on); no FP8JIT_*
  * variable is read. NULL is a no-op. */

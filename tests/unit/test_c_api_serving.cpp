@@ -80,6 +80,37 @@ TEST(CApiServing, ElementwiseArchAndTheEarlierLayout) {
   fp8jit_runtime_destroy(rt);
 }
 
+// shipped_tuning_dir: NULL keeps the rows installed with the library, "" turns them off, a folder
+// replaces them; a caller built before the field (struct_size ending at elementwise_arch) gets the
+// default, the bytes past its struct never read.
+TEST(CApiServing, ShippedTuningDirAndTheLayoutBeforeIt) {
+  fp8jit_runtime_options o;
+  fp8jit_runtime_options_init(&o);
+  EXPECT_EQ(o.shipped_tuning_dir, nullptr);
+  const std::string installed = fp8jit::RuntimeOptions{}.shipped_tuning_dir;
+  fp8jit_runtime* rt = nullptr;
+  ASSERT_EQ(fp8jit_runtime_create_with_options(&o, &rt), FP8JIT_SUCCESS) << last_error();
+  EXPECT_EQ(rt->runtime.options().shipped_tuning_dir, installed);
+  fp8jit_runtime_destroy(rt);
+  for (const char* dir : {"", "/tmp/fp8jit-rows-elsewhere"}) {
+    o.shipped_tuning_dir = dir;
+    ASSERT_EQ(fp8jit_runtime_create_with_options(&o, &rt), FP8JIT_SUCCESS) << last_error();
+    EXPECT_EQ(rt->runtime.options().shipped_tuning_dir, dir);
+    fp8jit_runtime_destroy(rt);
+  }
+  o.struct_size = offsetof(fp8jit_runtime_options, shipped_tuning_dir);
+  o.shipped_tuning_dir = reinterpret_cast<const char*>(0x1);  // past that struct: never read
+  o.elementwise_arch = "compute_89";
+  ASSERT_EQ(fp8jit_runtime_create_with_options(&o, &rt), FP8JIT_SUCCESS) << last_error();
+  EXPECT_EQ(rt->runtime.options().shipped_tuning_dir, installed);
+  EXPECT_EQ(rt->runtime.options().elementwise_arch, "compute_89");
+  fp8jit_runtime_destroy(rt);
+  o.struct_size = offsetof(fp8jit_runtime_options, shipped_tuning_dir) - 1;  // no layout of ours
+  EXPECT_EQ(fp8jit_runtime_create_with_options(&o, &rt), FP8JIT_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(rt, nullptr);
+  EXPECT_NE(last_error().find("options->struct_size"), std::string::npos) << last_error();
+}
+
 // PDL from the options, then switched per runtime; a value other than 0 or 1, or no runtime, is
 // refused and leaves the setting as it was.
 TEST(CApiServing, PdlFromOptionsAndSetter) {
