@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -114,7 +115,13 @@ int tune_on_all_gpus(const std::vector<std::string>& args, int devices) {
     }
     const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
     fmt::print("=== GPU {} (exit {})\n{}", d, code, slurp(fmt::format("{}/{}.out", tmpl, d)));
-    fmt::print(stderr, "{}", printable(slurp(fmt::format("{}/{}.err", tmpl, d)), 1 << 20));
+    // Line by line: each line's control bytes escaped, its end kept.
+    const std::string err = slurp(fmt::format("{}/{}.err", tmpl, d));
+    for (std::size_t at = 0; at < err.size();) {
+      const std::size_t end = std::min(err.find('\n', at), err.size());
+      fmt::print(stderr, "{}\n", printable(std::string_view(err).substr(at, end - at), 1 << 20));
+      at = end + 1;
+    }
     if (code != 0 && result == 0) result = code;
   }
   return result;

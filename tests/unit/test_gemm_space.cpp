@@ -475,9 +475,12 @@ GemmConfig check_default(const GemmProblem& p, const Shape& sh, int sms, int sme
   if (sh.m <= 64) EXPECT_EQ(c.block_m, 64);
   // The widest tile the registers of a 64- or 128-row tile allow (240 columns with fast
   // accumulation, 160 with group scaling, 208 otherwise), and at most 160 where K has 4 or fewer
-  // blocks of 128 (the epilogue dominates) unless the tile goes in column halves.
+  // blocks of 128 (the epilogue dominates) unless the tile goes in column halves or stages D in
+  // whole panels (128x192).
   EXPECT_LE(c.block_n, heuristic_cap(p)) << spec_name(s);
-  if ((sh.k + 127) / 128 <= 4 && gemm_geometry(p, c).chunks == 1) EXPECT_LE(c.block_n, 160) << spec_name(s);
+  if ((sh.k + 127) / 128 <= 4 && gemm_geometry(p, c).chunks == 1 &&
+      !gemm_geometry(p, c).swizzled_slab)
+    EXPECT_LE(c.block_n, 160) << spec_name(s);
   EXPECT_LE(gemm_geometry(p, c).smem_bytes, smem) << spec_name(s);
   GemmConfig more = c;
   ++more.stages;

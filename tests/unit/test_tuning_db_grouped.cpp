@@ -101,15 +101,19 @@ TEST_F(GroupedTuningDb, OtherGroupCountsAndLayoutsDoNotMatch) {
 }
 
 TEST_F(GroupedTuningDb, DenseRowsAreUnaffected) {
-  const KernelSpec dense = make_gemm_spec(GemmProblem{}, {128, 160, 5, 8});
+  const KernelSpec dense = make_gemm_spec(GemmProblem{}, {128, 192, 4, 8});  // near the heuristic's
   ASSERT_TRUE(store_gemm_result(path_, kH200, "node7 device 0", {4096, kN, kK}, won_by(dense, 50.0)));
   // A grouped row nearer in M than the dense one is never a dense answer, nor the reverse.
   store_grouped(8, 512, kTuned);
   EXPECT_EQ(dense_lookup(4096).source, LookupSource::exact);
-  EXPECT_EQ(dense_lookup(600).source, LookupSource::nearest_m);
-  EXPECT_EQ(dense_lookup(600).spec, dense);
-  EXPECT_EQ(grouped_lookup(kContiguous, 8, 4096).spec, kTuned);
-  EXPECT_EQ(grouped_lookup(kContiguous, 8, 4096).source, LookupSource::nearest_m);
+  EXPECT_EQ(dense_lookup(3000).source, LookupSource::nearest_m);
+  EXPECT_EQ(dense_lookup(3000).spec, dense);
+  // M = 600 is nearer the grouped row, which a dense lookup does not see, and too far from the
+  // dense one (5 tiles along M against 32) to take it; the reverse likewise.
+  EXPECT_EQ(dense_lookup(600).source, LookupSource::heuristic);
+  EXPECT_EQ(grouped_lookup(kContiguous, 8, 600).spec, kTuned);
+  EXPECT_EQ(grouped_lookup(kContiguous, 8, 600).source, LookupSource::nearest_m);
+  EXPECT_EQ(grouped_lookup(kContiguous, 8, 4096).source, LookupSource::heuristic);
   // The dense key is what it always was: no group count.
   TuningDb db(path_);
   const auto row =

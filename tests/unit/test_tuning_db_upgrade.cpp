@@ -70,7 +70,8 @@ TEST(TuningSpaceHash, TemplateEditsKeepTheKey) {
 
 constexpr std::int64_t kN = 7168, kK = 2048;
 constexpr int kSmem = 232448;
-const KernelSpec kTuned = make_gemm_spec(GemmProblem{}, {128, 96, 5, 4});
+// Near the heuristic's tile at M = 3000-4096 (a row stands in for a nearby M only near its cost).
+const KernelSpec kTuned = make_gemm_spec(GemmProblem{}, {128, 192, 4, 4});
 
 TuningRecord gemm_record(std::int64_t m, const std::string& space) {
   TuningRecord r = quant_record(kH200, m, kK, 100.0, kTuned, 1);
@@ -101,7 +102,7 @@ TEST_F(TuningDbUpgrade, RowsOfAnotherBuildAreUsedUntilTheGenerationIsBumped) {
   TuningDb(path_).put(gemm_record(4096, tuning_space_hash(edited)));
   EXPECT_EQ(lookup(4096).source, LookupSource::exact);
   EXPECT_EQ(lookup(4096).spec, kTuned);
-  EXPECT_EQ(lookup(1000).source, LookupSource::nearest_m);
+  EXPECT_EQ(lookup(3000).source, LookupSource::nearest_m);
 
   // The next generation does not use it (and this one does not use the next one's rows).
   FamilyDef next = gemm_family();
@@ -109,10 +110,10 @@ TEST_F(TuningDbUpgrade, RowsOfAnotherBuildAreUsedUntilTheGenerationIsBumped) {
   TuningDb db(path_);
   const std::string problem = problem_key(kTuned);
   EXPECT_FALSE(db.get_exact(kH200, "gemm", problem, 4096, kN, kK, tuning_space_hash(next)));
-  EXPECT_FALSE(db.get_nearest_m(kH200, "gemm", problem, 1000, kN, kK, tuning_space_hash(next)));
-  db.put(gemm_record(2048, tuning_space_hash(next)));
-  EXPECT_EQ(lookup(2048).source, LookupSource::nearest_m);  // 4096's row, not the closer 2048
-  EXPECT_EQ(lookup(2048).spec, kTuned);
+  EXPECT_FALSE(db.get_nearest_m(kH200, "gemm", problem, 3000, kN, kK, tuning_space_hash(next)));
+  db.put(gemm_record(3500, tuning_space_hash(next)));
+  EXPECT_EQ(lookup(3500).source, LookupSource::nearest_m);  // 4096's row, not the closer 3500
+  EXPECT_EQ(lookup(3500).spec, kTuned);
   EXPECT_EQ(db.prune({{"gemm", tuning_space_hash("gemm")}}), 1u);
 }
 
@@ -132,9 +133,12 @@ TEST_F(TuningDbUpgrade, MigrationFromVersion2KeepsTheCurrentSpacesRows) {
   EXPECT_EQ(lookup(4096).source, LookupSource::exact);  // the lookup's open migrates
   EXPECT_EQ(lookup(4096).spec, kTuned);
   EXPECT_EQ(lookup(8192).source, LookupSource::exact);
-  EXPECT_EQ(lookup(100).source, LookupSource::nearest_m);  // 4096's row: 64's is another space
-
   TuningDb db(path_);
+  // The nearest row to M = 100 is 4096's: 64's is another space.
+  const auto nearest =
+      db.get_nearest_m(kH200, "gemm", problem_key(kTuned), 100, kN, kK, tuning_space_hash("gemm"));
+  ASSERT_TRUE(nearest);
+  EXPECT_EQ(nearest->m, 4096);
   EXPECT_EQ(db.schema_version(), TuningDb::kSchemaVersion);
   auto quant =
       db.get_exact(kH200, "quantize", kQuantProblem, 128, 0, 4096, tuning_space_hash("quantize"));
