@@ -256,15 +256,28 @@ KernelSpec dense_default(const GemmProblem& problem, std::int64_t m, std::int64_
   const std::int64_t tiles = (n + best_n - 1) / best_n;
   if (m <= 128 && best_n >= 128 && k_blocks >= 4 && tiles <= sm_count && tiles * 4 >= sm_count * 3)
     best_n = best_n / 16 * 8;
-  // Block scaling over 12 K blocks or fewer: where the model picks (and the rule above keeps) the
-  // column halves (128x256, three stages), the one-pass tile of whole panels (128x192, four) runs a
-  // tile's short K with less fixed cost. H100 tuning sweeps: 4096x32768x512 155.5 -> 142.0 µs,
-  // 4096x24576x1536 266.9
-  // -> 251.8 (H200: 149.3 -> 144.4, 256.9 -> 251.4).
-  if (problem.scale == ScaleMode::block && k_blocks <= 12 &&
-      gemm_geometry(problem, GemmConfig{block_m, best_n, kDefaultStages}).chunks == 2)
-    if (const int bn = widest_whole_panel_width(problem, block_m, best_n); bn > 0) best_n = bn;
   const int group_m = (m + block_m - 1) / block_m >= 16 ? 16 : 8;
+  // Block scaling over 12 K blocks or fewer: where the model picks (and the rule above keeps) the
+  // column halves (128x256, three stages), the one-pass tile of whole panels (128x192, four) runs
+  // a tile's short K with less fixed cost, where its waves cost no more once each is costed with
+  // the stages it gets (cheapest_width costs both with full pipelines). H100, CUDA events, 256 ->
+  // 192: 8192x8192x512 86.4 -> 74.6 µs, 2048x7168x512 24.8 -> 22.2, 4096x24576x1536 261.5 ->
+  // 252.2, 8192x16384x1536 337.5 -> 335.0, and at 4096x32768x512 (tuning) 155.5 -> 142.0; where
+  // 192 needs more waves than the stages pay for it lost, as the staged costs say: 1024x4096x512
+  // 11.7 -> 12.8 (one wave against two), 1024x16384x1024 38.5 -> 39.2.
+  if (problem.scale == ScaleMode::block && k_blocks <= 12 &&
+      gemm_geometry(problem, GemmConfig{block_m, best_n, kDefaultStages}).chunks == 2) {
+    if (const int bn = widest_whole_panel_width(problem, block_m, best_n); bn > 0) {
+      GemmProblem costed = problem;
+      costed.layout = launch;
+      auto staged_cost = [&](int width) {
+        const KernelSpec s = fitted(problem, GemmConfig{block_m, width, 2, group_m}, m, n, k,
+                                    sm_count, smem_bytes, 0);
+        return gemm_cost(costed, gemm_config_of(s), m, n, k, sm_count, 1);
+      };
+      if (staged_cost(bn) <= staged_cost(best_n)) best_n = bn;
+    }
+  }
   return fitted(problem, GemmConfig{block_m, best_n, 2, group_m}, m, n, k, sm_count, smem_bytes, 0);
 }
 }  // namespace

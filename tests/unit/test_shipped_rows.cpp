@@ -44,7 +44,7 @@ class ShippedRowsTest : public ::testing::Test {
   const std::string dir_ = tmp_.path(), shipped_ = dir_ + "/tuning";
   const GpuKey h100{"NVIDIA H100 80GB HBM3", 9, 0, 132}, h200{"NVIDIA H200", 9, 0, 132};
   const GemmProblem p;
-  // Close to the heuristic's tiles at the shapes below (the cost model rates them within 10 %, so
+  // Close to the heuristic's tiles at the shapes below (the cost model rates them within 5 %, so
   // they may stand in for a nearby M), and told apart by their rasters.
   const KernelSpec tuned = make_gemm_spec(GemmProblem{}, {128, 192, 4, 8});
   const KernelSpec other = make_gemm_spec(GemmProblem{}, {128, 192, 4, 4});
