@@ -101,7 +101,11 @@ std::vector<int> candidate_widths(const GemmProblem& p, int block_m, std::int64_
   // slab is conflict-free and goes out by TMA store per panel since G50-G54, after the caps
   // above were measured: per tensor it beat the capped 144 and 160 by 12 and 9 % (H200, tuning
   // sweeps at 4096x32768x512: 163.6 -> 143.4 µs, 4096x24576x1536: 268.5 -> 242.9).
-  if (p.scale != ScaleMode::block)
+  // Not with fast accumulation at 4 K blocks or fewer, where the deferring 144 stayed ahead (H100,
+  // peers benchmark: 4096x32768x512 154.3 µs at 144 against 166.6 at 192; at 12 blocks 192 won,
+  // 4096x24576x1536 274.6 -> 261.8).
+  const bool fast_and_short = p.fast_accum && k_blocks <= 4;
+  if (p.scale != ScaleMode::block && !fast_and_short)
     if (const int bn = widest_whole_panel_width(p, block_m, widest); bn > max_n)
       widths.push_back(bn);
   return widths;
