@@ -55,12 +55,6 @@ namespace {
 // The pipeline the default's tiles are costed with, and its depth where shared memory holds it.
 constexpr int kDefaultStages = 6;
 
-// The widths the cost model chooses from: multiples of 16 from 64 up to the widest default tile,
-// and that tile itself. The widest is what the registers allow (GemmGeometry), in two column
-// halves only for block scaling with 128 rows: 1.04-1.06x on the 4096-row K >= 7168 shapes over
-// 192, where per-tensor scaling's 256 lost to its unchunked 208 (G18: 4096x4096x7168 block 213 ->
-// 201 µs at 256, per tensor 176 -> 187). With bias, block scaling's registers stop at 224
-// columns, which straddle three scale blocks of B, so its widest tile is 208 there.
 // The widest tile up to `from` columns that runs in one pass and stages D in whole 128-byte
 // panels (GemmGeometry::swizzled_slab): 192 columns of bf16 D. 0 if none.
 int widest_whole_panel_width(const GemmProblem& p, int block_m, int from) {
@@ -71,6 +65,12 @@ int widest_whole_panel_width(const GemmProblem& p, int block_m, int from) {
   return 0;
 }
 
+// The widths the cost model chooses from: multiples of 16 from 64 up to the widest default tile,
+// and that tile itself. The widest is what the registers allow (GemmGeometry), in two column
+// halves only for block scaling with 128 rows: 1.04-1.06x on the 4096-row K >= 7168 shapes over
+// 192, where per-tensor scaling's 256 lost to its unchunked 208 (G18: 4096x4096x7168 block 213 ->
+// 201 µs at 256, per tensor 176 -> 187). With bias, block scaling's registers stop at 224
+// columns, which straddle three scale blocks of B, so its widest tile is 208 there.
 std::vector<int> candidate_widths(const GemmProblem& p, int block_m, std::int64_t k_blocks) {
   const bool halves = p.scale == ScaleMode::block && block_m == 128;
   const int widest = gemm_widest_block_n(p, block_m, halves ? 2 : 1);
@@ -78,7 +78,8 @@ std::vector<int> candidate_widths(const GemmProblem& p, int block_m, std::int64_
   // K of 4 blocks or fewer: the epilogue dominates, and a tile's epilogue after all its wgmmas
   // costs more than its width gains: 144 columns won at 4096x32768x512 (G16; G21 with the
   // deferred epilogue: block 183 µs against 189 for 160), 128x192 lost to 128x128 by 1.4-1.5x
-  // at 2048x7168, K = 256 and 512 (H100, block).
+  // at 2048x7168, K = 256 and 512 (H100, block), before D's slab went out in swizzled panels
+  // (G68: 22.2 against 22.1 µs at K = 512; see the whole-panel tile below).
   if (k_blocks <= 4) max_n = std::min(max_n, 144);
   // K of 16 blocks or fewer without block scaling: tiles up to 168 columns defer their epilogue
   // under the next tile's wgmmas (the kernel's kDeferEpilogue), which beat wider tiles there
@@ -269,7 +270,8 @@ KernelSpec dense_default(const GemmProblem& problem, std::int64_t m, std::int64_
   // 252.2, 8192x16384x1536 337.5 -> 335.0, and at 4096x32768x512 (tuning) 155.5 -> 142.0; where
   // 192 needs more waves than the stages pay for it lost, as the staged costs say: 1024x4096x512
   // 11.7 -> 12.8 (one wave against two), 1024x16384x1024 38.5 -> 39.2.
-  if (problem.scale == ScaleMode::block && k_blocks <= 12 &&
+  // Dense launches only: the grouped kernels' 128x192 is untimed there.
+  if (launch == GemmLayout::dense && problem.scale == ScaleMode::block && k_blocks <= 12 &&
       gemm_geometry(problem, GemmConfig{block_m, best_n, kDefaultStages}).chunks == 2) {
     if (const int bn = widest_whole_panel_width(problem, block_m, best_n); bn > 0) {
       GemmProblem costed = problem;
