@@ -65,6 +65,21 @@ class CacheStats(ctypes.Structure):
     ]
 
 
+class RuntimeOptions(ctypes.Structure):
+    """fp8jit_runtime_options (the strings are pointers: Fp8jit keeps their buffers alive)."""
+
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("cache_dir", ctypes.c_void_p),
+        ("db_path", ctypes.c_void_p),
+        ("jit", ctypes.c_int),
+        ("max_sms", ctypes.c_int),
+        ("pdl", ctypes.c_int),
+        ("elementwise_arch", ctypes.c_void_p),
+        ("shipped_tuning_dir", ctypes.c_void_p),
+    ]
+
+
 # offsetof() of each field and sizeof() on x86-64 (System V), as a C compiler lays out the
 # header's structs: the self-test compares the ctypes structs against them, against its own
 # layout of the header's declarations, and against a C compiler where one is installed.
@@ -80,9 +95,15 @@ CACHE_STATS_C_LAYOUT = {
     "disk_writes": 40, "compiles": 48, "compile_seconds": 56,
 }
 CACHE_STATS_C_SIZE = 64
+RUNTIME_OPTIONS_C_LAYOUT = {
+    "struct_size": 0, "cache_dir": 8, "db_path": 16, "jit": 24, "max_sms": 28, "pdl": 32,
+    "elementwise_arch": 40, "shipped_tuning_dir": 48,
+}
+RUNTIME_OPTIONS_C_SIZE = 56
 
 # The C structs this module mirrors: header name -> ctypes class (for the self-test).
-STRUCTS = {"fp8jit_gemm_args": GemmArgs, "fp8jit_cache_stats": CacheStats}
+STRUCTS = {"fp8jit_gemm_args": GemmArgs, "fp8jit_cache_stats": CacheStats,
+           "fp8jit_runtime_options": RuntimeOptions}
 
 # Every function this module declares: name -> (restype, argtypes), as fp8jit.h declares them.
 # fp8jit_status and the other enums are C ints; fp8jit_stream_t and fp8jit_runtime* are pointers.
@@ -95,6 +116,8 @@ FUNCTIONS = {
     "fp8jit_status_string": (ctypes.c_char_p, [_INT]),
     "fp8jit_runtime_create": (_INT, [ctypes.POINTER(_P)]),
     "fp8jit_runtime_create_with_cache_dir": (_INT, [ctypes.c_char_p, ctypes.POINTER(_P)]),
+    "fp8jit_runtime_options_init": (None, [ctypes.POINTER(RuntimeOptions)]),
+    "fp8jit_runtime_create_with_options": (_INT, [ctypes.POINTER(RuntimeOptions), ctypes.POINTER(_P)]),
     "fp8jit_runtime_destroy": (None, [_P]),
     "fp8jit_runtime_cache_dir": (ctypes.c_char_p, [_P]),
     "fp8jit_gemm_args_init": (None, [ctypes.POINTER(GemmArgs)]),
@@ -125,9 +148,14 @@ class Fp8jit:
 
     cache_dir None: fp8jit_runtime_create (the FP8JIT_* environment: disk cache, tuning database,
     ...). A string: fp8jit_runtime_create_with_cache_dir (that binary cache, "" for none; no
-    tuning database, no FP8JIT_* variable read)."""
+    tuning database, no FP8JIT_* variable read). shipped_tuning (with cache_dir a string):
+    fp8jit_runtime_create_with_options with that cache, no tuning database, and the tuned rows
+    shipped with fp8jit taken from that folder ("" for none, INSTALLED_ROWS for the ones beside
+    the library)."""
 
-    def __init__(self, path, cache_dir=None):
+    INSTALLED_ROWS = object()
+
+    def __init__(self, path, cache_dir=None, shipped_tuning=None):
         if not os.path.isfile(path):
             raise Fp8jitError(f"--lib {path}: no such file (build it with `cmake --build BUILD --target "
                               f"fp8jit_shared`; it is BUILD/libfp8jit.so)")
@@ -139,7 +167,19 @@ class Fp8jit:
         self._declare()
         self.version = self.lib.fp8jit_version().decode()
         self.rt = ctypes.c_void_p()
-        if cache_dir is None:
+        if shipped_tuning is not None:
+            if cache_dir is None:
+                raise Fp8jitError("shipped_tuning needs cache_dir as a string (\"\" for no disk cache)")
+            options = RuntimeOptions()
+            self.lib.fp8jit_runtime_options_init(ctypes.byref(options))
+            self._strings = [ctypes.create_string_buffer(cache_dir.encode())]
+            options.cache_dir = ctypes.cast(self._strings[0], ctypes.c_void_p)
+            if shipped_tuning is not Fp8jit.INSTALLED_ROWS:
+                self._strings.append(ctypes.create_string_buffer(str(shipped_tuning).encode()))
+                options.shipped_tuning_dir = ctypes.cast(self._strings[-1], ctypes.c_void_p)
+            self._check(self.lib.fp8jit_runtime_create_with_options(ctypes.byref(options), ctypes.byref(self.rt)),
+                        "fp8jit_runtime_create_with_options")
+        elif cache_dir is None:
             self._check(self.lib.fp8jit_runtime_create(ctypes.byref(self.rt)), "fp8jit_runtime_create")
         else:
             self._check(self.lib.fp8jit_runtime_create_with_cache_dir(cache_dir.encode(), ctypes.byref(self.rt)),

@@ -440,7 +440,8 @@ def ctypes_kind(c):
 def test_header():
     enums, structs, funcs = parse_header()
     expected = {"fp8jit_gemm_args": (fj.GEMM_ARGS_C_LAYOUT, fj.GEMM_ARGS_C_SIZE),
-                "fp8jit_cache_stats": (fj.CACHE_STATS_C_LAYOUT, fj.CACHE_STATS_C_SIZE)}
+                "fp8jit_cache_stats": (fj.CACHE_STATS_C_LAYOUT, fj.CACHE_STATS_C_SIZE),
+                "fp8jit_runtime_options": (fj.RUNTIME_OPTIONS_C_LAYOUT, fj.RUNTIME_OPTIONS_C_SIZE)}
     for cname, cls in fj.STRUCTS.items():
         fields = structs.get(cname)
         check(fields is not None, f"{cname} in the header")
@@ -538,11 +539,50 @@ def test_library():
             check(False, f"fp8jit_gemm_select: {e}")
         st = lib.cache_stats()
         check(set(st) == {n for n, _ in fj.CacheStats._fields_}, "cache stats")
+    # Runtimes from fp8jit_runtime_options: no shipped rows, the installed ones, a folder; the same
+    # selection where no row is for this GPU; shipped_tuning without a cache string is refused.
+    names = []
+    for shipped in ("", fj.Fp8jit.INSTALLED_ROWS, os.path.join(ROOT, "share", "fp8jit", "tuning")):
+        try:
+            with fj.Fp8jit(path, cache_dir="", shipped_tuning=shipped) as other:
+                a2 = other.gemm_args(64, 2112, 7168, fj.SCALE_MODE_BLOCK)
+                a2.a, a2.b, a2.d, a2.scale_a, a2.scale_b = 1 << 20, 2 << 20, 3 << 20, 4 << 20, 5 << 20
+                names.append(other.select(a2))
+        except fj.Fp8jitError as e:
+            check(False, f"fp8jit_runtime_create_with_options (shipped_tuning {shipped!r}): {e}")
+    check(len(names) == 3 and len(set(names)) == 1, f"selection with and without shipped rows off a GPU: {names}")
+    check(raises(fj.Fp8jitError, fj.Fp8jit, path, None, "") is not None, "shipped_tuning without cache_dir")
+
+
+def test_shipped_gain():
+    import shipped_gain as sg
+    def row(m, scale, shipped, heuristic, cs="k1", ch="k1", status="ok"):
+        return {"list": "l", "m": m, "n": 64, "k": 128, "scale": scale,
+                "variants": {"shipped": {"status": status, "us": shipped, "config": cs},
+                             "heuristic": {"status": "ok", "us": heuristic, "config": ch}}}
+    rows = [row(1, "block", 10.0, 10.2), row(2, "block", 10.0, 12.0, ch="k2"), row(3, "block", 10.0, 8.0, ch="k3"),
+            row(4, "block", None, 9.0, status="error"), row(5, "tensor", 5.0, 5.0)]
+    s = sg.summarize_ab(rows)
+    b = s["l"]["block"]
+    check(b["rows"] == 4 and b["flagged"] == 1 and b["all"]["shapes"] == 3, f"shipped gain counts {b}")
+    close(b["all"]["geomean"], (1.02 * 1.2 * 0.8) ** (1 / 3))
+    check(b["changed"]["shapes"] == 2 and b["changed"]["worst"] == (0.8, "3x64x128")
+          and b["changed"]["best"] == (1.2, "2x64x128"), f"shipped gain changed rows {b['changed']}")
+    close(b["changed"]["geomean"], (1.2 * 0.8) ** 0.5)
+    t = s["l"]["tensor"]
+    check(t["changed"]["shapes"] == 0 and t["changed"]["geomean"] is None and t["changed"]["worst"] is None,
+          f"no changed rows {t}")
+    md = sg.markdown_ab(["meta"], rows, s)
+    check("| l | block | 4 | 0.993 | 2 | 0.980 | 0.800 at 3x64x128 | 1.200 at 2x64x128 | 1 |" in md, md[:600])
+    check("| l | 4 | 64 | 128 | block | error | 9.0 |  |" in md, "a failed call's row")
+    for bad in (["--out", "x", "--scales", "block,fp4"], ["--out", "x", "--iters", "0"],
+                ["--out", "x", "--rows", "/nonexistent/rows"], ["--out", "x", "--lists", "no-such-list"]):
+        check(raises(SystemExit, sg.parse_args, bad) is not None, f"shipped_gain.py {bad} refused")
 
 
 def main():
     for t in (test_shapes, test_arithmetic, test_events, test_report, test_best_deepgemm, test_deepgemm2_setup,
-              test_gemm_peers_args, test_grouped_peers_args,
+              test_gemm_peers_args, test_grouped_peers_args, test_shipped_gain,
               test_header, test_c_compiler, test_library):
         try:
             t()
