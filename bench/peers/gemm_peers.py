@@ -246,9 +246,11 @@ def rel_error(torch, D, ref):
 class Fp8jitProvider:
     name = "fp8jit"
 
-    def __init__(self, torch, lib_path):
+    def __init__(self, torch, lib_path, lib=None):
+        """lib: an fj.Fp8jit to use (e.g. one made with runtime options); else one made from
+        lib_path with the FP8JIT_* environment (run.sh sets FP8JIT_CACHE_DIR)."""
         self.torch = torch
-        self.lib = fj.Fp8jit(lib_path)  # FP8JIT_* environment (run.sh sets FP8JIT_CACHE_DIR)
+        self.lib = lib or fj.Fp8jit(lib_path)
         self.version = self.lib.version
 
     def _args(self, shape, scale):

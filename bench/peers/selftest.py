@@ -575,9 +575,15 @@ def test_shipped_gain():
     md = sg.markdown_ab(["meta"], rows, s)
     check("| l | block | 4 | 0.993 | 2 | 0.980 | 0.800 at 3x64x128 | 1.200 at 2x64x128 | 1 |" in md, md[:600])
     check("| l | 4 | 64 | 128 | block | error | 9.0 |  |" in md, "a failed call's row")
-    for bad in (["--out", "x", "--scales", "block,fp4"], ["--out", "x", "--iters", "0"],
-                ["--out", "x", "--rows", "/nonexistent/rows"], ["--out", "x", "--lists", "no-such-list"]):
-        check(raises(SystemExit, sg.parse_args, bad) is not None, f"shipped_gain.py {bad} refused")
+    out = os.path.join(tempfile.mkdtemp(prefix="fp8jit_sg_"), "never")
+    for bad in (["--scales", "block,fp4"], ["--scales", ""], ["--iters", "0"], ["--iters", "-5"],
+                ["--warmup", "-1"], ["--flush-mib", "0"], ["--rows", "/nonexistent/rows"], ["--rows", HEADER],
+                ["--rows", "r" * 100000], ["--lists", "no-such-list"], ["--lists", ""], ["--lists", ",,"],
+                ["--lib", "/nonexistent/libfp8jit.so"], ["--lib", ""], ["--iters", "many"]):
+        check(raises(SystemExit, sg.parse_args, ["--out", out] + bad) is not None, f"shipped_gain.py {bad} refused")
+        check(raises(SystemExit, sg.main, ["--out", out] + bad) is not None and not os.path.exists(out),
+              f"shipped_gain.py {bad}: nothing written")
+    check(raises(SystemExit, sg.parse_args, []) is not None, "shipped_gain.py without --out refused")
 
 
 def main():

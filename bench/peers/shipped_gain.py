@@ -55,6 +55,8 @@ def parse_args(argv=None):
                                 "at least 1, 0 and 1")
         if not os.path.isdir(a.rows):
             raise pc.InputError(f"--rows {a.rows}: not a folder")
+        if a.lib is not None and not os.path.isfile(a.lib):
+            raise pc.InputError(f"--lib {a.lib}: no such file (cmake --build BUILD --target fp8jit_shared)")
     except pc.InputError as e:
         p.error(str(e))
     return a
@@ -118,7 +120,6 @@ def write_atomic(path, text):
 
 def main(argv=None):
     a = parse_args(argv)
-    os.makedirs(a.out, exist_ok=True)
     try:
         import torch
     except ImportError:
@@ -133,10 +134,8 @@ def main(argv=None):
     variants = {}
     try:
         for name, rows_dir in zip(VARIANTS, (a.rows, "")):
-            prov = gp.Fp8jitProvider.__new__(gp.Fp8jitProvider)
-            prov.torch = torch
-            prov.lib = fj.Fp8jit(lib_path, cache_dir=a.cache_dir, shipped_tuning=rows_dir)
-            variants[name] = prov
+            lib = fj.Fp8jit(lib_path, cache_dir=a.cache_dir, shipped_tuning=rows_dir)
+            variants[name] = gp.Fp8jitProvider(torch, lib_path, lib=lib)
     except fj.Fp8jitError as e:
         print(f"shipped_gain.py: {e}", file=sys.stderr)
         return 1
@@ -168,6 +167,7 @@ def main(argv=None):
             log(f"  {shape} ({time.time() - t:.1f} s) " + " | ".join(
                 f"{r['scale']}: " + " ".join(f"{v}={pc.cell_time(r['variants'][v])}" for v in VARIANTS) for r in got))
     summary = summarize_ab(rows)
+    os.makedirs(a.out, exist_ok=True)  # only now: a run that fails before leaves nothing behind
     base = os.path.join(a.out, "shipped_gain")
     write_atomic(base + ".json", json.dumps({"meta": meta_lines, "summary": summary, "rows": rows}, indent=1))
     write_atomic(base + ".md", markdown_ab(meta_lines, rows, summary))

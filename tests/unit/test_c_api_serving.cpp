@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstring>
+#include <filesystem>
 #include <string>
 #include <utility>
 
@@ -109,6 +110,52 @@ TEST(CApiServing, ShippedTuningDirAndTheLayoutBeforeIt) {
   EXPECT_EQ(fp8jit_runtime_create_with_options(&o, &rt), FP8JIT_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(rt, nullptr);
   EXPECT_NE(last_error().find("options->struct_size"), std::string::npos) << last_error();
+}
+
+// A block-scaled 256x512x1024 GEMM's arguments with made-up aligned addresses: selection reads
+// only the pointers' alignment.
+fp8jit_gemm_args select_args() {
+  fp8jit_gemm_args g;
+  fp8jit_gemm_args_init(&g);
+  g.m = 256, g.n = 512, g.k = 1024;
+  g.a = reinterpret_cast<void*>(1 << 20), g.b = reinterpret_cast<void*>(2 << 20);
+  g.d = reinterpret_cast<void*>(3 << 20);
+  g.scale_a = reinterpret_cast<float*>(4 << 20), g.scale_b = reinterpret_cast<float*>(5 << 20);
+  EXPECT_EQ(
+      fp8jit_scale_count(FP8JIT_GRANULARITY_GROUP128, g.scale_a_layout, g.m, g.k, &g.scale_a_size),
+      FP8JIT_SUCCESS);
+  EXPECT_EQ(
+      fp8jit_scale_count(FP8JIT_GRANULARITY_BLOCK128, g.scale_b_layout, g.n, g.k, &g.scale_b_size),
+      FP8JIT_SUCCESS);
+  return g;
+}
+
+// A shipped_tuning_dir that holds no rows (a folder that is not there, a file, a path far longer
+// than any the system takes): the runtime is made, selects what a runtime without rows selects,
+// and creates nothing at that path.
+TEST(CApiServing, ShippedTuningDirWithoutRowsSelectsTheHeuristic) {
+  const std::string missing = ::testing::TempDir() + "fp8jit_no_rows_here";
+  std::filesystem::remove_all(missing);
+  const std::string huge(100000, 'd');
+  const std::string file = std::string(FP8JIT_SOURCE_DIR) + "/README.md";
+  fp8jit_runtime_options o;
+  fp8jit_runtime_options_init(&o);
+  o.shipped_tuning_dir = "";
+  fp8jit_runtime* rt = nullptr;
+  ASSERT_EQ(fp8jit_runtime_create_with_options(&o, &rt), FP8JIT_SUCCESS) << last_error();
+  const fp8jit_gemm_args g = select_args();
+  char none[256];
+  ASSERT_EQ(fp8jit_gemm_select(rt, &g, none, sizeof none), FP8JIT_SUCCESS) << last_error();
+  fp8jit_runtime_destroy(rt);
+  for (const std::string& dir : {missing, huge, file}) {
+    o.shipped_tuning_dir = dir.c_str();
+    ASSERT_EQ(fp8jit_runtime_create_with_options(&o, &rt), FP8JIT_SUCCESS) << last_error();
+    char name[256];
+    ASSERT_EQ(fp8jit_gemm_select(rt, &g, name, sizeof name), FP8JIT_SUCCESS) << last_error();
+    EXPECT_STREQ(name, none) << dir.substr(0, 80);
+    fp8jit_runtime_destroy(rt);
+  }
+  EXPECT_FALSE(std::filesystem::exists(missing));
 }
 
 // PDL from the options, then switched per runtime; a value other than 0 or 1, or no runtime, is
