@@ -57,11 +57,12 @@ bool rules_pass(const GemmProblem& p, const GemmConfig& c, std::string* why) {
       return reject([&] {
         return fmt::format("layout = {}: grouped GEMMs take epilogue = any", to_string(p.layout));
       });
-    if (c.cluster_m != 1)
+    // Contiguous and masked pairs along M take two tile-rows of one group (grouped_scheduler.cuh);
+    // the indexed layout's tiles sit on a grid over all rows, where a pair could span two groups.
+    if (c.cluster_m != 1 && p.layout == GemmLayout::indexed)
       return reject([&] {
-        return fmt::format(
-            "layout = {}: cluster_m = 2 would pair tiles of different groups; use cluster_n",
-            to_string(p.layout));
+        return "layout = indexed: cluster_m = 2 would pair tiles of different groups; use "
+               "cluster_n";
       });
     if (c.swap_ab)
       return reject([&] {
@@ -238,9 +239,10 @@ std::string render_scheduler(const GemmProblem& p, const GemmConfig& c) {
   if (p.layout == GemmLayout::indexed)
     return fmt::format(",\n    IndexedTileScheduler<{}, {}, {}, /*CLUSTER_N=*/{}>", c.block_m,
                        c.block_n, c.group_m, c.cluster_n);
-  return fmt::format(",\n    GroupedTileScheduler<{}, {}, {}, /*CLUSTER_N=*/{}, {}>", c.block_m,
-                     c.block_n, c.group_m, c.cluster_n,
-                     p.layout == GemmLayout::contiguous ? "kContiguousLayout" : "kMaskedLayout");
+  return fmt::format(
+      ",\n    GroupedTileScheduler<{}, {}, {}, /*CLUSTER_M=*/{}, /*CLUSTER_N=*/{}, {}>", c.block_m,
+      c.block_n, c.group_m, c.cluster_m, c.cluster_n,
+      p.layout == GemmLayout::contiguous ? "kContiguousLayout" : "kMaskedLayout");
 }
 
 std::string render_body(const KernelSpec& spec) {

@@ -130,7 +130,10 @@ GemmLaunch prepare(const LoadedKernel& k, const GroupedGemmArgs& a, int sm_count
   const std::int64_t tile_rows = a.layout == GemmLayout::masked    ? a.groups * ceil_div(a.m, c.block_m)
                                  : a.layout == GemmLayout::indexed ? ceil_div(a.m, c.block_m)
                                                                    : ceil_div(a.m, c.block_m) + a.groups;
-  const std::int64_t units = tile_rows * ceil_div(p.tiles_n, c.cluster_n);
+  // Pairs along M take two tile-rows of a group (a group's odd last one by two column tiles):
+  // at most (its tile-rows + 1) / 2 units per group's column.
+  const std::int64_t units = c.cluster_m == 2 ? ceil_div(tile_rows + a.groups, 2) * p.tiles_n
+                                              : tile_rows * ceil_div(p.tiles_n, c.cluster_n);
   if (units > INT_MAX)
     throw_invalid("groups/m/n", fmt::format("{}/{}/{}", a.groups, a.m, a.n), "too many output tiles for one launch");
   const std::int64_t resident = resident_units(k.max_active_clusters, g.cluster, sm_count);

@@ -264,6 +264,39 @@ TEST(GroupedGemmGpu, ConfigsOnRaggedGroups) {
   }
 }
 
+// Pairs along M (cluster_m = 2, B's tile shared by multicast) take tile-rows 2i and 2i + 1 of one
+// group; a group with an odd number of tile-rows runs its last one as pairs of column tiles that
+// share nothing, the second of them past N where the tile count along N is odd. Groups of 0 to 4
+// tile-rows at 128 rows (up to 8 at 64), 3 and 5 column tiles, every scale mode.
+TEST(GroupedGemmGpu, PairsAlongMOnRaggedGroups) {
+  FP8JIT_REQUIRE_GPU();
+  const std::vector<GemmConfig> configs = {{128, 192, 4, 16, 2, 1}, {64, 128, 6, 8, 2, 1}};
+  std::vector<std::pair<Case, KernelSpec>> runs;
+  for (ScaleMode scale : {ScaleMode::block, ScaleMode::tensor, ScaleMode::rowwise})
+    for (const GemmConfig& cfg : configs) {
+      const Case contiguous{GemmLayout::contiguous,
+                            scale,
+                            DType::bf16,
+                            {3, 303, 303, 304, 560, 1030},
+                            1100,
+                            576,
+                            640};
+      const Case masked{
+          GemmLayout::masked, scale, DType::bf16, {300, 0, 129, 1, 256}, 512, 576, 640};
+      for (const Case& c : {contiguous, masked})
+        runs.push_back({c, make_gemm_spec(problem_of(c), cfg)});
+    }
+  std::vector<KernelSpec> specs;
+  for (const auto& r : runs) specs.push_back(r.second);
+  compile_all(specs);
+  unsigned seed = 80;
+  for (const auto& [c, spec] : runs) {
+    SCOPED_TRACE(spec_name(spec));
+    Grouped o = make_grouped(c, seed++);
+    run_and_check(c, o, &spec);
+  }
+}
+
 // Decode under CUDA graphs: one captured launch serves any routing, because the kernel reads
 // masked_m on the device.
 TEST(GroupedGemmGpu, CapturedGraphFollowsMaskedRowsChangedOnTheDevice) {

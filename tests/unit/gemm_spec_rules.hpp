@@ -196,8 +196,10 @@ inline bool valid_by_rules(const std::string& a, const std::string& b, const std
     return accumulators(kernel_scale, accum, block_m, block_n) <=
            max_accumulators(kernel_scale, accum, block_m);
   }
-  // Grouped layouts: tensor, rowwise or block scaling, no bias, no pairs along M.
-  if (layout != "dense" && (scale == "group" || bias != 0 || cluster_m != 1)) return false;
+  // Grouped layouts: tensor, rowwise or block scaling, no bias; pairs along M in contiguous and
+  // masked layouts only (two tile-rows of one group), not on the indexed layout's grid.
+  if (layout != "dense" && (scale == "group" || bias != 0)) return false;
+  if (layout == "indexed" && cluster_m != 1) return false;
   // Indexed layouts: a tile lies in one group's 128-row chunk.
   if (layout == "indexed" && 128 % block_m != 0) return false;
   if (!cluster_ok(scale, block_m, block_n, cluster_m, cluster_n)) return false;

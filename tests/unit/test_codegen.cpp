@@ -147,8 +147,9 @@ TEST(CodegenShape, EverySourceIsShortWithOneHeaderAndItsSpec) {
               : fmt::format(
                     ", /*kTmaEpilogue=*/false, /*kSwapAB=*/false,\n    GroupedTileScheduler<{}, "
                     "{}, {}, "
-                    "/*CLUSTER_N=*/{}, {}>>;",
-                    s.i("block_m"), s.i("block_n"), s.i("group_m"), s.i("cluster_n"),
+                    "/*CLUSTER_M=*/{}, /*CLUSTER_N=*/{}, {}>>;",
+                    s.i("block_m"), s.i("block_n"), s.i("group_m"), s.i("cluster_m"),
+                    s.i("cluster_n"),
                     layout == "contiguous" ? "kContiguousLayout" : "kMaskedLayout");
       ASSERT_NE(src.find(fmt::format("/*kBias=*/{}, /*GROUP_M=*/{}, /*kFastAccum=*/{}, /*CLUSTER_M=*/{}, "
                                      "/*CLUSTER_N=*/{}{}",

@@ -11,6 +11,11 @@
 // and reported through GemmParams::status: nothing outside the tensors is read or written.
 // A tile that runs past its group's last row computes those rows (they are other groups' rows, or
 // padding) and writes only its own (GemmUnit::rows_end).
+// 2-CTA clusters: pairs along N share A's tile (both tiles in one tile-row of a group). Pairs along
+// M share B's: both tiles of a pair are tile-rows 2i and 2i + 1 of the same group (each group's
+// tile-rows start at its first row), so the pair never mixes experts; a group with an odd number
+// of tile-rows gives its last one to pairs of neighbouring column tiles, which share nothing
+// (GemmUnit::shared) instead of running a partner tile past the group's end.
 #pragma once
 
 #include "fp8jit/common/defs.cuh"
@@ -20,12 +25,12 @@
 namespace fp8jit {
 namespace dev {
 
-template <int BLOCK_M, int BLOCK_N, int GROUP_M, int CLUSTER_N, int LAYOUT>
+template <int BLOCK_M, int BLOCK_N, int GROUP_M, int CLUSTER_M, int CLUSTER_N, int LAYOUT>
 struct GroupedTileScheduler {
   static_assert(LAYOUT == kContiguousLayout || LAYOUT == kMaskedLayout, "a grouped layout");
-  // CTA pairs along N only: both tiles of a pair then lie in the same group's rows.
-  static constexpr int kCluster = CLUSTER_N;
-  static constexpr bool kShareA = CLUSTER_N == 2;
+  static_assert(CLUSTER_M * CLUSTER_N <= 2, "clusters of 1 or 2 CTAs, along M or N");
+  static constexpr int kCluster = CLUSTER_M * CLUSTER_N;
+  static constexpr bool kShareA = CLUSTER_N == 2, kShareB = CLUSTER_M == 2;
   static constexpr bool kGrouped = true;  // kGemmGroupedRegisters kept back (geometry.cuh)
 
   const GemmParams& p;
@@ -43,7 +48,19 @@ struct GroupedTileScheduler {
   static FP8JIT_DEVICE int tiles_n(const GemmParams& p) {
     return (p.tiles_n + CLUSTER_N - 1) / CLUSTER_N;
   }
-  static FP8JIT_DEVICE int stride() { return static_cast<int>(gridDim.x) / kCluster; }
+  // Units of a group of tiles_m tile-rows: pairs along M take two tile-rows per unit, and an odd
+  // last one by two column tiles per unit.
+  static FP8JIT_DEVICE int group_units(const GemmParams& p, int tiles_m) {
+    if constexpr (kShareB) return tiles_m / 2 * p.tiles_n + tiles_m % 2 * ((p.tiles_n + 1) / 2);
+    return tiles_m * tiles_n(p);
+  }
+  // Read afresh each time (volatile): kept live across the producer's loop instead, the value
+  // spilt the producer's 40 registers with pairs along M (block 128x192, 4 bytes).
+  static FP8JIT_DEVICE int stride() {
+    unsigned ctas;
+    asm volatile("mov.u32 %0, %%nctaid.x;" : "=r"(ctas));
+    return static_cast<int>(ctas / kCluster);
+  }
   // Grouped launches never split K, let alone inside clusters.
   static FP8JIT_DEVICE bool holds_every_unit(const GemmParams&) { return false; }
 
@@ -76,7 +93,7 @@ struct GroupedTileScheduler {
     for (int i = static_cast<int>(threadIdx.x % 32); i < p.groups; i += 32) {
       int start, rows;
       group_rows(p, i, start, rows);
-      total += (rows + BLOCK_M - 1) / BLOCK_M * tiles_n(p);
+      total += group_units(p, (rows + BLOCK_M - 1) / BLOCK_M);
     }
 #pragma unroll
     for (int lanes = 16; lanes > 0; lanes /= 2) total += __shfl_xor_sync(0xffffffffu, total, lanes);
@@ -95,20 +112,34 @@ struct GroupedTileScheduler {
   }
 
   FP8JIT_DEVICE bool next(GemmUnit& w) {
-    const int columns = tiles_n(p);
     int start, rows, tiles_m;
     for (;;) {  // units only grow: walk the groups forward to the one holding u
       if (g >= p.groups) return false;
       group_rows<true>(p, g, start, rows);
       tiles_m = (rows + BLOCK_M - 1) / BLOCK_M;
-      if (u < tiles_m * columns) break;
-      u -= tiles_m * columns;
+      const int units = group_units(p, tiles_m);
+      if (u < units) break;
+      u -= units;
       ++g;
     }
     int tm, tn;
-    tile_coords<GROUP_M>(tiles_m, columns, u, tm, tn);
-    set_group_unit<BLOCK_N>(w, p, tm, tn * CLUSTER_N + (kShareA ? rank : 0), g,
-                            start + tm * BLOCK_M, start + rows);
+    bool shared = true;
+    if constexpr (kShareB) {
+      const int paired = tiles_m / 2 * p.tiles_n;
+      if (u < paired) {
+        tile_coords<GROUP_M>(tiles_m / 2, p.tiles_n, u, tm, tn);
+        tm = 2 * tm + rank;
+      } else {  // the odd last tile-row: column tiles 2v and 2v + 1 (past N: nothing stored)
+        tm = tiles_m - 1;
+        tn = 2 * (u - paired) + rank;
+        shared = false;
+      }
+    } else {
+      tile_coords<GROUP_M>(tiles_m, tiles_n(p), u, tm, tn);
+      tn = tn * CLUSTER_N + (kShareA ? rank : 0);
+    }
+    set_group_unit<BLOCK_N>(w, p, tm, tn, g, start + tm * BLOCK_M, start + rows);
+    w.shared = shared;
     u += stride();
     return true;
   }

@@ -25,6 +25,9 @@ namespace dev {
 // of the tile's K splits. Grouped layouts add where the tile lies: its group (expert), the first
 // row of A and D it covers, the end of its group's rows (rows from there on belong to another
 // group or to no one: computed, never written) and the first row of B's [G * N, K] it reads.
+// In a 2-CTA cluster, `shared` says whether the pair shares its operand by multicast on this
+// unit; where it does not (a grouped pair along M on the last tile-row of a group with an odd
+// number of them: two tiles of that row), each CTA loads its own whole tiles.
 struct GemmUnit {
   int tm, tn;  // tile coordinates within the group's grid (dense: the grid)
   int first, last;
@@ -32,6 +35,7 @@ struct GemmUnit {
   int group;
   int row0, rows_end;
   int b_row0;
+  bool shared;
 };
 
 // A grouped layout's unit: all K blocks of column tile tn (already placed in its pair) and the
@@ -48,6 +52,7 @@ FP8JIT_DEVICE void set_group_unit(GemmUnit& w, const GemmParams& p, int tm, int 
   w.row0 = row0;
   w.rows_end = rows_end;
   w.b_row0 = g * p.N + tn * BLOCK_N;
+  w.shared = true;
 }
 
 // Grouped raster over a tiles_m x tiles_n grid: GROUP_M tile-rows are walked column by column,
@@ -120,6 +125,7 @@ struct DenseTileScheduler {
     w.row0 = w.tm * BLOCK_M;
     w.rows_end = p.M;
     w.b_row0 = w.tn * BLOCK_N;
+    w.shared = true;
     u += stride();
     return true;
   }

@@ -244,10 +244,16 @@ struct Sm90Fp8Gemm {
                              w.row0 + rank * kBoxRowsA, 0x3);
     else
       tma::load_2d(a, &p.tma_a, &s.full[stage], kb * BLOCK_K, w.row0);
-    if constexpr (kShareB)
-      tma::load_2d_multicast(b + rank * kBoxRowsB * BLOCK_K, &p.tma_b, &s.full[stage], kb * BLOCK_K,
-                             w.b_row0 + rank * kBoxRowsB, 0x3);
-    else
+    if constexpr (kShareB) {
+      if (w.shared) {
+        tma::load_2d_multicast(b + rank * kBoxRowsB * BLOCK_K, &p.tma_b, &s.full[stage],
+                               kb * BLOCK_K, w.b_row0 + rank * kBoxRowsB, 0x3);
+      } else {  // the map's box is half the tile: both halves, into this CTA only
+        tma::load_2d(b, &p.tma_b, &s.full[stage], kb * BLOCK_K, w.b_row0);
+        tma::load_2d(b + kBoxRowsB * BLOCK_K, &p.tma_b, &s.full[stage], kb * BLOCK_K,
+                     w.b_row0 + kBoxRowsB);
+      }
+    } else
       tma::load_2d(b, &p.tma_b, &s.full[stage], kb * BLOCK_K, w.b_row0);
   }
 

@@ -1,0 +1,165 @@
+// Times grouped block-scaled GEMMs (masked or contiguous) with several kernel configs in one
+// process, interleaved: each round times every config (median of 15 calls, L2 flushed before
+// each), and the report is each config's median over the rounds, so clock and L2 drift between
+// configs cancel. The masked routing is the benchmark's (bench/peers/grouped_peers.py): rows per
+// group uniform in [0, 2 x expected], clamped to M_max; contiguous: `rows` rows per group. The
+// operands are constant (FP8 1.0, scales 1.0): speed only, nothing is checked.
+// Build (GPU machine, after building build-peers/libfp8jit.so):
+// lab/probes/grouped_configs.sh (which also runs the MoE suite's masked cases).
+// Run: /tmp/grouped_configs masked G M_MAX EXPECTED N K CONFIG_JSON...
+//      /tmp/grouped_configs contiguous G ROWS ROWS N K CONFIG_JSON...
+// CONFIG_JSON: gemm config fields, e.g. '"block_m":128,"block_n":192,"stages":4,"cluster_m":2';
+// "heuristic" for the runtime's own choice.
+#include <cuda.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "fp8jit/runtime.hpp"
+
+namespace {
+
+#define CHECK(call)                                                         \
+  do {                                                                      \
+    if (CUresult r_ = (call); r_ != CUDA_SUCCESS) {                         \
+      std::fprintf(stderr, "%s failed: %d\n", #call, static_cast<int>(r_)); \
+      std::exit(1);                                                         \
+    }                                                                       \
+  } while (0)
+
+CUdeviceptr alloc(std::size_t bytes, unsigned char byte) {
+  CUdeviceptr p = 0;
+  CHECK(cuMemAlloc(&p, bytes));
+  CHECK(cuMemsetD8(p, byte, bytes));
+  return p;
+}
+CUdeviceptr alloc_ones(std::size_t floats) {
+  CUdeviceptr p = 0;
+  CHECK(cuMemAlloc(&p, floats * 4));
+  CHECK(cuMemsetD32(p, 0x3f800000u, floats));
+  return p;
+}
+
+template <class F>
+double median_us(F run, CUdeviceptr flush) {
+  CUevent a, b;
+  CHECK(cuEventCreate(&a, 0));
+  CHECK(cuEventCreate(&b, 0));
+  std::vector<double> t;
+  for (int i = 0; i < 18; ++i) {
+    CHECK(cuMemsetD8(flush, static_cast<unsigned char>(i), 256u << 20));
+    CHECK(cuEventRecord(a, nullptr));
+    run();
+    CHECK(cuEventRecord(b, nullptr));
+    CHECK(cuEventSynchronize(b));
+    float ms = 0;
+    CHECK(cuEventElapsedTime(&ms, a, b));
+    if (i >= 3) t.push_back(ms * 1e3);
+  }
+  CHECK(cuEventDestroy(a));
+  CHECK(cuEventDestroy(b));
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 8) {
+    std::fprintf(stderr, "usage: %s masked|contiguous G M_MAX|ROWS EXPECTED N K CONFIG_JSON...\n",
+                 argv[0]);
+    return 2;
+  }
+  const bool masked = std::string(argv[1]) == "masked";
+  const std::int64_t groups = std::atoll(argv[2]), m = std::atoll(argv[3]),
+                     expected = std::atoll(argv[4]), n = std::atoll(argv[5]),
+                     k = std::atoll(argv[6]);
+  std::vector<int> table;
+  if (masked) {
+    std::mt19937 rng(static_cast<unsigned>(groups * 1000 + expected));
+    std::uniform_real_distribution<double> u(0.0, 2.0 * static_cast<double>(expected));
+    for (std::int64_t g = 0; g < groups; ++g)
+      table.push_back(static_cast<int>(std::min<std::int64_t>(std::llround(u(rng)), m)));
+  } else {
+    for (std::int64_t g = 0; g <= groups; ++g) table.push_back(static_cast<int>(g * m));
+  }
+  const std::int64_t rows = groups * m, kb = (k + 127) / 128, nb = (n + 127) / 128;
+  CHECK(cuInit(0));
+  CUdevice dev;
+  CUcontext ctx;
+  CHECK(cuDeviceGet(&dev, 0));
+  CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
+  CHECK(cuCtxSetCurrent(ctx));
+  const CUdeviceptr a = alloc(rows * k, 0x38), b = alloc(groups * n * k, 0x38),
+                    d = alloc(rows * n * 2, 0);
+  const std::int64_t sa_count = kb * ((rows + 3) / 4 * 4);
+  const CUdeviceptr sa = alloc_ones(sa_count), sb = alloc_ones(groups * nb * kb);
+  const CUdeviceptr flush = alloc(256u << 20, 0);
+  CUdeviceptr tbl = 0;
+  CHECK(cuMemAlloc(&tbl, table.size() * 4));
+  CHECK(cuMemcpyHtoD(tbl, table.data(), table.size() * 4));
+
+  fp8jit::Runtime rt;
+  fp8jit::GroupedGemmArgs g;
+  g.layout = masked ? fp8jit::GemmLayout::masked : fp8jit::GemmLayout::contiguous;
+  g.groups = groups;
+  g.group_rows = reinterpret_cast<const int*>(tbl);
+  g.a = reinterpret_cast<const void*>(a);
+  g.b = reinterpret_cast<const void*>(b);
+  g.d = reinterpret_cast<void*>(d);
+  g.m = masked ? m : rows;
+  g.n = n, g.k = k, g.expected_m = expected;
+  g.scale_a = reinterpret_cast<const float*>(sa);
+  g.scale_a_size = sa_count;
+  g.scale_b = reinterpret_cast<const float*>(sb);
+  g.scale_b_size = groups * nb * kb;
+
+  const fp8jit::KernelSpec chosen = rt.select(g);
+  std::vector<fp8jit::KernelSpec> specs;
+  for (int i = 7; i < argc; ++i) {
+    if (std::string(argv[i]) == "heuristic") {
+      specs.push_back(chosen);
+      continue;
+    }
+    // The chosen spec with these config fields replaced: parse, patch, re-read.
+    fp8jit::GemmConfig c = fp8jit::gemm_config_of(chosen);
+    const std::string f = argv[i];
+    auto field = [&](const char* name, int& v) {
+      const std::string key = std::string("\"") + name + "\":";
+      if (auto p = f.find(key); p != std::string::npos) v = std::atoi(f.c_str() + p + key.size());
+    };
+    field("block_m", c.block_m), field("block_n", c.block_n), field("stages", c.stages);
+    field("group_m", c.group_m), field("cluster_m", c.cluster_m), field("cluster_n", c.cluster_n);
+    try {
+      specs.push_back(fp8jit::make_gemm_spec(fp8jit::gemm_problem_of(chosen), c));
+    } catch (const std::exception& e) {
+      std::printf("  %s: %s\n", f.c_str(), e.what());
+    }
+  }
+  std::vector<std::thread> compiles;  // NVRTC in parallel, then each spec's first launch
+  for (const auto& s : specs) compiles.emplace_back([&rt, s] { rt.compile(s); });
+  for (auto& t : compiles) t.join();
+  for (const auto& s : specs) rt.grouped_gemm(g, s, nullptr);
+  std::vector<std::vector<double>> t(specs.size());
+  for (int round = 0; round < 5; ++round)
+    for (std::size_t i = 0; i < specs.size(); ++i)
+      t[i].push_back(median_us([&] { rt.grouped_gemm(g, specs[i], nullptr); }, flush));
+  std::printf("%s G=%lld m=%lld expected=%lld %lldx%lld:", argv[1], static_cast<long long>(groups),
+              static_cast<long long>(m), static_cast<long long>(expected),
+              static_cast<long long>(n), static_cast<long long>(k));
+  for (int v : table) std::printf(" %d", v);
+  std::printf("\n");
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    std::sort(t[i].begin(), t[i].end());
+    std::printf("  %-70s %8.1f us (rounds %.1f-%.1f)%s\n", fp8jit::spec_name(specs[i]).c_str(),
+                t[i][2], t[i].front(), t[i].back(),
+                specs[i] == chosen ? "  <- runtime's choice" : "");
+  }
+  CHECK(cuCtxSynchronize());
+  return 0;
+}
