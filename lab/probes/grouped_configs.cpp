@@ -1,8 +1,10 @@
 // Times grouped block-scaled GEMMs (masked or contiguous) with several kernel configs in one
 // process, interleaved: each round times every config (median of 15 calls, L2 flushed before
 // each), and the report is each config's median over the rounds, so clock and L2 drift between
-// configs cancel. The masked routing is the benchmark's (bench/peers/grouped_peers.py): rows per
-// group uniform in [0, 2 x expected], clamped to M_max; contiguous: `rows` rows per group. The
+// configs cancel. The masked routing draws rows per group as the benchmark does
+// (bench/peers/grouped_peers.py: uniform in [0, 2 x expected], clamped to M_max) from its own
+// generator, or takes them from TABLE (space-separated counts); contiguous: `rows` rows per
+// group. The
 // operands are constant (FP8 1.0, scales 1.0): speed only, nothing is checked.
 // Build (GPU machine, after building build-peers/libfp8jit.so):
 // lab/probes/grouped_configs.sh (which also runs the MoE suite's masked cases).
@@ -80,7 +82,15 @@ int main(int argc, char** argv) {
                      expected = std::atoll(argv[4]), n = std::atoll(argv[5]),
                      k = std::atoll(argv[6]);
   std::vector<int> table;
-  if (masked) {
+  if (const char* given = std::getenv("TABLE"); masked && given && *given) {  // counts as given
+    for (const char* c = given; *c;) {
+      char* end = nullptr;
+      table.push_back(static_cast<int>(std::min<long long>(std::strtoll(c, &end, 10), m)));
+      if (end == c) break;
+      c = end;
+    }
+    table.resize(groups, 0);
+  } else if (masked) {
     std::mt19937 rng(static_cast<unsigned>(groups * 1000 + expected));
     std::uniform_real_distribution<double> u(0.0, 2.0 * static_cast<double>(expected));
     for (std::int64_t g = 0; g < groups; ++g)

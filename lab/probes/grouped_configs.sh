@@ -29,7 +29,16 @@ CONFIGS=${CONFIGS:-'"block_m":128,"block_n":192,"stages":4,"cluster_m":2
 "block_m":64,"block_n":256,"stages":4,"cluster_m":2
 "block_m":64,"block_n":192,"stages":6,"cluster_m":2'}
 mapfile -t configs <<< "$CONFIGS"
+# Masked cases run twice: with the probe's own draw of rows per group, and with the draw of
+# bench/peers/grouped_peers.py (torch's generator), so that no rule fits one routing.
+peers_counts() {
+  python3 -c "import sys, torch; sys.path.insert(0, 'bench/peers'); from grouped_peers import masked_counts
+print(' '.join(map(str, masked_counts(torch, $1, $2, $3).tolist())))"
+}
 while read -r layout g m e n k; do
   [ -z "$layout" ] && continue
-  timeout 120 /tmp/grouped_configs "$layout" "$g" "$m" "$e" "$n" "$k" heuristic "${configs[@]}" 2>&1
+  TABLE= timeout 120 /tmp/grouped_configs "$layout" "$g" "$m" "$e" "$n" "$k" heuristic "${configs[@]}" 2>&1
+  [ "$layout" = masked ] && [ "${PEERS_ROUTING:-1}" = 1 ] &&
+    TABLE=$(peers_counts "$g" "$m" "$e") timeout 120 /tmp/grouped_configs "$layout" "$g" "$m" "$e" "$n" "$k" \
+      heuristic "${configs[@]}" 2>&1
 done <<< "$CASES"
