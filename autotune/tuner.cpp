@@ -186,7 +186,10 @@ std::vector<Ranked> rank_configs(const GemmProblem& problem, const KernelSpec& f
     if (c.swap_ab &&
         (s.groups || s.m > 2 * kGemmSwapMaxM || c.block_n >= 2 * gemm_swap_block_n(s.m)))
       continue;
-    if (!c.swap_ab && c.block_m > 64 && s.m <= 64) continue;  // half the tile would be padding
+    // Tiles mostly of padding rows: not where 64-row ones exist for these rows.
+    if (!c.swap_ab && c.block_m > 64 &&
+        s.m <= (s.groups ? grouped_short_tile_max_rows(problem.layout) : 64))
+      continue;
     // The cost of the config as a launch runs it: with the split-K it would get, and timed as the
     // kernel a launch would build (its epilogue follows from that split).
     const std::int64_t rows = s.rows(c);
@@ -247,8 +250,8 @@ std::vector<KernelSpec> gemm_candidates(const GemmProblem& problem, std::int64_t
   return pick_candidates(fallback, one_wave_narrow_tiles(ranked, m, n, k, sm_count), ranked, top_k);
 }
 
-// Grouped tiles never pair along M (the family's rule) and never split K, so the decode shapes'
-// one-wave narrow tiles have no counterpart: every tile-row of every group is its own unit.
+// Grouped tiles never split K, so the decode shapes' one-wave narrow tiles have no counterpart:
+// every tile-row of every group is its own unit (pairs along M, two of them).
 std::vector<KernelSpec> grouped_gemm_candidates(const GemmProblem& problem, std::int64_t groups,
                                                 std::int64_t expected_m, std::int64_t n,
                                                 std::int64_t k, int sm_count, int smem_bytes,

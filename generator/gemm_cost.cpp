@@ -57,4 +57,8 @@ double gemm_cost(const GemmProblem& p, const GemmConfig& c, std::int64_t m, std:
          (static_cast<double>(range_blocks * block_cost) * pipeline_factor(c.stages));
 }
 
+std::int64_t grouped_short_tile_max_rows(GemmLayout layout) {
+  return layout == GemmLayout::masked ? 16 : 64;
+}
+
 }  // namespace fp8jit

@@ -295,15 +295,18 @@ KernelSpec default_gemm_spec(const GemmProblem& problem, std::int64_t m, std::in
 
 // Grouped GEMMs run their groups' tiles in one persistent grid, without split-K: the dense
 // heuristic's tile for the stacked rows (every group's expected rows, rounded up to whole tiles),
-// with 64-row tiles where groups are decode-sized, and no pair along M (its two tiles could
-// belong to different groups).
+// with 64-row tiles where groups are decode-sized (grouped_short_tile_max_rows), and no pair
+// along M: in the kernel as it is, pairs sharing B ran 0-9 % slower than the same tile alone on
+// every masked and contiguous case of the MoE suite timed (H100, lab/probes/grouped_configs.sh;
+// masked 8 x 256 gate-up 128x192 127.9 against 121.4 µs, contiguous 4 x 8192 128x256 1402.9
+// against 1295.8).
 KernelSpec default_grouped_gemm_spec(const GemmProblem& problem, std::int64_t groups, std::int64_t expected_m,
                                      std::int64_t n, std::int64_t k, int sm_count, int smem_bytes) {
   if (problem.layout == GemmLayout::dense)
     throw_invalid("layout", "dense", "default_grouped_gemm_spec is for contiguous and masked layouts");
   GemmProblem dense = problem;
   dense.layout = GemmLayout::dense;
-  const int block_m = expected_m <= 64 ? 64 : 128;
+  const int block_m = expected_m <= grouped_short_tile_max_rows(problem.layout) ? 64 : 128;
   const std::int64_t tiles_per_group = (std::max<std::int64_t>(expected_m, 1) + block_m - 1) / block_m;
   const std::int64_t rows = std::max<std::int64_t>(groups, 1) * tiles_per_group * block_m;
   GemmConfig c =

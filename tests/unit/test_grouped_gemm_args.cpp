@@ -10,10 +10,11 @@
 #include <string>
 #include <vector>
 
+#include "autotune/grouped_reference.hpp"
 #include "fp8jit/fp8jit.h"
 #include "fp8jit/kernel_spec.hpp"
 #include "fp8jit/runtime.hpp"
-#include "autotune/grouped_reference.hpp"
+#include "generator/gemm_cost.hpp"
 #include "runtime/jit/driver.hpp"
 #include "runtime/ops/grouped_gemm.hpp"
 #include "tests/common/expect_error.hpp"
@@ -170,7 +171,7 @@ TEST(GroupedGemmArgs, CAbiRefusesWithStatusAndMessage) {
   EXPECT_EQ(fp8jit_grouped_gemm(nullptr, &a, nullptr), FP8JIT_ERROR_INVALID_ARGUMENT);
   // The kernel a valid call would use, without a GPU (the heuristic for an H100/H200).
   fp8jit_grouped_gemm_args c = masked_c_args();
-  c.expected_m = 32;
+  c.expected_m = 16;
   char name[128];
   ASSERT_EQ(fp8jit_grouped_gemm_select(rt, &c, name, sizeof name), FP8JIT_SUCCESS) << fp8jit_last_error();
   EXPECT_NE(std::string(name).find("_block_masked_64x"), std::string::npos) << name;  // decode: 64-row tiles
@@ -279,6 +280,19 @@ TEST(GroupedGemmSpec, LayoutInNameJsonAndDefaults) {
   EXPECT_EQ(spec_to_json(d).find("layout"), std::string::npos) << spec_to_json(d);
   EXPECT_NE(spec_to_json(s).find("\"layout\":\"contiguous\""), std::string::npos);
   EXPECT_THROW(default_grouped_gemm_spec({}, 8, 512, 4096, 7168), Error);  // dense problem
+  // 64-row tiles up to 64 expected rows per group, masked groups up to 16 (above, 128 rows);
+  // the tuner ranks no taller ones for such groups.
+  for (GemmLayout layout : {GemmLayout::contiguous, GemmLayout::masked}) {
+    GemmProblem lp;
+    lp.layout = layout;
+    const std::int64_t most = layout == GemmLayout::masked ? 16 : 64;
+    EXPECT_EQ(grouped_short_tile_max_rows(layout), most);
+    for (std::int64_t expected : {std::int64_t{1}, most, most + 1, std::int64_t{256}}) {
+      const KernelSpec ls = default_grouped_gemm_spec(lp, 32, expected, 7168, 2048);
+      EXPECT_EQ(gemm_config_of(ls).block_m, expected <= most ? 64 : 128) << spec_name(ls);
+      EXPECT_EQ(gemm_config_of(ls).cluster_m, 1) << spec_name(ls);
+    }
+  }
   // Indexed layouts: tiles of at most 128 rows, whatever the expected rows per group; wider ones
   // are refused by name.
   GemmProblem ip;

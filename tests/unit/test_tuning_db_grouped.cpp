@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <set>
 #include <string>
 
 #include "autotune/lookup.hpp"
@@ -195,9 +196,15 @@ TEST(GroupedCandidates, HeuristicFirstValidDistinctAndOfTheLayout) {
       EXPECT_EQ(gemm_problem_of(c[i]), p) << spec_name(c[i]);
       EXPECT_EQ(std::count(c.begin(), c.end(), c[i]), 1) << spec_name(c[i]);
     }
-    // Decode-sized groups: no tile of more than 64 rows, half of which would be padding.
+    // Decode-sized groups: no tile of more than 64 rows, most of which would be padding; masked
+    // groups of 32 rows take 128-row tiles by default, and the tuner ranks both.
     for (const KernelSpec& s : grouped_gemm_candidates(p, 32, 16, kN, kK, 132, kSmem, 24))
       EXPECT_EQ(gemm_config_of(s).block_m, 64) << spec_name(s);
+    std::set<int> heights;
+    for (const KernelSpec& s : grouped_gemm_candidates(p, 32, 32, kN, kK, 132, kSmem, 0))
+      heights.insert(gemm_config_of(s).block_m);
+    EXPECT_EQ(heights.count(128), layout == GemmLayout::masked ? 1u : 0u);
+    EXPECT_EQ(heights.count(64), 1u);
     EXPECT_GT(grouped_gemm_candidates(p, 8, 512, kN, kK, 132, kSmem, 0).size(), 24u);
   }
 }
