@@ -108,8 +108,8 @@ struct GemmProblem {
   // Tensor and rowwise scaling only: accumulate all of K in the tensor cores (cuBLASLt's
   // FAST_ACCUM): faster, ~2e-3 relative error at K = 7168. Default: promote every 128 of K.
   bool fast_accum = false;
-  // Grouped (mixture-of-experts) layouts: tensor, rowwise and block scaling, no bias, clusters
-  // along N only.
+  // Grouped (mixture-of-experts) layouts: tensor, rowwise and block scaling, no bias; clusters
+  // along M only in the contiguous and masked layouts (two tile-rows of one group).
   GemmLayout layout = GemmLayout::dense;
   bool operator==(const GemmProblem&) const = default;
 };
