@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <string>
 #include <thread>
@@ -81,6 +82,11 @@ int main(int argc, char** argv) {
   const std::int64_t groups = std::atoll(argv[2]), m = std::atoll(argv[3]),
                      expected = std::atoll(argv[4]), n = std::atoll(argv[5]),
                      k = std::atoll(argv[6]);
+  if (groups < 1 || m < 1 || expected < 0 || n < 1 || k < 1 ||
+      (!masked && std::string(argv[1]) != "contiguous")) {
+    std::fprintf(stderr, "bad arguments: layout masked|contiguous, G, M, N and K at least 1\n");
+    return 2;
+  }
   std::vector<int> table;
   if (const char* given = std::getenv("TABLE"); masked && given && *given) {  // counts as given
     for (const char* c = given; *c;) {
@@ -136,15 +142,22 @@ int main(int argc, char** argv) {
       specs.push_back(chosen);
       continue;
     }
-    // The chosen spec with these config fields replaced: parse, patch, re-read.
+    // The chosen spec with these config fields replaced.
     fp8jit::GemmConfig c = fp8jit::gemm_config_of(chosen);
     const std::string f = argv[i];
-    auto field = [&](const char* name, int& v) {
-      const std::string key = std::string("\"") + name + "\":";
-      if (auto p = f.find(key); p != std::string::npos) v = std::atoi(f.c_str() + p + key.size());
-    };
-    field("block_m", c.block_m), field("block_n", c.block_n), field("stages", c.stages);
-    field("group_m", c.group_m), field("cluster_m", c.cluster_m), field("cluster_n", c.cluster_n);
+    try {
+      const nlohmann::json fields = nlohmann::json::parse("{" + f + "}");
+      for (auto [name, field] : {std::pair{"block_m", &c.block_m},
+                                 {"block_n", &c.block_n},
+                                 {"stages", &c.stages},
+                                 {"group_m", &c.group_m},
+                                 {"cluster_m", &c.cluster_m},
+                                 {"cluster_n", &c.cluster_n}})
+        if (fields.contains(name)) *field = fields.at(name).get<int>();
+    } catch (const std::exception& e) {
+      std::printf("  %s: not config fields (%s)\n", f.c_str(), e.what());
+      continue;
+    }
     try {
       specs.push_back(fp8jit::make_gemm_spec(fp8jit::gemm_problem_of(chosen), c));
     } catch (const std::exception& e) {
