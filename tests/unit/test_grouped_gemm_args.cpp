@@ -305,6 +305,22 @@ TEST(GroupedGemmSpec, LayoutInNameJsonAndDefaults) {
   }
   const std::string why = test::invalid_message([&] { validate_spec(make_gemm_spec(ip, GemmConfig{256, 128, 3, 8})); });
   EXPECT_NE(why.find("layout = indexed: block_m = 256"), std::string::npos) << why;
+  // Pairs along M: two tile-rows of one group in the contiguous and masked layouts; the indexed
+  // layout's grid could pair two groups' tiles, so it names cluster_n instead.
+  const GemmConfig pair_m{128, 192, 4, 16, 2, 1};
+  for (GemmLayout layout : {GemmLayout::contiguous, GemmLayout::masked}) {
+    GemmProblem lp;
+    lp.layout = layout;
+    const KernelSpec ps = make_gemm_spec(lp, pair_m);
+    EXPECT_NO_THROW(validate_spec(ps));
+    EXPECT_NE(spec_name(ps).find("_c2m"), std::string::npos) << spec_name(ps);
+  }
+  const std::string pair_why = test::invalid_message([&] { make_gemm_spec(ip, pair_m); });
+  EXPECT_NE(
+      pair_why.find(
+          "layout = indexed: cluster_m = 2 would pair tiles of different groups; use cluster_n"),
+      std::string::npos)
+      << pair_why;
 }
 
 // The checker's reading of an indexed table (what `fp8jit gemm --layout indexed` and the tuner
