@@ -23,54 +23,12 @@
 #include <thread>
 #include <vector>
 
+#include "cuda_probe.hpp"
 #include "fp8jit/runtime.hpp"
 
-namespace {
-
-#define CHECK(call)                                                         \
-  do {                                                                      \
-    if (CUresult r_ = (call); r_ != CUDA_SUCCESS) {                         \
-      std::fprintf(stderr, "%s failed: %d\n", #call, static_cast<int>(r_)); \
-      std::exit(1);                                                         \
-    }                                                                       \
-  } while (0)
-
-CUdeviceptr alloc(std::size_t bytes, unsigned char byte) {
-  CUdeviceptr p = 0;
-  CHECK(cuMemAlloc(&p, bytes));
-  CHECK(cuMemsetD8(p, byte, bytes));
-  return p;
-}
-CUdeviceptr alloc_ones(std::size_t floats) {
-  CUdeviceptr p = 0;
-  CHECK(cuMemAlloc(&p, floats * 4));
-  CHECK(cuMemsetD32(p, 0x3f800000u, floats));
-  return p;
-}
-
-template <class F>
-double median_us(F run, CUdeviceptr flush) {
-  CUevent a, b;
-  CHECK(cuEventCreate(&a, 0));
-  CHECK(cuEventCreate(&b, 0));
-  std::vector<double> t;
-  for (int i = 0; i < 18; ++i) {
-    CHECK(cuMemsetD8(flush, static_cast<unsigned char>(i), 256u << 20));
-    CHECK(cuEventRecord(a, nullptr));
-    run();
-    CHECK(cuEventRecord(b, nullptr));
-    CHECK(cuEventSynchronize(b));
-    float ms = 0;
-    CHECK(cuEventElapsedTime(&ms, a, b));
-    if (i >= 3) t.push_back(ms * 1e3);
-  }
-  CHECK(cuEventDestroy(a));
-  CHECK(cuEventDestroy(b));
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
-
-}  // namespace
+using probe::alloc;
+using probe::alloc_ones;
+using probe::median_us;
 
 int main(int argc, char** argv) {
   if (argc < 8) {

@@ -2,11 +2,9 @@
 // one group's rows with another, in one process: a probe for "why is the grouped kernel slower
 // than the dense one with the same tile" (run it under Nsight Compute for the counters). The
 // operands are constant (FP8 1.0, scales 1.0): speed only, nothing is checked.
-// Build (GPU machine, after building build-peers/libfp8jit.so):
-//   g++ -std=c++20 -O2 -Iinclude -Ibuild-peers/include -I$CUDA_HOME/include lab/probes/grouped_probe.cpp \
-//     -Lbuild-peers -lfp8jit -Wl,-rpath,$PWD/build-peers -L$CUDA_HOME/lib64/stubs -lcuda \
-//     -o /tmp/grouped_probe
-// Run: /tmp/grouped_probe G ROWS_PER_GROUP N K 'GROUPED_SPEC_JSON' ['DENSE_SPEC_JSON']
+// Built and run by lab/probes/grouped_probe.sh (GPU machine, after building
+// build-peers/libfp8jit.so). Run: /tmp/grouped_probe G ROWS_PER_GROUP N K 'GROUPED_SPEC_JSON'
+// ['DENSE_SPEC_JSON']
 #include <cuda.h>
 #include <dlfcn.h>
 
@@ -16,52 +14,12 @@
 #include <string>
 #include <vector>
 
+#include "cuda_probe.hpp"
 #include "fp8jit/runtime.hpp"
 
-namespace {
-
-#define CHECK(call)                                                              \
-  do {                                                                           \
-    if (CUresult r_ = (call); r_ != CUDA_SUCCESS) {                              \
-      std::fprintf(stderr, "%s failed: %d\n", #call, static_cast<int>(r_));      \
-      std::exit(1);                                                              \
-    }                                                                            \
-  } while (0)
-
-CUdeviceptr alloc(std::size_t bytes, unsigned char byte) {
-  CUdeviceptr p = 0;
-  CHECK(cuMemAlloc(&p, bytes));
-  CHECK(cuMemsetD8(p, byte, bytes));
-  return p;
-}
-CUdeviceptr alloc_ones(std::size_t floats) {
-  CUdeviceptr p = 0;
-  CHECK(cuMemAlloc(&p, floats * 4));
-  CHECK(cuMemsetD32(p, 0x3f800000u, floats));
-  return p;
-}
-
-// Median µs of `run` over 15 calls, L2 flushed (a 256 MiB memset) before each.
-template <class F> double median_us(F run, CUdeviceptr flush) {
-  CUevent a, b;
-  CHECK(cuEventCreate(&a, 0));
-  CHECK(cuEventCreate(&b, 0));
-  std::vector<double> t;
-  for (int i = 0; i < 18; ++i) {
-    CHECK(cuMemsetD8(flush, static_cast<unsigned char>(i), 256u << 20));
-    CHECK(cuEventRecord(a, nullptr));
-    run();
-    CHECK(cuEventRecord(b, nullptr));
-    CHECK(cuEventSynchronize(b));
-    float ms = 0;
-    CHECK(cuEventElapsedTime(&ms, a, b));
-    if (i >= 3) t.push_back(ms * 1e3);
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
-
-}  // namespace
+using probe::alloc;
+using probe::alloc_ones;
+using probe::median_us;
 
 int main(int argc, char** argv) {
   if (argc < 6) {

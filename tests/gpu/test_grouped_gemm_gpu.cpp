@@ -194,6 +194,18 @@ void compile_all(const std::vector<KernelSpec>& specs) {
   });
 }
 
+// Compiles every run's spec at once, then runs and checks each on its case (seeds from `seed`).
+void run_specs(const std::vector<std::pair<Case, KernelSpec>>& runs, unsigned seed) {
+  std::vector<KernelSpec> specs;
+  for (const auto& r : runs) specs.push_back(r.second);
+  compile_all(specs);
+  for (const auto& [c, spec] : runs) {
+    SCOPED_TRACE(spec_name(spec));
+    Grouped o = make_grouped(c, seed++);
+    run_and_check(c, o, &spec);
+  }
+}
+
 GemmProblem problem_of(const Case& c) {
   return {Fp8Format::e4m3, Fp8Format::e4m3, c.out, c.scale, false, false, c.layout};
 }
@@ -253,15 +265,7 @@ TEST(GroupedGemmGpu, ConfigsOnRaggedGroups) {
                    : indexed_case(ScaleMode::block, DType::bf16, {300, 1, 0, 129, 64}, 384, 640, 0);
       runs.push_back({c, make_gemm_spec(problem_of(c), cfg)});
     }
-  std::vector<KernelSpec> specs;
-  for (const auto& r : runs) specs.push_back(r.second);
-  compile_all(specs);
-  unsigned seed = 50;
-  for (const auto& [c, spec] : runs) {
-    SCOPED_TRACE(spec_name(spec));
-    Grouped o = make_grouped(c, seed++);
-    run_and_check(c, o, &spec);
-  }
+  run_specs(runs, 50);
 }
 
 // Pairs along M (cluster_m = 2, B's tile shared by multicast) take tile-rows 2i and 2i + 1 of one
@@ -286,15 +290,7 @@ TEST(GroupedGemmGpu, PairsAlongMOnRaggedGroups) {
       for (const Case& c : {contiguous, masked})
         runs.push_back({c, make_gemm_spec(problem_of(c), cfg)});
     }
-  std::vector<KernelSpec> specs;
-  for (const auto& r : runs) specs.push_back(r.second);
-  compile_all(specs);
-  unsigned seed = 80;
-  for (const auto& [c, spec] : runs) {
-    SCOPED_TRACE(spec_name(spec));
-    Grouped o = make_grouped(c, seed++);
-    run_and_check(c, o, &spec);
-  }
+  run_specs(runs, 80);
 }
 
 // Decode under CUDA graphs: one captured launch serves any routing, because the kernel reads
