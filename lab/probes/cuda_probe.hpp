@@ -1,5 +1,6 @@
 // What the CUDA-driver probes of lab/probes share: a check that exits on a failed driver call,
-// constant-filled device buffers, and the median time of a call with L2 flushed before each.
+// the device's context, constant-filled device buffers, and the median time of a call with L2
+// flushed before each.
 #pragma once
 
 #include <cuda.h>
@@ -18,6 +19,16 @@
   } while (0)
 
 namespace probe {
+
+// Device 0's primary context, made current (before any other driver call of a probe).
+inline void init_device0() {
+  CHECK(cuInit(0));
+  CUdevice dev;
+  CUcontext ctx;
+  CHECK(cuDeviceGet(&dev, 0));
+  CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
+  CHECK(cuCtxSetCurrent(ctx));
+}
 
 // `bytes` bytes of `byte` (0x38: E4M3 1.0).
 inline CUdeviceptr alloc(std::size_t bytes, unsigned char byte) {

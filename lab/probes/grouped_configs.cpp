@@ -63,12 +63,7 @@ int main(int argc, char** argv) {
     for (std::int64_t g = 0; g <= groups; ++g) table.push_back(static_cast<int>(g * m));
   }
   const std::int64_t rows = groups * m, kb = (k + 127) / 128, nb = (n + 127) / 128;
-  CHECK(cuInit(0));
-  CUdevice dev;
-  CUcontext ctx;
-  CHECK(cuDeviceGet(&dev, 0));
-  CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
-  CHECK(cuCtxSetCurrent(ctx));
+  probe::init_device0();
   const CUdeviceptr a = alloc(rows * k, 0x38), b = alloc(groups * n * k, 0x38),
                     d = alloc(rows * n * 2, 0);
   const std::int64_t sa_count = kb * ((rows + 3) / 4 * 4);

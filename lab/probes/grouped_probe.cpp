@@ -29,12 +29,7 @@ int main(int argc, char** argv) {
   const std::int64_t groups = std::atoll(argv[1]), per = std::atoll(argv[2]), n = std::atoll(argv[3]),
                      k = std::atoll(argv[4]);
   const std::int64_t rows = groups * per, kb = (k + 127) / 128, nb = (n + 127) / 128;
-  CHECK(cuInit(0));
-  CUdevice dev;
-  CUcontext ctx;
-  CHECK(cuDeviceGet(&dev, 0));
-  CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
-  CHECK(cuCtxSetCurrent(ctx));
+  probe::init_device0();
   const CUdeviceptr a = alloc(rows * k, 0x38), b = alloc(groups * n * k, 0x38), d = alloc(rows * n * 2, 0);
   const CUdeviceptr sa = alloc_ones(kb * ((rows + 3) / 4 * 4)), sb = alloc_ones(groups * nb * kb);
   const CUdeviceptr flush = alloc(256u << 20, 0);
