@@ -36,7 +36,7 @@ def instrument(src):
                 i = src.index(old, i + 1)
             src = src[:i] + new + src[i + len(old):]
 
-    head = ('extern "C" { __device__ unsigned fp8jit_tl[1024 * 32]; }\n'
+    head = ('extern "C" { __device__ unsigned fp8jit_tl[1024 * 64]; }\n'
             "static __device__ __forceinline__ unsigned tl_clock() { unsigned c; "
             'asm volatile("mov.u32 %0, %%clock;" : "=r"(c)::"memory"); return c; }\n'
             "static __device__ __forceinline__ unsigned long long tl_gtime() { unsigned long long c; "
@@ -58,11 +58,12 @@ def instrument(src):
         "                        if (k_iter == 0 and s == 0) tl_first_empty += d; }\n\n"
         "                        // Issue TMA A\n")
     rep("            // To safely deconstruct distributed shared barriers, we need another round of empty waits\n",
-        "            if (blockIdx.x < 1024) { unsigned* t = fp8jit_tl + blockIdx.x * 32 + 20;\n"
+        "            if (blockIdx.x < 1024) { unsigned* t = fp8jit_tl + blockIdx.x * 64 + 32;\n"
         "              t[0] = tl_stages; t[1] = tl_empty; t[2] = tl_first_empty; t[3] = tl_clock() - tl_ps; }\n"
         "            // To safely deconstruct distributed shared barriers, we need another round of empty waits\n")
     # Math warpgroups.
     rep("        // Persistently schedule over blocks\n        while (scheduler.get_next_block(m_block_idx, n_block_idx)) {\n",
+        "        unsigned tl_issue = 0, tl_mmawait = 0, tl_promote = 0, tl_passes = 0;\n"
         "        unsigned tl_tiles = 0, tl_first = 0, tl_fill = 0, tl_wait = 0, tl_pre = 0, tl_loop = 0, tl_epi = 0;\n"
         "        const unsigned tl_begin = tl_clock(); unsigned tl_t = tl_begin;\n"
         "        // Persistently schedule over blocks\n        while (scheduler.get_next_block(m_block_idx, n_block_idx)) {\n"
@@ -81,42 +82,55 @@ def instrument(src):
     rep("            __syncwarp();\n        }\n    }\n#else",
         "            __syncwarp();\n        }\n"
         "        if (threadIdx.x % 128 == 0 and blockIdx.x < 1024) {\n"
-        "            unsigned* t = fp8jit_tl + blockIdx.x * 32 + math_wg_idx * 10;\n"
+        "            unsigned* t = fp8jit_tl + blockIdx.x * 64 + math_wg_idx * 16;\n"
         "            t[0] = tl_tiles; t[1] = tl_first; t[2] = tl_fill; t[3] = tl_wait; t[4] = tl_pre;\n"
         "            t[5] = tl_loop; t[6] = 0; t[7] = tl_epi; t[8] = tl_clock() - tl_t;\n"
+        "            t[9] = tl_issue; t[10] = tl_mmawait; t[11] = tl_promote; t[12] = tl_passes;\n"
         "        }\n"
         "        if (threadIdx.x == 0 and blockIdx.x < 1024) {\n"
         "            const unsigned long long g1 = tl_gtime(); unsigned smid;\n"
         '            asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));\n'
-        "            unsigned* t = fp8jit_tl + blockIdx.x * 32 + 24;\n"
+        "            unsigned* t = fp8jit_tl + blockIdx.x * 64 + 48;\n"
         "            t[0] = unsigned(tl_g0); t[1] = unsigned(tl_g0 >> 32); t[2] = unsigned(g1); t[3] = unsigned(g1 >> 32);\n"
         "            t[4] = smid; t[5] = 1;\n"
         "        }\n"
         "    }\n#else")
+    rep("                    \twarpgroup_arrive();\n",
+        "                    \tconst unsigned tl_i0 = tl_clock();\n                    \twarpgroup_arrive();\n")
+    rep("                    \twarpgroup_commit_batch();\n",
+        "                    \twarpgroup_commit_batch();\n                    \ttl_issue += tl_clock() - tl_i0; ++tl_passes;\n")
+    rep("                    \twarpgroup_wait<0>();\n",
+        "                    \tconst unsigned tl_w0 = tl_clock();\n                    \twarpgroup_wait<0>();\n"
+        "                    \tconst unsigned tl_w1 = tl_clock(); tl_mmawait += tl_w1 - tl_w0;\n")
+    rep("accum[i * 4 + 3];\n                    \t}\n",
+        "accum[i * 4 + 3];\n                    \t}\n                    \ttl_promote += tl_clock() - tl_w1;\n")
     return src
 
 
 def summary(t):
     """The report line of runtime/jit/module.cpp's report_timeline (the patch's host side)."""
-    t = t.reshape(-1, 32)
-    t = t[t[:, 29] == 1]
+    t = t.reshape(-1, 64)
+    t = t[t[:, 53] == 1]
     n = len(t)
     if n == 0:
         return "TL no CTAs"
-    g0 = t[:, 24].astype(np.uint64) | (t[:, 25].astype(np.uint64) << np.uint64(32))
-    g1 = t[:, 26].astype(np.uint64) | (t[:, 27].astype(np.uint64) << np.uint64(32))
+    g0 = t[:, 48].astype(np.uint64) | (t[:, 49].astype(np.uint64) << np.uint64(32))
+    g1 = t[:, 50].astype(np.uint64) | (t[:, 51].astype(np.uint64) << np.uint64(32))
     line = (f"TL ctas {n} span_us {(int(g1.max()) - int(g0.min())) / 1e3:.2f} start_spread_us "
             f"{(int(g0.max()) - int(g0.min())) / 1e3:.2f} end_spread_us {(int(g1.max()) - int(g1.min())) / 1e3:.2f} "
             f"cta_us {float((g1 - g0).astype(np.float64).mean()) / 1e3:.2f}")
     names = ["tiles", "first", "fill", "wait", "pre", "loop", "half", "epi", "tail"]
     for w in range(2):
-        c = t[:, w * 10:w * 10 + 9].astype(np.float64).sum(axis=0)
+        c = t[:, w * 16:w * 16 + 13].astype(np.float64).sum(axis=0)
         tiles = c[0] or 1
         line += f" | wg{w} tiles/cta {c[0] / n:.2f} first {c[1] / n:.0f}"
         for i in range(2, 8):
             line += f" {names[i]} {c[i] / tiles:.0f}"
         line += f" tail {c[8] / n:.0f}"
-    p = t[:, 20:24].astype(np.float64).sum(axis=0)
+        passes = c[12] or 1
+        line += (f" per-pass issue {c[9] / passes:.0f} mmawait {c[10] / passes:.0f} promote {c[11] / passes:.0f}"
+                 f" passes/tile {c[12] / tiles:.1f}")
+    p = t[:, 32:36].astype(np.float64).sum(axis=0)
     line += (f" | prod stages/cta {p[0] / n:.1f} empty/stage {p[1] / (p[0] or 1):.0f} "
              f"first_empty/cta {p[2] / n:.0f} total {p[3] / n:.0f}")
     return line
@@ -165,7 +179,7 @@ def main():
                 host = np.zeros(int(size) // 4, dtype=np.uint32)
                 cbd.cuMemcpyDtoH(host.ctypes.data, ptr, int(size))
                 cbd.cuMemsetD8(ptr, 0, int(size))
-                if host.reshape(-1, 32)[:, 29].any():
+                if host.reshape(-1, 64)[:, 53].any():
                     print(f"deepgemm {m}x{n}x{k} {cfg} call {it}: {summary(host)}", flush=True)
 
 
