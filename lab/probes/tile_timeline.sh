@@ -8,14 +8,17 @@
 # DeepGEMM v1's kernel. Cycles are SM clocks (%clock); span_us is the launch's first CTA start
 # to its last CTA end.
 # Usage (repo root, Hopper): OUT=... bash lab/probes/tile_timeline.sh
-#   ITEMS: lines "M N K SCALE [CONFIG-JSON]" for fp8jit (default below); DG_SHAPES: "M,N,K ...".
+#   ITEMS: lines "M N K SCALE [CONFIG-JSON]" for fp8jit (default below); DG_SHAPES: "M,N,K ..." ("":
+#   none); TL_PATCHES: further patches applied with the timeline's.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 1
 OUT=${OUT:-/tmp/fp8jit-timeline}
 mkdir -p "$OUT"
 source lab/scripts/ab_common.sh  # sqlite_args, ab_patch_tree
 t0=$SECONDS
-ab_patch_tree lab/patches/exp_tile_timeline.patch || { echo "patch does not apply"; exit 1; }
+# TL_PATCHES: further lab patches (other files than the timeline's) applied with it.
+cat lab/patches/exp_tile_timeline.patch ${TL_PATCHES:-} > /tmp/exp_tile_timeline.patch
+ab_patch_tree /tmp/exp_tile_timeline.patch || { echo "patch does not apply"; exit 1; }
 src=/tmp/fp8jit-ab-src/exp_tile_timeline B=/tmp/fp8jit-timeline-build
 (cmake -S "$src" -B "$B" -DCMAKE_BUILD_TYPE=Release -DFP8JIT_BUILD_TESTS=OFF "${sqlite_args[@]}" &&
   cmake --build "$B" -j"$(nproc)" --target fp8jit_cli) > "$OUT/build.log" 2>&1 ||
@@ -42,5 +45,5 @@ done <<< "$ITEMS"
 echo "fp8jit done at $((SECONDS - t0)) s"
 DG_SHAPES=${DG_SHAPES:-"4096,4096,7168 4096,24576,1536 4096,7168,2048 4096,5120,25600 8192,8192,8192"}
 # shellcheck disable=SC2086
-timeout 300 python3 lab/probes/timeline_deepgemm.py .carry/deepgemm $DG_SHAPES 2>&1 | grep -E "call [345]|Error|error" | tail -40
+[ -n "$DG_SHAPES" ] && timeout 300 python3 lab/probes/timeline_deepgemm.py .carry/deepgemm $DG_SHAPES 2>&1 | grep -E "call [345]|Error|error" | tail -40
 echo "done at $((SECONDS - t0)) s"
