@@ -368,6 +368,24 @@ TEST(GemmGpu, TallTilesPromoteTheirSlabsInTurn) {
   run_config_cases(cases, 900, 3);
 }
 
+// 256-row tiles staging D in 128-byte swizzled panels (GemmGeometry::swizzled_slab): two m64 slabs
+// per warpgroup in one slab of panels, with and without slab passes, one panel (256x64) and two,
+// FP32 out, per tensor fast with a bias, rows and columns cut by M and N.
+TEST(GemmGpu, TallTilesStageWholePanels) {
+  FP8JIT_REQUIRE_GPU();
+  const Fp8Format e4 = Fp8Format::e4m3, e5 = Fp8Format::e5m2;
+  const std::vector<ConfigCase> cases = {
+      {{e4, e4, DType::bf16, ScaleMode::block}, {256, 128, 3, 8}, {1000, 4000, 2048}},
+      {{e4, e4, DType::bf16, ScaleMode::block}, {256, 64, 4, 8}, {777, 1000, 1536}},
+      {{e5, e4, DType::fp32, ScaleMode::block}, {256, 64, 3, 8}, {700, 900, 1040}},
+      {{e4, e4, DType::bf16, ScaleMode::tensor, true, true}, {256, 128, 3, 8}, {600, 1000, 1040}},
+      {{e4, e5, DType::fp16, ScaleMode::tensor}, {256, 128, 3, 16}, {257, 640, 512}},
+  };
+  for (const ConfigCase& c : cases)
+    ASSERT_TRUE(gemm_geometry(c.p, c.c).swizzled_slab) << c.c.block_n;
+  run_config_cases(cases, 950, 2);
+}
+
 // Promotion's FFMA runs rewritten by the cubin post-pass, settings read once per process: the
 // cases run in a second process with FP8JIT_FFMA_REUSE=1 (a hint on every FFMA that shares its
 // factor with the next, runtime/sass/ffma_reuse.hpp).

@@ -43,8 +43,8 @@ TEST(GemmSpecSmem, FormulaPinned) {
 
 // The epilogue's slab in 128-byte swizzled panels exactly where D's rows are whole panels wide,
 // grouped layouts included (a slab past a group's end is copied out by the warpgroup), and not
-// one warpgroup holding 256 columns in two halves nor 256-row tiles (ptxas spilt those; 256 rows
-// gained nothing).
+// one warpgroup holding 256 columns in two halves nor 256-row tiles that are grouped, per row or
+// per tensor with a bias (ptxas spilt those).
 TEST(GemmGeometrySlab, SwizzledOnlyForDenseTilesOfWholePanels) {
   const GemmProblem block{Fp8Format::e4m3, Fp8Format::e4m3, DType::bf16, ScaleMode::block};
   const GemmProblem tensor{Fp8Format::e4m3, Fp8Format::e4m3, DType::bf16, ScaleMode::tensor};
@@ -53,7 +53,13 @@ TEST(GemmGeometrySlab, SwizzledOnlyForDenseTilesOfWholePanels) {
   grouped.layout = GemmLayout::contiguous;
   auto swizzled = [](const GemmProblem& p, const GemmConfig& c) { return gemm_geometry(p, c).swizzled_slab; };
   EXPECT_TRUE(swizzled(block, {128, 256, 3, 8}));   // 512 bytes a row: 4 panels, column halves
-  EXPECT_FALSE(swizzled(block, {256, 128, 3, 8}));
+  EXPECT_TRUE(swizzled(block, {256, 128, 3, 8}));
+  EXPECT_TRUE(swizzled(tensor, {256, 128, 3, 8}));
+  GemmProblem rowwise = tensor, tensor_bias = tensor;
+  rowwise.scale = ScaleMode::rowwise;
+  tensor_bias.bias = true;
+  EXPECT_FALSE(swizzled(rowwise, {256, 128, 3, 8}));
+  EXPECT_FALSE(swizzled(tensor_bias, {256, 128, 3, 8}));
   EXPECT_TRUE(swizzled(tensor, {128, 192, 4, 8}));
   EXPECT_TRUE(swizzled(tensor, {64, 64, 6, 8}));     // one panel
   EXPECT_TRUE(swizzled(fp32, {128, 96, 4, 8}));      // 384 bytes: 32 FP32 columns a panel
