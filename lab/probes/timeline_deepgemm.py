@@ -58,12 +58,13 @@ def instrument(src):
         "                        if (k_iter == 0 and s == 0) tl_first_empty += d; }\n\n"
         "                        // Issue TMA A\n")
     rep("            // To safely deconstruct distributed shared barriers, we need another round of empty waits\n",
-        "            if (blockIdx.x < 1024) { unsigned* t = fp8jit_tl + blockIdx.x * 64 + 32;\n"
+        "            if (blockIdx.x < 1024) { unsigned* t = fp8jit_tl + blockIdx.x * 64 + 40;\n"
         "              t[0] = tl_stages; t[1] = tl_empty; t[2] = tl_first_empty; t[3] = tl_clock() - tl_ps; }\n"
         "            // To safely deconstruct distributed shared barriers, we need another round of empty waits\n")
     # Math warpgroups.
     rep("        // Persistently schedule over blocks\n        while (scheduler.get_next_block(m_block_idx, n_block_idx)) {\n",
         "        unsigned tl_issue = 0, tl_mmawait = 0, tl_promote = 0, tl_passes = 0;\n"
+        "        unsigned tl_seg_scales = 0, tl_seg_inter = 0, tl_seg_post = 0, tl_seg_end = 0, tl_p = 0;\n"
         "        unsigned tl_tiles = 0, tl_first = 0, tl_fill = 0, tl_wait = 0, tl_pre = 0, tl_loop = 0, tl_epi = 0;\n"
         "        const unsigned tl_begin = tl_clock(); unsigned tl_t = tl_begin;\n"
         "        // Persistently schedule over blocks\n        while (scheduler.get_next_block(m_block_idx, n_block_idx)) {\n"
@@ -74,18 +75,20 @@ def instrument(src):
         "            // Accumulation")
     rep("                    // Wait TMA arrivals\n                    full_barriers[s]->wait((scheduler.current_iter * kNumIterations + k_iter) & 1);\n",
         "                    // Wait TMA arrivals\n                    { const unsigned w0 = tl_clock();\n"
+        "                    if (not (k_iter == 0 and s == 0)) tl_seg_end += w0 - tl_p;\n"
         "                    full_barriers[s]->wait((scheduler.current_iter * kNumIterations + k_iter) & 1);\n"
-        "                    const unsigned d = tl_clock() - w0; if (k_iter == 0 and s == 0) tl_fill += d; else tl_wait += d; }\n")
+        "                    tl_p = tl_clock(); const unsigned d = tl_p - w0; if (k_iter == 0 and s == 0) tl_fill += d; else tl_wait += d; }\n")
     rep("            }, not scheduler.is_computation_valid(m_block_idx, math_wg_idx * WGMMA::M), num_former_iters);\n",
         "            }, not scheduler.is_computation_valid(m_block_idx, math_wg_idx * WGMMA::M), num_former_iters);\n"
         "            tl_t = tl_clock(); tl_loop += tl_t - tl_a; ++tl_tiles;\n")
     rep("            __syncwarp();\n        }\n    }\n#else",
         "            __syncwarp();\n        }\n"
         "        if (threadIdx.x % 128 == 0 and blockIdx.x < 1024) {\n"
-        "            unsigned* t = fp8jit_tl + blockIdx.x * 64 + math_wg_idx * 16;\n"
+        "            unsigned* t = fp8jit_tl + blockIdx.x * 64 + math_wg_idx * 20;\n"
         "            t[0] = tl_tiles; t[1] = tl_first; t[2] = tl_fill; t[3] = tl_wait; t[4] = tl_pre;\n"
         "            t[5] = tl_loop; t[6] = 0; t[7] = tl_epi; t[8] = tl_clock() - tl_t;\n"
         "            t[9] = tl_issue; t[10] = tl_mmawait; t[11] = tl_promote; t[12] = tl_passes;\n"
+        "            t[13] = tl_seg_scales; t[14] = tl_seg_inter; t[15] = tl_seg_post; t[16] = tl_seg_end;\n"
         "        }\n"
         "        if (threadIdx.x == 0 and blockIdx.x < 1024) {\n"
         "            const unsigned long long g1 = tl_gtime(); unsigned smid;\n"
@@ -96,14 +99,15 @@ def instrument(src):
         "        }\n"
         "    }\n#else")
     rep("                    \twarpgroup_arrive();\n",
-        "                    \tconst unsigned tl_i0 = tl_clock();\n                    \twarpgroup_arrive();\n")
+        "                    \tconst unsigned tl_i0 = tl_clock(); (local_idx == 0 ? tl_seg_scales : tl_seg_inter) += tl_i0 - tl_p;\n"
+        "                    \twarpgroup_arrive();\n")
     rep("                    \twarpgroup_commit_batch();\n",
-        "                    \twarpgroup_commit_batch();\n                    \ttl_issue += tl_clock() - tl_i0; ++tl_passes;\n")
+        "                    \twarpgroup_commit_batch();\n                    \tconst unsigned tl_i1 = tl_clock(); tl_issue += tl_i1 - tl_i0; ++tl_passes;\n")
     rep("                    \twarpgroup_wait<0>();\n",
-        "                    \tconst unsigned tl_w0 = tl_clock();\n                    \twarpgroup_wait<0>();\n"
+        "                    \tconst unsigned tl_w0 = tl_clock(); tl_seg_post += tl_w0 - tl_i1;\n                    \twarpgroup_wait<0>();\n"
         "                    \tconst unsigned tl_w1 = tl_clock(); tl_mmawait += tl_w1 - tl_w0;\n")
     rep("accum[i * 4 + 3];\n                    \t}\n",
-        "accum[i * 4 + 3];\n                    \t}\n                    \ttl_promote += tl_clock() - tl_w1;\n")
+        "accum[i * 4 + 3];\n                    \t}\n                    \ttl_p = tl_clock(); tl_promote += tl_p - tl_w1;\n")
     return src
 
 
@@ -121,7 +125,7 @@ def summary(t):
             f"cta_us {float((g1 - g0).astype(np.float64).mean()) / 1e3:.2f}")
     names = ["tiles", "first", "fill", "wait", "pre", "loop", "half", "epi", "tail"]
     for w in range(2):
-        c = t[:, w * 16:w * 16 + 13].astype(np.float64).sum(axis=0)
+        c = t[:, w * 20:w * 20 + 17].astype(np.float64).sum(axis=0)
         tiles = c[0] or 1
         line += f" | wg{w} tiles/cta {c[0] / n:.2f} first {c[1] / n:.0f}"
         for i in range(2, 8):
@@ -129,8 +133,10 @@ def summary(t):
         line += f" tail {c[8] / n:.0f}"
         passes = c[12] or 1
         line += (f" per-pass issue {c[9] / passes:.0f} mmawait {c[10] / passes:.0f} promote {c[11] / passes:.0f}"
-                 f" passes/tile {c[12] / tiles:.1f}")
-    p = t[:, 32:36].astype(np.float64).sum(axis=0)
+                 f" passes/tile {c[12] / tiles:.1f}"
+                 f" scales {c[13] / passes:.0f} inter {c[14] / passes:.0f} post {c[15] / passes:.0f}"
+                 f" kbend {c[16] / passes:.0f} (per pass)")
+    p = t[:, 40:44].astype(np.float64).sum(axis=0)
     line += (f" | prod stages/cta {p[0] / n:.1f} empty/stage {p[1] / (p[0] or 1):.0f} "
              f"first_empty/cta {p[2] / n:.0f} total {p[3] / n:.0f}")
     return line
