@@ -1,8 +1,10 @@
 // The autotuner's sweep logic and the runtime lookup, without a GPU: a scripted Bench stands in
 // for compiling and timing, and a temporary tuning database holds the rows.
 #include <gtest/gtest.h>
+
 #include <stdlib.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <stdexcept>
 
@@ -165,6 +167,21 @@ TEST(TunerCandidates, DefaultFirstValidDistinctAndCapped) {
     }
   }
   EXPECT_GT(gemm_candidates(GemmProblem{}, 4096, 4096, 4096, 132, 232448, 0).size(), 500u);
+}
+
+// The distinct tiles come with raster groups spanning the default's rows: 256-row tiles in groups
+// of 8 where the default's 128-row tile takes 16 (2048 rows either way).
+TEST(TunerCandidates, RasterGroupsSpanTheDefaultsRows) {
+  for (ScaleMode scale : {ScaleMode::block, ScaleMode::tensor}) {
+    GemmProblem p;
+    p.scale = scale;
+    const auto c = gemm_candidates(p, 4096, 4096, 7168, 132, 232448, 0);
+    const GemmConfig base = gemm_config_of(c[0]);
+    ASSERT_EQ(base.block_m * base.group_m, 2048);
+    const auto tall = std::find_if(c.begin(), c.end(), [](const KernelSpec& s) { return gemm_config_of(s).block_m == 256; });
+    ASSERT_NE(tall, c.end());
+    EXPECT_EQ(gemm_config_of(*tall).group_m, 8);
+  }
 }
 
 // Decode-sized M: one narrow tile per SM over all of K (no split-K, deepest pipeline), alone and
