@@ -230,9 +230,9 @@ std::vector<KernelSpec> pick_candidates(const KernelSpec& fallback,
   };
   for (const KernelSpec& s : first) take(s);
   // Two thirds of the budget for distinct tiles (block_m x block_n x stages), each with a raster
-  // group spanning the default's rows and no cluster: the model cannot tell group sizes or clusters apart
-  // well, and ranking them all would spend the sweep on variants of two or three tiles. The rest
-  // for those variants of the best-ranked tiles.
+  // group spanning the default's rows and no cluster: the model cannot tell group sizes or clusters
+  // apart well, and ranking them all would spend the sweep on variants of two or three tiles. The
+  // rest for those variants of the best-ranked tiles.
   const std::size_t tiles_budget = top_k ? std::max<std::size_t>(1, top_k * 2 / 3) : 0;
   std::vector<GemmConfig> tiles = {base};
   for (const Ranked& r : ranked) {

@@ -1,7 +1,6 @@
 // The autotuner's sweep logic and the runtime lookup, without a GPU: a scripted Bench stands in
 // for compiling and timing, and a temporary tuning database holds the rows.
 #include <gtest/gtest.h>
-
 #include <stdlib.h>
 
 #include <algorithm>
@@ -178,7 +177,8 @@ TEST(TunerCandidates, RasterGroupsSpanTheDefaultsRows) {
     const auto c = gemm_candidates(p, 4096, 4096, 7168, 132, 232448, 0);
     const GemmConfig base = gemm_config_of(c[0]);
     ASSERT_EQ(base.block_m * base.group_m, 2048);
-    const auto tall = std::find_if(c.begin(), c.end(), [](const KernelSpec& s) { return gemm_config_of(s).block_m == 256; });
+    const auto tall = std::find_if(
+        c.begin(), c.end(), [](const KernelSpec& s) { return gemm_config_of(s).block_m == 256; });
     ASSERT_NE(tall, c.end());
     EXPECT_EQ(gemm_config_of(*tall).group_m, 8);
   }
