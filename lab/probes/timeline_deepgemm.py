@@ -108,6 +108,44 @@ def instrument(src):
         "                    \tconst unsigned tl_w1 = tl_clock(); tl_mmawait += tl_w1 - tl_w0;\n")
     rep("accum[i * 4 + 3];\n                    \t}\n",
         "accum[i * 4 + 3];\n                    \t}\n                    \ttl_p = tl_clock(); tl_promote += tl_p - tl_w1;\n")
+    rep("                        full_barrier.arrive_and_expect_tx(SMEM_A_SIZE_PER_STAGE + SMEM_B_SIZE_PER_STAGE + SMEM_SCALES_A_SIZE_PER_STAGE);\n",
+        "                        if (blockIdx.x < 1024) *reinterpret_cast<volatile unsigned*>(fp8jit_tl + blockIdx.x * 64 + 56 + s) = tl_clock();\n"
+        "                        full_barrier.arrive_and_expect_tx(SMEM_A_SIZE_PER_STAGE + SMEM_B_SIZE_PER_STAGE + SMEM_SCALES_A_SIZE_PER_STAGE);\n")
+    # An idle lane of the TMA warpgroup polls every stage's full barrier: issue to completion.
+    rep("""            // To safely deconstruct distributed shared barriers, we need another round of empty waits
+            if constexpr (kNumTMAMulticast > 1) {
+                #pragma unroll
+                for (uint32_t s = 0; s < kNumStages; ++ s)
+                    empty_barriers[s]->wait((scheduler.current_iter * kNumIterations + 1) & 1);
+            }
+        }
+""", """            // To safely deconstruct distributed shared barriers, we need another round of empty waits
+            if constexpr (kNumTMAMulticast > 1) {
+                #pragma unroll
+                for (uint32_t s = 0; s < kNumStages; ++ s)
+                    empty_barriers[s]->wait((scheduler.current_iter * kNumIterations + 1) & 1);
+            }
+        } else if (threadIdx.x == kNumMathThreads + 32 and blockIdx.x < 1024) {
+            unsigned tl_n = 0, tl_sum = 0, tl_max = 0;
+            while (scheduler.get_next_block(m_block_idx, n_block_idx)) {
+                launch_k_iterations([&](uint32_t k_iter, auto divisible_type, auto _, auto __) {
+                    constexpr bool kHasDivisibleStages = std::is_same_v<decltype(divisible_type), DivisibleK>;
+                    constexpr uint32_t kNumInnerStages = kHasDivisibleStages ? kNumStages : (SHAPE_K % kFullKOfAllStages) / BLOCK_K;
+                    #pragma unroll
+                    for (uint32_t s = 0; s < kNumInnerStages; ++ s) {
+                        full_barriers[s]->wait((scheduler.current_iter * kNumIterations + k_iter) & 1);
+                        const unsigned lat = tl_clock() - *reinterpret_cast<volatile unsigned*>(fp8jit_tl + blockIdx.x * 64 + 56 + s);
+                        ++tl_n; tl_sum += lat; tl_max = lat > tl_max ? lat : tl_max;
+                    }
+                    #pragma unroll
+                    for (uint32_t s = kNumInnerStages; s < kNumStages; ++ s)
+                        full_barriers[s]->wait((scheduler.current_iter * kNumIterations + k_iter) & 1);
+                }, false, 0);
+            }
+            unsigned* t = fp8jit_tl + blockIdx.x * 64 + 44;
+            t[0] = tl_n; t[1] = tl_sum; t[2] = tl_max;
+        }
+""")
     return src
 
 
@@ -139,6 +177,8 @@ def summary(t):
     p = t[:, 40:44].astype(np.float64).sum(axis=0)
     line += (f" | prod stages/cta {p[0] / n:.1f} empty/stage {p[1] / (p[0] or 1):.0f} "
              f"first_empty/cta {p[2] / n:.0f} total {p[3] / n:.0f}")
+    lat = t[:, 44:47].astype(np.float64).sum(axis=0)
+    line += f" | loads' latency per stage {lat[1] / (lat[0] or 1):.0f} (max per CTA {lat[2] / n:.0f})"
     return line
 
 
