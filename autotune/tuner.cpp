@@ -205,17 +205,24 @@ std::vector<Ranked> rank_configs(const GemmProblem& problem, const KernelSpec& f
   return ranked;
 }
 
-// The raster group of a block_m-row tile that spans the rows the default's group spans (the
-// largest offered size not above it): groups are sized for 128-row tiles, and 256-row tiles in
+// The raster group each tile height takes among the sizes the ranked configs (the space) offer:
+// the largest spanning no more rows than the default's group (the smallest where none does), and
+// the default's own at its height. Groups are sized for 128-row tiles, and 256-row tiles in
 // groups of 16 kept twice the rows of A per wave in L2 (H100, CUDA events, 256x128 groups of 16
 // against 8: block 4096x4096x7168 184.4 -> 180.5 µs, 8192^3 832.8 -> 820.4, per tensor
 // 4096x4096x7168 174.6 -> 170.2).
-int raster_group_like(const GemmConfig& base, int block_m) {
+std::map<int, int> raster_groups_like(const std::vector<Ranked>& ranked, const GemmConfig& base) {
   const int rows = base.group_m * base.block_m;
-  int group = 1;
-  for (int g : {4, 8, 16})
-    if (g * block_m <= rows) group = g;
-  return block_m == base.block_m ? base.group_m : group;
+  std::map<int, std::pair<int, int>> sizes;  // block_m -> (largest fitting, smallest) group_m
+  for (const Ranked& r : ranked) {
+    auto& [fitting, smallest] = sizes.try_emplace(r.c.block_m, 0, r.c.group_m).first->second;
+    if (r.c.group_m * r.c.block_m <= rows) fitting = std::max(fitting, r.c.group_m);
+    smallest = std::min(smallest, r.c.group_m);
+  }
+  std::map<int, int> group;
+  for (const auto& [block_m, g] : sizes) group[block_m] = g.first ? g.first : g.second;
+  group[base.block_m] = base.group_m;
+  return group;
 }
 
 // The sweep's candidates: the fallback, then `first`, then the ranked configs within top_k.
@@ -235,10 +242,10 @@ std::vector<KernelSpec> pick_candidates(const KernelSpec& fallback,
   // rest for those variants of the best-ranked tiles.
   const std::size_t tiles_budget = top_k ? std::max<std::size_t>(1, top_k * 2 / 3) : 0;
   std::vector<GemmConfig> tiles = {base};
+  const std::map<int, int> group = raster_groups_like(ranked, base);
   for (const Ranked& r : ranked) {
     if (top_k && out.size() >= tiles_budget) break;
-    if (r.c.group_m == raster_group_like(base, r.c.block_m) && r.c.cluster_m == 1 &&
-        r.c.cluster_n == 1) {
+    if (r.c.group_m == group.at(r.c.block_m) && r.c.cluster_m == 1 && r.c.cluster_n == 1) {
       const std::size_t before = out.size();
       take(r.spec);
       if (out.size() > before) tiles.push_back(r.c);
