@@ -233,6 +233,34 @@ KernelSpec fitted(const GemmProblem& problem, GemmConfig c, std::int64_t m, std:
   }
 }
 
+// DeepGEMM's large-shape tile: 256 rows (two warpgroups of 128, promoting in turn) by 128
+// columns, in raster groups of 8 tile-rows (2048 rows: 16 ran slower, G70). Per MAC it loads 25 %
+// less than 128x256 (A once for 128 columns, B once for 256 rows) and its 128 columns meet one
+// scale of B per K block.
+constexpr GemmConfig kTallTile{256, 128, 2, 8};
+
+// Whether a dense GEMM at M >= 2048 over 16 K blocks or more, block or per-tensor scaling (precise,
+// no bias), takes kTallTile in place of `chosen`: unless its waves leave more than 5 % more tile
+// area unused, which it does not repay. H100, CUDA events, heuristic (shipped rows off) against
+// 256x128 (lab/configs/tall_default.txt, both shape lists): 27 of 29 shapes where the waves allow
+// it gained, up to 1.077x (6000x8192x28672 block), 1.064x (8192x5120x8192 and 8192x28672x4096 per
+// tensor), 1.035-1.040x (4096x4096x7168 and 4096x7168x2048 per tensor, 4096x7168x2048 block), two
+// lost 1.5 % (8192^3 and 4096x6144x4096 per tensor); waves worse by 6.7 % lost 5.5-7.0 %
+// (3000x10240x5120), by 33-46 % lost 22-24 % (4096x2112x7168), by 2.7 % gained 2.9 %
+// (6000x8192x28672 per tensor). Untimed elsewhere: fast accumulation, rowwise, group scaling and
+// bias (whose 256-row tiles stage D row by row: ptxas spills the panels), and grouped launches.
+bool takes_tall_tile(const GemmProblem& p, GemmLayout launch, const GemmConfig& chosen,
+                     std::int64_t m, std::int64_t n, std::int64_t k_blocks, int sm_count) {
+  if (launch != GemmLayout::dense || p.fast_accum || p.bias || m < 2048 || k_blocks < 16 ||
+      (p.scale != ScaleMode::block && p.scale != ScaleMode::tensor))
+    return false;
+  const auto wave_area = [&](const GemmConfig& c) {
+    const std::int64_t waves = (gemm_tile_count(c, m, n) + sm_count - 1) / sm_count;
+    return waves * c.block_m * c.block_n;
+  };
+  return 20 * wave_area(kTallTile) <= 21 * wave_area(chosen);
+}
+
 // Swapped operands up to 16 rows, streaming tiles where streaming_config finds a wave of them
 // (`launch` dense; grouped launches take only the width and their own pipeline depth),
 // else the cost model's pick under the rules the H100 sweeps added. Tiles: 64 rows when M is
@@ -284,7 +312,10 @@ KernelSpec dense_default(const GemmProblem& problem, std::int64_t m, std::int64_
       if (staged_cost(bn) <= staged_cost(best_n)) best_n = bn;
     }
   }
-  return fitted(problem, GemmConfig{block_m, best_n, 2, group_m}, m, n, k, sm_count, smem_bytes, 0);
+  const GemmConfig chosen{block_m, best_n, 2, group_m};
+  if (takes_tall_tile(problem, launch, chosen, m, n, k_blocks, sm_count))
+    return fitted(problem, kTallTile, m, n, k, sm_count, smem_bytes, 0);
+  return fitted(problem, chosen, m, n, k, sm_count, smem_bytes, 0);
 }
 }  // namespace
 

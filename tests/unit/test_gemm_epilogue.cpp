@@ -33,7 +33,7 @@ TEST(GemmEpilogue, DefaultsBuildTmaWhereKIsOneRange) {
     EXPECT_EQ(spec_name(decode).find("_tma"), std::string::npos);
   }
   // Block 128x256 runs in column halves, whose tma build was slower: the any build.
-  const KernelSpec halves = default_gemm_spec(kBlock, 4096, 4096, 7168);
+  const KernelSpec halves = default_gemm_spec(kBlock, 1024, 4096, 7168);
   EXPECT_EQ(gemm_config_of(halves).block_n, 256);
   EXPECT_EQ(gemm_config_of(halves).epilogue, GemmEpilogue::any);
   GemmProblem grouped = kBlock;

@@ -1,6 +1,9 @@
 // The gemm heuristic's measured choices on DeepSeek-V3 shapes (H100, G16-G21): each
 // pinned decision names the measurement that made it, so a change to the cost model shows here.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+
+#include <tuple>
 
 #include "fp8jit/kernel_spec.hpp"
 #include "generator/families/gemm_geometry.hpp"
@@ -14,21 +17,56 @@ GemmConfig pick(ScaleMode scale, std::int64_t m, std::int64_t n, std::int64_t k,
       default_gemm_spec({Fp8Format::e4m3, Fp8Format::e4m3, DType::bf16, scale, bias}, m, n, k));
 }
 
-// Block scaling on 4096-row shapes with K >= 2048 takes 128x256 in two column halves (G18:
+// Block scaling under 2048 rows with K >= 2048 takes 128x256 in two column halves (G18:
 // 4096x4096x7168 213 -> 201 µs, 4096x7168x16384 790 -> 763 µs); per tensor, where the halves
 // lost, stays unchunked; with bias (256 spills) block scaling stays at 192.
 TEST(GemmHeuristic, WideBlockScaledTilesInHalvesOnly) {
   for (auto [n, k] :
        {std::pair<std::int64_t, std::int64_t>{4096, 7168}, {7168, 16384}, {8192, 8192}}) {
     SCOPED_TRACE(n);
-    const GemmConfig block = pick(ScaleMode::block, 4096, n, k);
+    const GemmConfig block = pick(ScaleMode::block, 1024, n, k);
     EXPECT_EQ(block.block_m, 128);
     EXPECT_EQ(block.block_n, 256);
     EXPECT_EQ(gemm_geometry({Fp8Format::e4m3, Fp8Format::e4m3, DType::bf16, ScaleMode::block}, block).chunks,
               2);
-    EXPECT_LE(pick(ScaleMode::tensor, 4096, n, k).block_n, 208);
+    EXPECT_LE(pick(ScaleMode::tensor, 1024, n, k).block_n, 208);
     EXPECT_LE(pick(ScaleMode::block, 4096, n, k, true).block_n, 192);
   }
+}
+
+// From 2048 rows and 16 K blocks on, block and per-tensor scaling take DeepGEMM's 256x128 in raster
+// groups of 8 tile-rows where its waves leave at most 5 % more tile area unused than the
+// model's tile (H100, CUDA events, lab/configs/tall_default.txt: 4096x4096x7168 per tensor 176.3
+// -> 169.5 µs, 8192x5120x8192 per tensor 508.9 -> 478.2, 6000x8192x28672 block 2252.8 ->
+// 2091.3); not where they leave more (3000x10240x5120: 7.3 waves against 9.8 of 128x192, 241.1
+// -> 255.1 µs; 4096x2112x7168: 2.1 against 2.7, 103.6 -> 132.8), nor at fewer rows or K blocks,
+// nor with bias, fast accumulation or row-wise scaling (untimed).
+TEST(GemmHeuristic, TallTilesAtLargeMAndLongK) {
+  const GemmConfig tall{256, 128, 3, 8};
+  for (ScaleMode scale : {ScaleMode::block, ScaleMode::tensor})
+    for (auto [m, n, k] : {std::tuple<std::int64_t, std::int64_t, std::int64_t>{4096, 4096, 7168},
+                           {4096, 7168, 2048},
+                           {8192, 5120, 8192},
+                           {6000, 8192, 28672},
+                           {2048, 8192, 8192}}) {
+      SCOPED_TRACE(fmt::format("{} {}x{}x{}", to_string(scale), m, n, k));
+      const GemmConfig c = pick(scale, m, n, k);
+      EXPECT_EQ(c.block_m, tall.block_m);
+      EXPECT_EQ(c.block_n, tall.block_n);
+      EXPECT_EQ(c.stages, tall.stages);
+      EXPECT_EQ(c.group_m, tall.group_m);
+    }
+  for (ScaleMode scale : {ScaleMode::block, ScaleMode::tensor}) {
+    EXPECT_EQ(pick(scale, 3000, 10240, 5120).block_m, 128);
+    EXPECT_EQ(pick(scale, 4096, 2112, 7168).block_m, 128);
+    EXPECT_EQ(pick(scale, 2047, 8192, 8192).block_m, 128);
+    EXPECT_EQ(pick(scale, 4096, 8192, 1920).block_m, 128);  // 15 K blocks
+    EXPECT_EQ(pick(scale, 4096, 4096, 7168, true).block_m, 128);
+  }
+  EXPECT_EQ(pick(ScaleMode::rowwise, 4096, 4096, 7168).block_m, 128);
+  const GemmProblem fast{Fp8Format::e4m3,   Fp8Format::e4m3, DType::bf16,
+                         ScaleMode::tensor, false,           true};
+  EXPECT_EQ(gemm_config_of(default_gemm_spec(fast, 4096, 4096, 7168)).block_m, 128);
 }
 
 // Decode-sized M whose widest tiles make one wave run two half-width tiles per SM (tuned 64x96
@@ -83,13 +121,14 @@ TEST(GemmHeuristic, ShortKCapsTheTileWidth) {
 // 160); pipelined 128x128 tiles, which do not defer, lost there (H200: 246.5 against 238.4 µs).
 // Beside them the one-pass tile of whole panels, 128x192, which the model takes where waves allow
 // (H100, per tensor: 4096x24576x1536 239.8 µs against 271.3 at 160), for block scaling too in
-// place of 128x256 up to 12 K blocks (266.9 -> 251.8); at 16 blocks block scaling keeps 256.
+// place of 128x256 up to 12 K blocks (266.9 -> 251.8); at 16 blocks block scaling keeps 256 (at
+// 4096 rows the 256x128 of TallTilesAtLargeMAndLongK).
 TEST(GemmHeuristic, MidKTakesDeferrableTiles) {
   EXPECT_EQ(pick(ScaleMode::tensor, 4096, 24576, 1536).block_n, 192);
   EXPECT_EQ(pick(ScaleMode::tensor, 4096, 24576, 768).block_n, 192);
   EXPECT_EQ(pick(ScaleMode::rowwise, 4096, 24576, 1536).block_n, 192);
   EXPECT_EQ(pick(ScaleMode::block, 4096, 24576, 1536).block_n, 192);
-  EXPECT_EQ(pick(ScaleMode::block, 4096, 7168, 2048).block_n, 256);
+  EXPECT_EQ(pick(ScaleMode::block, 1024, 7168, 2048).block_n, 256);
   for (std::int64_t n : {2048, 7168, 16384}) {  // the rest stay deferrable
     const int bn = pick(ScaleMode::tensor, 4096, n, 1536).block_n;
     EXPECT_TRUE(bn <= 160 || bn == 192) << n << ": " << bn;
@@ -103,18 +142,19 @@ TEST(GemmHeuristic, MidKTakesDeferrableTiles) {
 // the wider tiles (4096x4096x7168 per tensor 188.4 against 180.1 at 128x208), and under 16 the
 // deferring tiles won; fast accumulation does not promote.
 TEST(GemmHeuristic, PipelinedTilesAtSixteenToThirtyOneKBlocks) {
-  EXPECT_EQ(pick(ScaleMode::tensor, 4096, 7168, 2048).block_n, 128);
-  EXPECT_EQ(pick(ScaleMode::tensor, 8192, 5120, 2048).block_n, 128);
+  // Under 2048 rows (from there on TallTilesAtLargeMAndLongK), and row-wise scaling at any M.
+  EXPECT_EQ(pick(ScaleMode::tensor, 1024, 7168, 2048).block_n, 128);
+  EXPECT_EQ(pick(ScaleMode::tensor, 2000, 5120, 2048).block_n, 128);
   EXPECT_EQ(pick(ScaleMode::rowwise, 4096, 7168, 2048).block_n, 128);
-  EXPECT_GT(pick(ScaleMode::tensor, 4096, 4096, 7168).block_n, 168);
-  EXPECT_GT(pick(ScaleMode::tensor, 8192, 8192, 8192).block_n, 128);
+  EXPECT_GT(pick(ScaleMode::rowwise, 4096, 4096, 7168).block_n, 168);
+  EXPECT_GT(pick(ScaleMode::rowwise, 8192, 8192, 8192).block_n, 128);
   EXPECT_GT(pick(ScaleMode::tensor, 4096, 32768, 512).block_n, 128);
   const GemmProblem fast{Fp8Format::e4m3,   Fp8Format::e4m3, DType::bf16,
                          ScaleMode::tensor, false,           true};
   EXPECT_GT(gemm_config_of(default_gemm_spec(fast, 4096, 7168, 2048)).block_n, 128);
   // Block scaling's 128x256 in column halves stays ahead of a pipelined 128x128 (H200: 185.0
   // against 180.0 µs at 4096x4096x7168, 103.4 against 100.3 at 4096x7168x2048).
-  EXPECT_EQ(pick(ScaleMode::block, 4096, 7168, 2048).block_n, 256);
+  EXPECT_EQ(pick(ScaleMode::block, 1024, 7168, 2048).block_n, 256);
 }
 
 }  // namespace

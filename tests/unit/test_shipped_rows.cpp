@@ -95,13 +95,15 @@ TEST_F(ShippedRowsTest, WhatIsNotADocumentIsSkipped) {
 }
 
 TEST_F(ShippedRowsTest, AfterTheUsersDatabaseBeforeTheHeuristic) {
+  // 12 K blocks: the heuristic's tile is 128 rows high, as the rows' are (a row stands in for
+  // the nearest M only with the heuristic's tile height).
   ship("h100.json", [&](const std::string& db) {
-    store(db, h100, {4096, 7168, 2048}, tuned, 100.0);
+    store(db, h100, {4096, 7168, 1536}, tuned, 100.0);
   });
   const std::string user = dir_ + "/user.sqlite";
   auto lookup = [&](std::int64_t m, const GpuKey& gpu, TunePolicy policy,
                     const std::string& shipped) {
-    return lookup_gemm(p, m, 7168, 2048, user, policy, gpu, 232448, shipped);
+    return lookup_gemm(p, m, 7168, 1536, user, policy, gpu, 232448, shipped);
   };
   // No user database: the shipped row, exact or for the nearest M.
   EXPECT_EQ(lookup(4096, h100, TunePolicy::cached, shipped_).source, LookupSource::shipped);
@@ -113,7 +115,7 @@ TEST_F(ShippedRowsTest, AfterTheUsersDatabaseBeforeTheHeuristic) {
   EXPECT_EQ(lookup(4096, h100, TunePolicy::cached, "").source, LookupSource::heuristic);
   EXPECT_EQ(lookup(4096, h100, TunePolicy::off, shipped_).source, LookupSource::heuristic);
   // The user's own rows win, even a nearest-M one over a shipped exact row.
-  store(user, h100, {3072, 7168, 2048}, other, 80.0);
+  store(user, h100, {3072, 7168, 1536}, other, 80.0);
   EXPECT_EQ(lookup(4096, h100, TunePolicy::cached, shipped_).source, LookupSource::nearest_m);
   EXPECT_EQ(lookup(4096, h100, TunePolicy::cached, shipped_).spec, other);
 }

@@ -102,7 +102,7 @@ TEST_F(GroupedTuningDb, OtherGroupCountsAndLayoutsDoNotMatch) {
 }
 
 TEST_F(GroupedTuningDb, DenseRowsAreUnaffected) {
-  const KernelSpec dense = make_gemm_spec(GemmProblem{}, {128, 192, 4, 8});  // near the heuristic's
+  const KernelSpec dense = make_gemm_spec(GemmProblem{}, {256, 128, 3, 4});  // near the heuristic's
   ASSERT_TRUE(store_gemm_result(path_, kH200, "node7 device 0", {4096, kN, kK}, won_by(dense, 50.0)));
   // A grouped row nearer in M than the dense one is never a dense answer, nor the reverse.
   store_grouped(8, 512, kTuned);
