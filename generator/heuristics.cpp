@@ -239,19 +239,21 @@ KernelSpec fitted(const GemmProblem& problem, GemmConfig c, std::int64_t m, std:
 // scale of B per K block.
 constexpr GemmConfig kTallTile{256, 128, 2, 8};
 
-// Whether a dense GEMM at M >= 2048 over 16 K blocks or more, block or per-tensor scaling (precise,
-// no bias), takes kTallTile in place of `chosen`: unless its waves leave more than 5 % more tile
+// Whether a dense GEMM at M >= 2048 over 16 K blocks or more, block or per-tensor scaling (no
+// bias), takes kTallTile in place of `chosen`: unless its waves leave more than 5 % more tile
 // area unused, which it does not repay. H100, CUDA events, heuristic (shipped rows off) against
-// 256x128 (lab/configs/tall_default.txt, both shape lists): 27 of 29 shapes where the waves allow
-// it gained, up to 1.077x (6000x8192x28672 block), 1.064x (8192x5120x8192 and 8192x28672x4096 per
-// tensor), 1.035-1.040x (4096x4096x7168 and 4096x7168x2048 per tensor, 4096x7168x2048 block), two
-// lost 1.5 % (8192^3 and 4096x6144x4096 per tensor); waves worse by 6.7 % lost 5.5-7.0 %
-// (3000x10240x5120), by 33-46 % lost 22-24 % (4096x2112x7168), by 2.7 % gained 2.9 %
-// (6000x8192x28672 per tensor). Untimed elsewhere: fast accumulation, rowwise, group scaling and
-// bias (whose 256-row tiles stage D row by row: ptxas spills the panels), and grouped launches.
+// 256x128 (lab/configs/tall_default.txt, both shape lists): of the 25 shapes where the waves allow
+// it, 21 gained up to 1.077x (6000x8192x28672 block), 1.064x (8192x5120x8192 and 8192x28672x4096
+// per tensor), 1.035-1.040x (4096x4096x7168 and 4096x7168x2048 per tensor, 4096x7168x2048 block),
+// two were equal and two lost 1.4-1.6 % (8192^3 and 4096x6144x4096 per tensor); waves worse by
+// 6.7 % lost 5.5-7.0 % (3000x10240x5120), by 33-46 % lost 22-24 % (4096x2112x7168), by 2.7 %
+// gained 2.9 % (6000x8192x28672 per tensor). Fast accumulation (lab/configs/tall_fast.txt, 12
+// shapes): 1.04-1.12x on all (4096x7168x2048 99.7 -> 89.1 µs, 3000x4096x14336 259.6 -> 230.8,
+// 8192^3 747.7 -> 715.7). Untimed elsewhere: rowwise, group scaling and bias (whose 256-row tiles
+// stage D row by row: ptxas spills the panels), and grouped launches.
 bool takes_tall_tile(const GemmProblem& p, GemmLayout launch, const GemmConfig& chosen,
                      std::int64_t m, std::int64_t n, std::int64_t k_blocks, int sm_count) {
-  if (launch != GemmLayout::dense || p.fast_accum || p.bias || m < 2048 || k_blocks < 16 ||
+  if (launch != GemmLayout::dense || p.bias || m < 2048 || k_blocks < 16 ||
       (p.scale != ScaleMode::block && p.scale != ScaleMode::tensor))
     return false;
   const auto wave_area = [&](const GemmConfig& c) {
