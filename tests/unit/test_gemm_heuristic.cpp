@@ -37,11 +37,10 @@ TEST(GemmHeuristic, WideBlockScaledTilesInHalvesOnly) {
 // From 2048 rows and 16 K blocks on, block and per-tensor scaling (either accumulation) take
 // DeepGEMM's 256x128 in raster groups of 8 tile-rows where its waves leave at most 5 % more tile
 // area unused than the model's tile (H100, CUDA events, lab/configs/tall_default.txt:
-// 4096x4096x7168 per tensor 176.3
-// -> 169.5 µs, 8192x5120x8192 per tensor 508.9 -> 478.2, 6000x8192x28672 block 2252.8 ->
-// 2091.3); not where they leave more (3000x10240x5120: 7.3 waves against 9.8 of 128x192, 241.1
-// -> 255.1 µs; 4096x2112x7168: 2.1 against 2.7, 103.6 -> 132.8), nor at fewer rows or K blocks,
-// nor with bias or row-wise scaling (untimed).
+// 4096x4096x7168 per tensor 176.3 -> 169.5 µs, 8192x5120x8192 per tensor 508.9 -> 478.2,
+// 6000x8192x28672 block 2252.8 -> 2091.3); not where they leave more (3000x10240x5120: 7.3 waves
+// against 9.8 of 128x192, 241.1 -> 255.1 µs; 4096x2112x7168: 2.1 against 2.7, 103.6 -> 132.8),
+// nor at fewer rows or K blocks, nor with bias or row-wise scaling (untimed).
 TEST(GemmHeuristic, TallTilesAtLargeMAndLongK) {
   const GemmConfig tall{256, 128, 3, 8};
   for (ScaleMode scale : {ScaleMode::block, ScaleMode::tensor})
