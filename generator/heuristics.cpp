@@ -270,7 +270,7 @@ bool takes_tall_tile(const GemmProblem& p, GemmLayout launch, const GemmConfig& 
 // (`launch` dense; grouped launches take only the width and their own pipeline depth),
 // else the cost model's pick under the rules the H100 sweeps added. Tiles: 64 rows when M is
 // small (one consumer warpgroup), else 128, and the width gemm_cost finds cheapest up to the
-// widest the rules allow. From the H100 tuning sweeps (G11, G15): with 4 or fewer K blocks per
+// widest the rules allow; at large M and long K 256x128 in its place (takes_tall_tile). From the H100 tuning sweeps (G11, G15): with 4 or fewer K blocks per
 // tile the epilogue dominates and tiles up to 160 columns won (1.10x at 4096x32768x512); raster
 // groups of 16 tile-rows won on every shape with 16 or more of them. As many stages as shared
 // memory holds, up to 6 (12 where max_stages says).

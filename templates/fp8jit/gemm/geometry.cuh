@@ -45,9 +45,9 @@ struct GemmGeometry {
   // (precise 256-row tiles wider than 104 columns) take their slabs in turn instead: each K
   // block's wgmmas of slab 0 are promoted before slab 1's are issued, so the temporaries cover
   // one slab (256x128: 128 + 64 registers instead of 256), as DeepGEMM's 256-row tiles do.
-  // Measured on an H100 (block scaling, no cluster, swizzled slab): 2-3 % faster than the
-  // heuristic's 128x256 at 4096x7168x2048, 1-2 % slower at 4096x4096x7168 and 8192^3, so only the
-  // tuner or an explicit config picks them.
+  // In raster groups of 8 tile-rows and with the swizzled slab below, the heuristic takes 256x128
+  // at large M and long K (generator/heuristics.cpp, takes_tall_tile: 1-8 % faster than the
+  // 128-row tiles it replaces on an H100).
   bool slab_passes;
   int passes;       // wgmma batches per K block, each promoted before the next: chunks or slabs
   // Promotion of K block kb - 1 under kb's wgmmas, from a second set of temporaries: tiles of one
@@ -149,8 +149,10 @@ constexpr GemmGeometry gemm_geometry(const GemmTile& t) {
   // 8 on the same banks (8-way conflicts), the swizzle on 8 different ones. Measured on an H100
   // (block scaling, 128x256): 4096x24576x768 186.8 -> 155.9 µs, 4096x7168x2048 112.8 ->
   // 102.7. Only where the tile is whole panels wide; not for 64-row tiles in column halves (one
-  // warpgroup, 256 columns), which ptxas then spills (8 bytes), nor 256-row tiles that are
-  // grouped (12 bytes), per row or per tensor with a bias (precise: 8 bytes at 256x128). Other
+  // warpgroup, 256 columns), which ptxas then spills (8 bytes), nor 256-row tiles per row or per
+  // tensor with a bias (precise: 8 bytes at 256x128), nor grouped ones, whose swizzled path has
+  // not run on a GPU (ptxas spilled 12 bytes there once; at CUDA 13.0 and this tree it does not,
+  // lab/patches/exp_grouped_tall_panels.patch). Other
   // 256-row tiles take it: their two warpgroups take turns, so a warpgroup's epilogue holds the
   // other's next wgmmas back, and the row-major slab's conflicts cost 4600 cycles a tile against
   // 1250 swizzled (256x128 block at 4096x4096x7168 193.5 -> 184.9 µs, 4096x24576x1536 306.6 ->
