@@ -57,7 +57,7 @@ void encode_scale_maps(dev::GemmParams& p, const GemmArgs& a, const GemmConfig& 
   const bool block = a.scale_mode == ScaleMode::block;
   if (!block && a.scale_mode != ScaleMode::group) return;
   if (!block && (a.scale_b_layout != ScaleLayout::col_major_tma || !aligned16(a.scale_b))) return;
-  if (!encode_scale_map_a(p, g, a.scale_a_layout, a.scale_a, a.m, g.scales_a)) return;
+  if (!encode_scale_map_a(p, g, a.scale_a_layout, a.scale_a, a.m, g.scale_box_a)) return;
   if (block)
     encode_block_scale_map(p, &p.tma_sb, a.scale_b, ceil_div(a.n, 128), p.sb_rs, p.sb_cs, true);
   if (!block && !encode_column_scale_map(p, a.scale_b, a.n, c.block_n)) {

@@ -119,11 +119,11 @@ GemmLaunch prepare(const LoadedKernel& k, const GroupedGemmArgs& a, int sm_count
   encode_operand_maps(p, g, a.a, rows, a.lda, a.b, a.groups * a.n, a.ldb, a.k);
   encode_store_map(p, g, c, a.d, a.d_dtype, rows, a.n, a.ldd, true);
   // A's block scales by TMA where their layout allows (B's two per tile the producer loads). A
-  // group's tiles start on any row, and a TMA box's first element must sit on 16 bytes: the box
-  // starts 0-3 rows early and is 4 rows taller (GemmGeometry::scales_a), which 256-row tiles
-  // cannot be (boxes hold 256 rows): they copy A's scales by cp.async.
+  // group's tiles start on any row, and a TMA box's first element must sit on 16 bytes: the
+  // scales start 0-3 rows early and cover 4 rows more (GemmGeometry::scales_a), in two boxes
+  // for 256-row tiles (GemmGeometry::scale_box_a).
   if (a.scale_mode == ScaleMode::block && g.scales_a > c.block_m)
-    encode_scale_map_a(p, g, a.scale_a_layout, a.scale_a, rows, g.scales_a);
+    encode_scale_map_a(p, g, a.scale_a_layout, a.scale_a, rows, g.scale_box_a);
   // The units depend on the group table on the device: the grid is the resident maximum, capped
   // by the most units any table can give (every group's rows start a new tile-row).
   // (Indexed layouts: the tile grid over all rows, padding tiles skipped.)

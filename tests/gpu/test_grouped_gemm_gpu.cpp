@@ -268,6 +268,23 @@ TEST(GroupedGemmGpu, ConfigsOnRaggedGroups) {
   run_specs(runs, 50);
 }
 
+// 256-row tiles' A scales by TMA come in two boxes of 132 rows 128 apart, from the group's first
+// row rounded down to 4 (GemmGeometry::scale_box_a): groups starting at each residue mod 4, tiles
+// whose rows past 128 sit in the second box, a group of one tile-row and an empty one; each case
+// twice, so that A's scales come column-major (TMA) and row-major (cp.async).
+TEST(GroupedGemmGpu, TallTilesReadTheirScalesInTwoBoxes) {
+  FP8JIT_REQUIRE_GPU();
+  const std::vector<Case> cases = {
+      {GemmLayout::contiguous, ScaleMode::block, DType::bf16, {0, 258, 258, 515, 1100, 1101}, 1101, 384, 640},
+      {GemmLayout::contiguous, ScaleMode::block, DType::fp16, {1, 131, 390, 1003}, 1003, 256, 1152},
+      {GemmLayout::masked, ScaleMode::block, DType::bf16, {258, 0, 200, 131}, 258, 384, 640},
+  };
+  std::vector<std::pair<Case, KernelSpec>> runs;
+  for (const Case& c : cases)
+    for (int layout = 0; layout < 2; ++layout) runs.push_back({c, make_gemm_spec(problem_of(c), {256, 128, 3, 8, 1, 1})});
+  run_specs(runs, 60);
+}
+
 // Pairs along M (cluster_m = 2, B's tile shared by multicast) take tile-rows 2i and 2i + 1 of one
 // group; a group with an odd number of tile-rows runs its last one as pairs of column tiles that
 // share nothing, the second of them past N where the tile count along N is odd. Groups of 0 to 4

@@ -43,8 +43,8 @@ TEST(GemmSpecSmem, FormulaPinned) {
 
 // The epilogue's slab in 128-byte swizzled panels exactly where D's rows are whole panels wide,
 // grouped layouts included (a slab past a group's end is copied out by the warpgroup), and not
-// one warpgroup holding 256 columns in two halves nor 256-row tiles that are grouped, per row or
-// per tensor with a bias (ptxas spilt those).
+// one warpgroup holding 256 columns in two halves nor 256-row tiles per row or per tensor with a
+// bias (ptxas spilt those).
 TEST(GemmGeometrySlab, SwizzledOnlyForDenseTilesOfWholePanels) {
   const GemmProblem block{Fp8Format::e4m3, Fp8Format::e4m3, DType::bf16, ScaleMode::block};
   const GemmProblem tensor{Fp8Format::e4m3, Fp8Format::e4m3, DType::bf16, ScaleMode::tensor};
@@ -68,11 +68,37 @@ TEST(GemmGeometrySlab, SwizzledOnlyForDenseTilesOfWholePanels) {
   EXPECT_FALSE(swizzled(fp32, {128, 80, 4, 8}));     // 320 bytes
   EXPECT_TRUE(swizzled(grouped, {128, 256, 3, 8}));
   EXPECT_FALSE(swizzled(grouped, {128, 144, 5, 8}));
-  EXPECT_FALSE(swizzled(grouped, {256, 128, 3, 8}));
+  EXPECT_TRUE(swizzled(grouped, {256, 128, 3, 8}));
   ASSERT_EQ(gemm_geometry(block, {64, 256, 3, 8}).chunks, 2);
   EXPECT_FALSE(swizzled(block, {64, 256, 3, 8}));
   // The swizzle changes the layout inside the slab, not its size.
   EXPECT_EQ(gemm_geometry(block, {128, 256, 3, 8}).epi_slab, 64 * 256 * 2);
+}
+
+// A's block scales: grouped tiles take 4 rows more (their box starts on the row rounded down to
+// 4), which 256-row tiles load in two boxes of 132 rows 128 apart (a box holds 256); the bytes the
+// stage's barrier expects count both boxes, and the stage's scales keep their 128-byte rounding.
+TEST(GemmGeometryScales, GroupedTallTilesLoadAsScalesInTwoBoxes) {
+  const GemmProblem block{Fp8Format::e4m3, Fp8Format::e4m3, DType::bf16, ScaleMode::block};
+  GemmProblem grouped = block, masked = block;
+  grouped.layout = GemmLayout::contiguous;
+  masked.layout = GemmLayout::masked;
+  const GemmGeometry dense256 = gemm_geometry(block, {256, 128, 3, 8});
+  EXPECT_EQ(dense256.scales_a, 256);
+  EXPECT_EQ(dense256.scale_box_a, 256);
+  EXPECT_EQ(dense256.scale_tma_bytes, 4 * 256);
+  const GemmGeometry g128 = gemm_geometry(grouped, {128, 256, 3, 8});
+  EXPECT_EQ(g128.scales_a, 132);
+  EXPECT_EQ(g128.scale_box_a, 132);
+  EXPECT_EQ(g128.scale_tma_bytes, 4 * 132);
+  for (const GemmProblem& p : {grouped, masked}) {
+    const GemmGeometry g = gemm_geometry(p, {256, 128, 3, 8});
+    EXPECT_EQ(g.scales_a, 260);
+    EXPECT_EQ(g.scale_box_a, 132);
+    EXPECT_EQ((g.scales_a - g.scale_box_a) % 4, 0);  // the second box starts on 16 bytes too
+    EXPECT_EQ(g.scale_tma_bytes, 4 * 2 * 132);
+    EXPECT_EQ(g.stage_scales, 288);  // 260 of A, 8 of B, rounded to 32
+  }
 }
 
 // Pipelined promotion (a second set of wgmma temporaries) exactly for promoted tiles of one pass

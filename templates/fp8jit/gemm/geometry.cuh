@@ -14,6 +14,7 @@ constexpr int kGemmSmemLimit = 232448;    // opt-in shared memory per block on H
 constexpr int kGemmUnchunkedMaxN = 208;   // precise tiles wider than this run in two column halves
 constexpr int kGemmChunkedBiasMaxN = 224; // ptxas spills the bias epilogue of wider ones
 constexpr int kGemmWarpgroupThreads = 128;
+constexpr int kGemmMaxScaleBox = 256;     // rows a TMA box holds at most (cuTensorMapEncodeTiled)
 // Registers a grouped layout's scheduler keeps (its group and row bounds) that the register
 // budgets leave out: ptxas spilt 128x208 per tensor, 128x240 fast, 256x104 block and 128x168
 // rowwise (deferred) by 4-32 bytes at the dense budgets.
@@ -65,10 +66,14 @@ struct GemmGeometry {
   // block); B's 128x128 blocks (the one or two the tile touches, padded to 8) or 1x128 groups
   // (one per column), from scales_a on,
   // rounded so that each stage's scales start on 128 bytes, as TMA destinations must. Grouped
-  // tiles start on any row, but a TMA box's first element must sit on 16 bytes: their A box
-  // starts at the row rounded down to 4 and covers 4 rows more (tiles of up to 128 rows: boxes
-  // hold at most 256).
+  // tiles start on any row, but a TMA box's first element must sit on 16 bytes: their A scales
+  // start at the row rounded down to 4 and cover 4 rows more.
   int scales_a, scales_b, stage_scales;
+  // Rows of A's scale box. A box holds at most 256 rows, so 256-row grouped tiles load their 260
+  // in two boxes of 132, the second 128 rows after the first (4 rows land twice, the same
+  // values); by cp.async instead, their consumers waited on the stages' loads (one group of 32768
+  // rows, 4096x7168: 1.35x the dense kernel's time with the same tile, 128x256 grouped 1.07x).
+  int scale_box_a;
   // Bytes the scale boxes deliver per stage where scales come by TMA: A's (block and group
   // scaling) and the per-column ones of B (block scaling's two of B, and swapped block scaling's
   // one of A, come by the producer's loads).
@@ -135,11 +140,13 @@ constexpr GemmGeometry gemm_geometry(const GemmTile& t) {
   // Swapped block scaling: the tile's one block scale of its A, padded to 128 bytes (the TMA box
   // of B's scales after it must start on them), copied by the producer's lane 0 (cp.async).
   g.scales_a = t.scale == kSwappedBlockScale ? 32
-               : staged                      ? t.block_m + (t.grouped && t.block_m <= 128 ? 4 : 0)
+               : staged                      ? t.block_m + (t.grouped ? 4 : 0)
                                              : 0;
+  g.scale_box_a = g.scales_a > kGemmMaxScaleBox ? g.scales_a / 2 + 2 : g.scales_a;
   g.scales_b = t.scale == kBlockScale ? 8 : gemm_scales_per_column(t.scale) ? t.block_n : 0;
   g.stage_scales = (g.scales_a + g.scales_b + 31) / 32 * 32;
-  g.scale_tma_bytes = 4 * ((t.scale == kSwappedBlockScale ? 0 : g.scales_a) +
+  const int boxes_a = g.scales_a > kGemmMaxScaleBox ? 2 : 1;
+  g.scale_tma_bytes = 4 * ((t.scale == kSwappedBlockScale ? 0 : boxes_a * g.scale_box_a) +
                            (gemm_scales_per_column(t.scale) ? t.block_n : 0));
   // The tiles' starts step through the 128-blocks by gcd(block_n, 128): the worst one starts
   // 128 - gcd columns into a block.
@@ -150,16 +157,13 @@ constexpr GemmGeometry gemm_geometry(const GemmTile& t) {
   // (block scaling, 128x256): 4096x24576x768 186.8 -> 155.9 µs, 4096x7168x2048 112.8 ->
   // 102.7. Only where the tile is whole panels wide; not for 64-row tiles in column halves (one
   // warpgroup, 256 columns), which ptxas then spills (8 bytes), nor 256-row tiles per row or per
-  // tensor with a bias (precise: 8 bytes at 256x128), nor grouped ones, whose swizzled path has
-  // not run on a GPU (ptxas spilled 12 bytes there once; at CUDA 13.0 and this tree it does not,
-  // lab/patches/exp_grouped_tall_panels.patch). Other
-  // 256-row tiles take it: their two warpgroups take turns, so a warpgroup's epilogue holds the
-  // other's next wgmmas back, and the row-major slab's conflicts cost 4600 cycles a tile against
-  // 1250 swizzled (256x128 block at 4096x4096x7168 193.5 -> 184.9 µs, 4096x24576x1536 306.6 ->
-  // 257.0, per tensor 187.0 -> 175.4; H100).
+  // tensor with a bias (precise: 8 bytes at 256x128). Other 256-row tiles take it: their two
+  // warpgroups take turns, so a warpgroup's epilogue holds the other's next wgmmas back, and the
+  // row-major slab's conflicts cost 4600 cycles a tile against 1250 swizzled (256x128 block at
+  // 4096x4096x7168 193.5 -> 184.9 µs, 4096x24576x1536 306.6 -> 257.0, per tensor 187.0 -> 175.4;
+  // grouped, 8 groups of 4096 rows, N 7168, K 2048: 997.1 -> 859.6; H100).
   const bool tall_spills =
-      t.block_m == 256 &&
-      (t.grouped || (!t.fast_accum && (t.scale == kPerRow || (t.scale == kPerTensor && t.bias))));
+      t.block_m == 256 && !t.fast_accum && (t.scale == kPerRow || (t.scale == kPerTensor && t.bias));
   g.swizzled_slab =
       (t.block_n * t.out_bytes) % 128 == 0 && !(g.math_wgs == 1 && g.chunks == 2) && !tall_spills;
   g.smem_bytes = t.stages * (g.stage_a + g.stage_b + 4 * g.stage_scales) + 2 * t.stages * 8 + 128 +

@@ -13,13 +13,20 @@ namespace fp8jit {
 namespace dev {
 
 // kScalesB: where B's scales start among a stage's (GemmGeometry::scales_a); kAlignA: A's TMA box
-// starts at the tile's first row rounded down to 4 (grouped tiles: GemmGeometry::scales_a).
-template <int BLOCK_M, int BLOCK_N, int SCALE, int kScalesB, bool kAlignA> struct Sm90GemmScaleLoads {
+// starts at the tile's first row rounded down to 4 (grouped tiles: GemmGeometry::scales_a);
+// kBoxA: the rows of A's box (GemmGeometry::scale_box_a), a second box covering the rest of
+// kScalesB where one cannot hold them all.
+template <int BLOCK_M, int BLOCK_N, int SCALE, int kScalesB, bool kAlignA, int kBoxA> struct Sm90GemmScaleLoads {
+  static_assert(kBoxA == kScalesB || 2 * kBoxA >= kScalesB, "A's scales fit in one box or two");
   // K block kb's scales of unit w's tile by TMA (see GemmParams): A's, and group scaling's B;
   // past the edges TMA fills zeros.
   static FP8JIT_DEVICE void load_scales_tma(const GemmParams& p, float* dst, u64* bar, const GemmUnit& w, int kb) {
-    if constexpr (SCALE != kSwappedBlockScale)
-      tma::load_2d(dst, &p.tma_sa, bar, kAlignA ? w.row0 & ~3 : w.row0, kb);
+    if constexpr (SCALE != kSwappedBlockScale) {
+      const int row = kAlignA ? w.row0 & ~3 : w.row0;
+      tma::load_2d(dst, &p.tma_sa, bar, row, kb);
+      constexpr int kSecond = kScalesB - kBoxA;  // a multiple of 4 rows: its box starts on 16 bytes
+      if constexpr (kSecond > 0) tma::load_2d(dst + kSecond, &p.tma_sa, bar, row + kSecond, kb);
+    }
     if constexpr (gemm_scales_per_column(SCALE))
       tma::load_2d(dst + kScalesB, &p.tma_sb, bar, w.tn * BLOCK_N, kb);
   }
