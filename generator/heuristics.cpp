@@ -269,7 +269,7 @@ bool takes_tall_tile(const GemmProblem& p, GemmLayout launch, const GemmConfig& 
 // Whether a contiguous grouped GEMM, block scaling, bf16 out, groups of 1024 expected rows or more
 // over 16 K blocks or more, takes kTallTile in place of `chosen`: unless its waves, each group's
 // rows rounded up to its tiles, leave more than 5 % more tile area unused (as the dense rule). H100,
-// CUDA events (lab/probes/grouped_probe.sh, G73), 128x256 g16 -> 256x128 g8: 8 groups of 4096
+// CUDA events (lab/probes/grouped_probe.sh), 128x256 g16 -> 256x128 g8: 8 groups of 4096
 // rows, N 4096, K 7168 1342.7 -> 1237.8 µs; N 7168, K 2048 715.6 -> 677.6; 4 x 2048 (4096x7168)
 // 342.8 -> 319.6; 16 x 1024 674.0 -> 622.5; 32 x 2048 (7168x2048) 1430.8 -> 1324.1. Untimed:
 // masked layouts (decode-sized groups), the other scale modes and outputs.
