@@ -268,18 +268,20 @@ bool takes_tall_tile(const GemmProblem& p, GemmLayout launch, const GemmConfig& 
 
 // Whether a contiguous grouped GEMM, block scaling, bf16 out, groups of 1024 expected rows or more
 // over 16 K blocks or more, takes kTallTile in place of `chosen`: unless its waves, each group's
-// rows rounded up to its tiles, leave more than 5 % more tile area unused (as the dense rule). H100,
-// CUDA events (lab/probes/grouped_probe.sh), 128x256 g16 -> 256x128 g8: 8 groups of 4096
+// rows rounded up to its tiles, leave more than 5 % more tile area unused (as the dense rule).
+// H100, CUDA events (lab/probes/grouped_probe.sh), 128x256 g16 -> 256x128 g8: 8 groups of 4096
 // rows, N 4096, K 7168 1342.7 -> 1237.8 µs; N 7168, K 2048 715.6 -> 677.6; 4 x 2048 (4096x7168)
 // 342.8 -> 319.6; 16 x 1024 674.0 -> 622.5; 32 x 2048 (7168x2048) 1430.8 -> 1324.1. Untimed:
 // masked layouts (decode-sized groups), the other scale modes and outputs.
-bool takes_grouped_tall_tile(const GemmProblem& p, std::int64_t groups, std::int64_t expected_m, std::int64_t n,
-                             std::int64_t k_blocks, const GemmConfig& chosen, int sm_count) {
+bool takes_grouped_tall_tile(const GemmProblem& p, std::int64_t groups, std::int64_t expected_m,
+                             std::int64_t n, std::int64_t k_blocks, const GemmConfig& chosen,
+                             int sm_count) {
   if (p.layout != GemmLayout::contiguous || p.scale != ScaleMode::block || p.out != DType::bf16 ||
       expected_m < 1024 || k_blocks < 16)
     return false;
   const auto wave_area = [&](const GemmConfig& c) {
-    const std::int64_t tiles = groups * ((expected_m + c.block_m - 1) / c.block_m) * ((n + c.block_n - 1) / c.block_n);
+    const std::int64_t tiles =
+        groups * ((expected_m + c.block_m - 1) / c.block_m) * ((n + c.block_n - 1) / c.block_n);
     return (tiles + sm_count - 1) / sm_count * c.block_m * c.block_n;
   };
   return 20 * wave_area(kTallTile) <= 21 * wave_area(chosen);
@@ -374,8 +376,8 @@ KernelSpec default_grouped_gemm_spec(const GemmProblem& problem, std::int64_t gr
   if (takes_grouped_tall_tile(problem, groups, expected_m, n, (k + 127) / 128, c, sm_count)) {
     GemmConfig tall = kTallTile;
     tall.epilogue = GemmEpilogue::any;
-    for (tall.stages = kDefaultStages; tall.stages > 2 && gemm_geometry(problem, tall).smem_bytes > smem_bytes;
-         --tall.stages) {
+    for (tall.stages = kDefaultStages;
+         tall.stages > 2 && gemm_geometry(problem, tall).smem_bytes > smem_bytes; --tall.stages) {
     }
     const GemmGeometry g = gemm_geometry(problem, tall);
     if (g.smem_bytes <= smem_bytes && g.fits_registers) return make_gemm_spec(problem, tall);

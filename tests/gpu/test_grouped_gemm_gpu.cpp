@@ -275,13 +275,20 @@ TEST(GroupedGemmGpu, ConfigsOnRaggedGroups) {
 TEST(GroupedGemmGpu, TallTilesReadTheirScalesInTwoBoxes) {
   FP8JIT_REQUIRE_GPU();
   const std::vector<Case> cases = {
-      {GemmLayout::contiguous, ScaleMode::block, DType::bf16, {0, 258, 258, 515, 1100, 1101}, 1101, 384, 640},
+      {GemmLayout::contiguous,
+       ScaleMode::block,
+       DType::bf16,
+       {0, 258, 258, 515, 1100, 1101},
+       1101,
+       384,
+       640},
       {GemmLayout::contiguous, ScaleMode::block, DType::fp16, {1, 131, 390, 1003}, 1003, 256, 1152},
       {GemmLayout::masked, ScaleMode::block, DType::bf16, {258, 0, 200, 131}, 258, 384, 640},
   };
   std::vector<std::pair<Case, KernelSpec>> runs;
   for (const Case& c : cases)
-    for (int layout = 0; layout < 2; ++layout) runs.push_back({c, make_gemm_spec(problem_of(c), {256, 128, 3, 8, 1, 1})});
+    for (int layout = 0; layout < 2; ++layout)
+      runs.push_back({c, make_gemm_spec(problem_of(c), {256, 128, 3, 8, 1, 1})});
   run_specs(runs, 60);
 }
 

@@ -85,13 +85,16 @@ TEST(GemmHeuristic, GroupedTallTilesForLargeContiguousGroups) {
   GemmProblem contiguous;
   contiguous.layout = GemmLayout::contiguous;
   auto pick_grouped = [](const GemmProblem& p, std::int64_t groups, std::int64_t em, std::int64_t n,
-                         std::int64_t k) { return gemm_config_of(default_grouped_gemm_spec(p, groups, em, n, k)); };
-  for (auto [groups, em, n, k] : {std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t>{8, 4096, 4096, 7168},
-                                  {8, 4096, 7168, 2048},
-                                  {4, 2048, 4096, 7168},
-                                  {16, 1024, 4096, 7168},
-                                  {32, 2048, 7168, 2048},
-                                  {1, 32768, 4096, 7168}}) {
+                         std::int64_t k) {
+    return gemm_config_of(default_grouped_gemm_spec(p, groups, em, n, k));
+  };
+  for (auto [groups, em, n, k] :
+       {std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t>{8, 4096, 4096, 7168},
+        {8, 4096, 7168, 2048},
+        {4, 2048, 4096, 7168},
+        {16, 1024, 4096, 7168},
+        {32, 2048, 7168, 2048},
+        {1, 32768, 4096, 7168}}) {
     SCOPED_TRACE(fmt::format("{} x {} rows, {}x{}", groups, em, n, k));
     const GemmConfig c = pick_grouped(contiguous, groups, em, n, k);
     EXPECT_EQ(c.block_m, 256);
@@ -100,14 +103,16 @@ TEST(GemmHeuristic, GroupedTallTilesForLargeContiguousGroups) {
     EXPECT_EQ(c.group_m, 8);
     EXPECT_EQ(c.cluster_m * c.cluster_n, 1);
   }
-  EXPECT_EQ(pick_grouped(contiguous, 8, 1100, 4096, 7168).block_m, 128);  // 1280 rows a group against 1152
+  EXPECT_EQ(pick_grouped(contiguous, 8, 1100, 4096, 7168).block_m,
+            128);  // 1280 rows a group against 1152
   EXPECT_EQ(pick_grouped(contiguous, 8, 1023, 4096, 7168).block_m, 128);
   EXPECT_EQ(pick_grouped(contiguous, 8, 4096, 4096, 1920).block_m, 128);  // 15 K blocks
   GemmProblem masked = contiguous, tensor = contiguous, fp16 = contiguous;
   masked.layout = GemmLayout::masked;
   tensor.scale = ScaleMode::tensor;
   fp16.out = DType::fp16;
-  for (const GemmProblem& p : {masked, tensor, fp16}) EXPECT_EQ(pick_grouped(p, 8, 4096, 4096, 7168).block_m, 128);
+  for (const GemmProblem& p : {masked, tensor, fp16})
+    EXPECT_EQ(pick_grouped(p, 8, 4096, 4096, 7168).block_m, 128);
 }
 
 // Decode-sized M whose widest tiles make one wave run two half-width tiles per SM (tuned 64x96

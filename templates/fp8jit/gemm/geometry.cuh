@@ -14,7 +14,7 @@ constexpr int kGemmSmemLimit = 232448;    // opt-in shared memory per block on H
 constexpr int kGemmUnchunkedMaxN = 208;   // precise tiles wider than this run in two column halves
 constexpr int kGemmChunkedBiasMaxN = 224; // ptxas spills the bias epilogue of wider ones
 constexpr int kGemmWarpgroupThreads = 128;
-constexpr int kGemmMaxScaleBox = 256;     // rows a TMA box holds at most (cuTensorMapEncodeTiled)
+constexpr int kGemmMaxScaleBox = 256;  // rows a TMA box holds at most (cuTensorMapEncodeTiled)
 // Registers a grouped layout's scheduler keeps (its group and row bounds) that the register
 // budgets leave out: ptxas spilt 128x208 per tensor, 128x240 fast, 256x104 block and 128x168
 // rowwise (deferred) by 4-32 bytes at the dense budgets.
@@ -71,8 +71,8 @@ struct GemmGeometry {
   int scales_a, scales_b, stage_scales;
   // Rows of A's scale box. A box holds at most 256 rows, so 256-row grouped tiles load their 260
   // in two boxes of 132, the second 128 rows after the first (4 rows land twice, the same
-  // values); by cp.async instead, their consumers waited on the stages' loads (one group of 32768
-  // rows, 4096x7168: 1.35x the dense kernel's time with the same tile, 128x256 grouped 1.07x).
+  // values); by cp.async instead, their consumers waited on the stages' loads (H100, one group of
+  // 32768 rows, 4096x7168: 1.35x the dense kernel's time with the same tile; in two boxes 0.99x).
   int scale_box_a;
   // Bytes the scale boxes deliver per stage where scales come by TMA: A's (block and group
   // scaling) and the per-column ones of B (block scaling's two of B, and swapped block scaling's
@@ -139,9 +139,7 @@ constexpr GemmGeometry gemm_geometry(const GemmTile& t) {
   const bool staged = t.scale == kBlockScale || gemm_scales_per_column(t.scale);
   // Swapped block scaling: the tile's one block scale of its A, padded to 128 bytes (the TMA box
   // of B's scales after it must start on them), copied by the producer's lane 0 (cp.async).
-  g.scales_a = t.scale == kSwappedBlockScale ? 32
-               : staged                      ? t.block_m + (t.grouped ? 4 : 0)
-                                             : 0;
+  g.scales_a = t.scale == kSwappedBlockScale ? 32 : staged ? t.block_m + (t.grouped ? 4 : 0) : 0;
   g.scale_box_a = g.scales_a > kGemmMaxScaleBox ? g.scales_a / 2 + 2 : g.scales_a;
   g.scales_b = t.scale == kBlockScale ? 8 : gemm_scales_per_column(t.scale) ? t.block_n : 0;
   g.stage_scales = (g.scales_a + g.scales_b + 31) / 32 * 32;
@@ -162,8 +160,8 @@ constexpr GemmGeometry gemm_geometry(const GemmTile& t) {
   // row-major slab's conflicts cost 4600 cycles a tile against 1250 swizzled (256x128 block at
   // 4096x4096x7168 193.5 -> 184.9 µs, 4096x24576x1536 306.6 -> 257.0, per tensor 187.0 -> 175.4;
   // grouped, 8 groups of 4096 rows, N 7168, K 2048: 997.1 -> 859.6; H100).
-  const bool tall_spills =
-      t.block_m == 256 && !t.fast_accum && (t.scale == kPerRow || (t.scale == kPerTensor && t.bias));
+  const bool tall_spills = t.block_m == 256 && !t.fast_accum &&
+                           (t.scale == kPerRow || (t.scale == kPerTensor && t.bias));
   g.swizzled_slab =
       (t.block_n * t.out_bytes) % 128 == 0 && !(g.math_wgs == 1 && g.chunks == 2) && !tall_spills;
   g.smem_bytes = t.stages * (g.stage_a + g.stage_b + 4 * g.stage_scales) + 2 * t.stages * 8 + 128 +

@@ -16,8 +16,11 @@ namespace dev {
 // starts at the tile's first row rounded down to 4 (grouped tiles: GemmGeometry::scales_a);
 // kBoxA: the rows of A's box (GemmGeometry::scale_box_a), a second box covering the rest of
 // kScalesB where one cannot hold them all.
-template <int BLOCK_M, int BLOCK_N, int SCALE, int kScalesB, bool kAlignA, int kBoxA> struct Sm90GemmScaleLoads {
-  static_assert(kBoxA == kScalesB || 2 * kBoxA >= kScalesB, "A's scales fit in one box or two");
+template <int BLOCK_M, int BLOCK_N, int SCALE, int kScalesB, bool kAlignA, int kBoxA>
+struct Sm90GemmScaleLoads {
+  static_assert(
+      kBoxA == kScalesB || (2 * kBoxA >= kScalesB && (kScalesB - kBoxA) % 4 == 0),
+      "A's scales in one box, or two whose second starts on 16 bytes with no rows between them");
   // K block kb's scales of unit w's tile by TMA (see GemmParams): A's, and group scaling's B;
   // past the edges TMA fills zeros.
   static FP8JIT_DEVICE void load_scales_tma(const GemmParams& p, float* dst, u64* bar, const GemmUnit& w, int kb) {

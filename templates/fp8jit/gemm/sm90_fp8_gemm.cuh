@@ -268,10 +268,11 @@ struct Sm90Fp8Gemm {
     }
   }
 
-  // B's scales follow A's among a stage's (A's box is 4 rows taller for grouped tiles).
+  // B's scales follow A's among a stage's (A's cover 4 rows more for grouped tiles).
   static constexpr int kScalesB = Geometry::get().scales_a;
   static constexpr bool kAlignA = kScalesB > BLOCK_M;
-  using ScaleLoads = Sm90GemmScaleLoads<BLOCK_M, BLOCK_N, SCALE, kScalesB, kAlignA, Geometry::get().scale_box_a>;
+  using ScaleLoads =
+      Sm90GemmScaleLoads<BLOCK_M, BLOCK_N, SCALE, kScalesB, kAlignA, Geometry::get().scale_box_a>;
   using Promotion = Sm90GemmPromotion<BLOCK_M, BLOCK_N, kMmaM, kChunks, SCALE>;
   using BlockScales = typename Promotion::BlockScales;
 
