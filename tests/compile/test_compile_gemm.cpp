@@ -261,6 +261,38 @@ TEST(CompileGemm, DeepSeekV3Defaults) {
   compile_all(specs, "gemm DeepSeek-V3 defaults (block, tensor and tensor fast scaling, bf16 out)");
 }
 
+// The grouped defaults of DeepSeek-V3's MoE suite (bench/shapes/deepseek_v3_moe.csv, block
+// scaling, bf16 out): 64-row, 128-row and, for contiguous groups of 1024 rows or more, 256x128
+// tiles with A's scales in two boxes; none spills.
+TEST(CompileGemm, DeepSeekV3MoeDefaults) {
+  const std::string path = FP8JIT_SOURCE_DIR "/bench/shapes/deepseek_v3_moe.csv";
+  std::ifstream in(path);
+  ASSERT_TRUE(in) << path;
+  std::vector<KernelSpec> specs;
+  std::set<std::string> seen;
+  int tall = 0;
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] == '#' || line.rfind("layout,", 0) == 0) continue;
+    std::istringstream fields(line);
+    std::string layout, f;
+    std::getline(fields, layout, ',');
+    std::int64_t v[5];
+    for (std::int64_t& x : v) {
+      ASSERT_TRUE(std::getline(fields, f, ',')) << line;
+      x = std::stoll(f);
+    }
+    GemmProblem p{Fp8Format::e4m3, Fp8Format::e4m3, DType::bf16, ScaleMode::block};
+    p.layout = layout == "masked" ? GemmLayout::masked : GemmLayout::contiguous;
+    const KernelSpec s = default_grouped_gemm_spec(p, v[0], v[4], v[2], v[3]);
+    if (!seen.insert(spec_name(s)).second) continue;
+    tall += gemm_config_of(s).block_m == 256;
+    specs.push_back(s);
+  }
+  ASSERT_GE(specs.size(), 3u);
+  EXPECT_GT(tall, 0) << "no 256-row default among the MoE suite's";
+  compile_all(specs, "grouped DeepSeek-V3 MoE defaults (block, bf16 out)");
+}
+
 // A kernel built for TMA epilogues (no split-K, no direct stores) against the same config built
 // for every launch: measured 2208 against 4456 SASS instructions and 0.33 against 0.87 s of
 // NVRTC for block 128x256 (CUDA 13.0). Fails if the epilogue specialisation stops removing code:
