@@ -44,7 +44,7 @@ TEST(GemmSpecSmem, FormulaPinned) {
 // The epilogue's slab in 128-byte swizzled panels exactly where D's rows are whole panels wide,
 // grouped layouts included (a slab past a group's end is copied out by the warpgroup), and not
 // one warpgroup holding 256 columns in two halves nor 256-row tiles per row or per tensor with a
-// bias (ptxas spilt those).
+// bias (ptxas spilt those), nor grouped 256-row tiles but block-scaled ones.
 TEST(GemmGeometrySlab, SwizzledOnlyForDenseTilesOfWholePanels) {
   const GemmProblem block{Fp8Format::e4m3, Fp8Format::e4m3, DType::bf16, ScaleMode::block};
   const GemmProblem tensor{Fp8Format::e4m3, Fp8Format::e4m3, DType::bf16, ScaleMode::tensor};
@@ -69,6 +69,10 @@ TEST(GemmGeometrySlab, SwizzledOnlyForDenseTilesOfWholePanels) {
   EXPECT_TRUE(swizzled(grouped, {128, 256, 3, 8}));
   EXPECT_FALSE(swizzled(grouped, {128, 144, 5, 8}));
   EXPECT_TRUE(swizzled(grouped, {256, 128, 3, 8}));
+  GemmProblem grouped_tensor = tensor;
+  grouped_tensor.layout = GemmLayout::contiguous;
+  EXPECT_FALSE(swizzled(grouped_tensor, {256, 128, 3, 8}));  // not yet run on a GPU in panels
+  EXPECT_TRUE(swizzled(grouped_tensor, {128, 192, 4, 8}));
   ASSERT_EQ(gemm_geometry(block, {64, 256, 3, 8}).chunks, 2);
   EXPECT_FALSE(swizzled(block, {64, 256, 3, 8}));
   // The swizzle changes the layout inside the slab, not its size.

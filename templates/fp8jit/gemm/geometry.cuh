@@ -155,13 +155,16 @@ constexpr GemmGeometry gemm_geometry(const GemmTile& t) {
   // (block scaling, 128x256): 4096x24576x768 186.8 -> 155.9 µs, 4096x7168x2048 112.8 ->
   // 102.7. Only where the tile is whole panels wide; not for 64-row tiles in column halves (one
   // warpgroup, 256 columns), which ptxas then spills (8 bytes), nor 256-row tiles per row or per
-  // tensor with a bias (precise: 8 bytes at 256x128). Other 256-row tiles take it: their two
+  // tensor with a bias (precise: 8 bytes at 256x128), nor grouped 256-row tiles other than
+  // block-scaled ones (theirs compile without spills but have not run on a GPU in panels). Other
+  // 256-row tiles take it: their two
   // warpgroups take turns, so a warpgroup's epilogue holds the other's next wgmmas back, and the
   // row-major slab's conflicts cost 4600 cycles a tile against 1250 swizzled (256x128 block at
   // 4096x4096x7168 193.5 -> 184.9 µs, 4096x24576x1536 306.6 -> 257.0, per tensor 187.0 -> 175.4;
   // grouped, 8 groups of 4096 rows, N 7168, K 2048: 997.1 -> 859.6; H100).
-  const bool tall_spills = t.block_m == 256 && !t.fast_accum &&
-                           (t.scale == kPerRow || (t.scale == kPerTensor && t.bias));
+  const bool tall_spills =
+      t.block_m == 256 && ((t.grouped && t.scale != kBlockScale) ||
+                           (!t.fast_accum && (t.scale == kPerRow || (t.scale == kPerTensor && t.bias))));
   g.swizzled_slab =
       (t.block_n * t.out_bytes) % 128 == 0 && !(g.math_wgs == 1 && g.chunks == 2) && !tall_spills;
   g.smem_bytes = t.stages * (g.stage_a + g.stage_b + 4 * g.stage_scales) + 2 * t.stages * 8 + 128 +
