@@ -292,6 +292,20 @@ TEST(GroupedGemmGpu, TallTilesReadTheirScalesInTwoBoxes) {
   run_specs(runs, 60);
 }
 
+// 256-row tiles per tensor and per row (their slabs row-major: GemmGeometry::swizzled_slab), bf16
+// and FP32 out, on groups starting at each residue mod 4, a one-row group and an empty one.
+TEST(GroupedGemmGpu, TallTilesPerTensorAndPerRow) {
+  FP8JIT_REQUIRE_GPU();
+  std::vector<std::pair<Case, KernelSpec>> runs;
+  for (ScaleMode scale : {ScaleMode::tensor, ScaleMode::rowwise})
+    for (DType out : {DType::bf16, DType::fp32}) {
+      const Case c{GemmLayout::contiguous, scale, out, {0, 258, 258, 515, 1100, 1101}, 1101, 384, 640};
+      const GemmConfig cfg{256, out == DType::fp32 ? 64 : 128, 3, 8, 1, 1};
+      runs.push_back({c, make_gemm_spec(problem_of(c), cfg)});
+    }
+  run_specs(runs, 70);
+}
+
 // Pairs along M (cluster_m = 2, B's tile shared by multicast) take tile-rows 2i and 2i + 1 of one
 // group; a group with an odd number of tile-rows runs its last one as pairs of column tiles that
 // share nothing, the second of them past N where the tile count along N is odd. Groups of 0 to 4
