@@ -242,6 +242,17 @@ KernelSpec fitted(const GemmProblem& problem, GemmConfig c, std::int64_t m, std:
 // bytes per MAC than the 128x176-208 tiles per tensor takes.
 constexpr GemmConfig kTallTile{256, 128, 2, 8};
 
+// Whether kTallTile's waves over `groups` groups of `rows` rows (each rounded up to whole tiles)
+// leave at most 5 % more tile area unused than `chosen`'s: more it does not repay (below).
+bool tall_tile_waves_allow(std::int64_t groups, std::int64_t rows, std::int64_t n,
+                           const GemmConfig& chosen, int sm_count) {
+  const auto wave_area = [&](const GemmConfig& c) {
+    const std::int64_t waves = (groups * gemm_tile_count(c, rows, n) + sm_count - 1) / sm_count;
+    return waves * c.block_m * c.block_n;
+  };
+  return 20 * wave_area(kTallTile) <= 21 * wave_area(chosen);
+}
+
 // Whether a dense GEMM at M >= 2048 over 16 K blocks or more, block or per-tensor scaling (no
 // bias), takes kTallTile in place of `chosen`: unless its waves leave more than 5 % more tile
 // area unused, which it does not repay. H100, CUDA events, heuristic (shipped rows off) against
@@ -253,17 +264,13 @@ constexpr GemmConfig kTallTile{256, 128, 2, 8};
 // gained 2.9 % (6000x8192x28672 per tensor). Fast accumulation (lab/configs/tall_fast.txt, 12
 // shapes): 1.04-1.12x on all (4096x7168x2048 99.7 -> 89.1 µs, 3000x4096x14336 259.6 -> 230.8,
 // 8192^3 747.7 -> 715.7). Untimed elsewhere: rowwise, group scaling and bias (whose 256-row tiles
-// stage D row by row: ptxas spills the panels), and grouped launches.
+// stage D row by row: ptxas spills the panels). Grouped launches: takes_grouped_tall_tile.
 bool takes_tall_tile(const GemmProblem& p, GemmLayout launch, const GemmConfig& chosen,
                      std::int64_t m, std::int64_t n, std::int64_t k_blocks, int sm_count) {
   if (launch != GemmLayout::dense || p.bias || m < 2048 || k_blocks < 16 ||
       (p.scale != ScaleMode::block && p.scale != ScaleMode::tensor))
     return false;
-  const auto wave_area = [&](const GemmConfig& c) {
-    const std::int64_t waves = (gemm_tile_count(c, m, n) + sm_count - 1) / sm_count;
-    return waves * c.block_m * c.block_n;
-  };
-  return 20 * wave_area(kTallTile) <= 21 * wave_area(chosen);
+  return tall_tile_waves_allow(1, m, n, chosen, sm_count);
 }
 
 // Whether a contiguous grouped GEMM, block scaling, bf16 out, groups of 1024 expected rows or more
@@ -279,12 +286,7 @@ bool takes_grouped_tall_tile(const GemmProblem& p, std::int64_t groups, std::int
   if (p.layout != GemmLayout::contiguous || p.scale != ScaleMode::block || p.out != DType::bf16 ||
       expected_m < 1024 || k_blocks < 16)
     return false;
-  const auto wave_area = [&](const GemmConfig& c) {
-    const std::int64_t tiles =
-        groups * ((expected_m + c.block_m - 1) / c.block_m) * ((n + c.block_n - 1) / c.block_n);
-    return (tiles + sm_count - 1) / sm_count * c.block_m * c.block_n;
-  };
-  return 20 * wave_area(kTallTile) <= 21 * wave_area(chosen);
+  return tall_tile_waves_allow(groups, expected_m, n, chosen, sm_count);
 }
 
 // Swapped operands up to 16 rows, streaming tiles where streaming_config finds a wave of them
@@ -373,19 +375,23 @@ KernelSpec default_grouped_gemm_spec(const GemmProblem& problem, std::int64_t gr
   c.cluster_m = 1;
   c.swap_ab = 0;  // dense-only (rows stacked from groups are never decode-sized anyway)
   c.epilogue = GemmEpilogue::any;  // grouped launches never split K; their kernels serve any D
+  // As many stages as shared memory holds, up to kDefaultStages (at least 2).
+  const auto deepest = [&](GemmConfig t) {
+    for (t.stages = kDefaultStages;
+         t.stages > 2 && gemm_geometry(problem, t).smem_bytes > smem_bytes; --t.stages) {
+    }
+    return t;
+  };
   if (takes_grouped_tall_tile(problem, groups, expected_m, n, (k + 127) / 128, c, sm_count)) {
     GemmConfig tall = kTallTile;
     tall.epilogue = GemmEpilogue::any;
-    for (tall.stages = kDefaultStages;
-         tall.stages > 2 && gemm_geometry(problem, tall).smem_bytes > smem_bytes; --tall.stages) {
-    }
+    tall = deepest(tall);
     const GemmGeometry g = gemm_geometry(problem, tall);
     if (g.smem_bytes <= smem_bytes && g.fits_registers) return make_gemm_spec(problem, tall);
   }
   // The chosen width, or the widest narrower one whose registers and pipeline fit these rows.
   for (;; c.block_n -= 16) {
-    for (c.stages = kDefaultStages; c.stages > 2 && gemm_geometry(problem, c).smem_bytes > smem_bytes; --c.stages) {
-    }
+    c = deepest(c);
     const GemmGeometry g = gemm_geometry(problem, c);
     if (g.smem_bytes <= smem_bytes && g.fits_registers && !g.straddles_three_b_blocks) {
       try {

@@ -140,10 +140,11 @@ constexpr GemmGeometry gemm_geometry(const GemmTile& t) {
   // Swapped block scaling: the tile's one block scale of its A, padded to 128 bytes (the TMA box
   // of B's scales after it must start on them), copied by the producer's lane 0 (cp.async).
   g.scales_a = t.scale == kSwappedBlockScale ? 32 : staged ? t.block_m + (t.grouped ? 4 : 0) : 0;
-  g.scale_box_a = g.scales_a > kGemmMaxScaleBox ? g.scales_a / 2 + 2 : g.scales_a;
+  // Two boxes: half the rows and 2 more each, so the second starts at block_m / 2 (16 bytes).
+  const int boxes_a = g.scales_a > kGemmMaxScaleBox ? 2 : 1;
+  g.scale_box_a = boxes_a == 2 ? g.scales_a / 2 + 2 : g.scales_a;
   g.scales_b = t.scale == kBlockScale ? 8 : gemm_scales_per_column(t.scale) ? t.block_n : 0;
   g.stage_scales = (g.scales_a + g.scales_b + 31) / 32 * 32;
-  const int boxes_a = g.scales_a > kGemmMaxScaleBox ? 2 : 1;
   g.scale_tma_bytes = 4 * ((t.scale == kSwappedBlockScale ? 0 : boxes_a * g.scale_box_a) +
                            (gemm_scales_per_column(t.scale) ? t.block_n : 0));
   // The tiles' starts step through the 128-blocks by gcd(block_n, 128): the worst one starts
@@ -157,16 +158,17 @@ constexpr GemmGeometry gemm_geometry(const GemmTile& t) {
   // warpgroup, 256 columns), which ptxas then spills (8 bytes), nor 256-row tiles per row or per
   // tensor with a bias (precise: 8 bytes at 256x128), nor grouped 256-row tiles other than
   // block-scaled ones (theirs compile without spills but have not run on a GPU in panels). Other
-  // 256-row tiles take it: their two
-  // warpgroups take turns, so a warpgroup's epilogue holds the other's next wgmmas back, and the
-  // row-major slab's conflicts cost 4600 cycles a tile against 1250 swizzled (256x128 block at
-  // 4096x4096x7168 193.5 -> 184.9 µs, 4096x24576x1536 306.6 -> 257.0, per tensor 187.0 -> 175.4;
-  // grouped, 8 groups of 4096 rows, N 7168, K 2048: 997.1 -> 859.6; H100).
-  const bool tall_spills =
-      t.block_m == 256 && ((t.grouped && t.scale != kBlockScale) ||
-                           (!t.fast_accum && (t.scale == kPerRow || (t.scale == kPerTensor && t.bias))));
-  g.swizzled_slab =
-      (t.block_n * t.out_bytes) % 128 == 0 && !(g.math_wgs == 1 && g.chunks == 2) && !tall_spills;
+  // 256-row tiles take it: their two warpgroups take turns, so a warpgroup's epilogue holds the
+  // other's next wgmmas back, and the row-major slab's conflicts cost 4600 cycles a tile against
+  // 1250 swizzled (256x128 block at 4096x4096x7168 193.5 -> 184.9 µs, 4096x24576x1536 306.6 ->
+  // 257.0, per tensor 187.0 -> 175.4; grouped, 8 groups of 4096 rows, N 7168, K 2048: 997.1 ->
+  // 859.6; H100).
+  const bool tall_row_major =
+      t.block_m == 256 &&
+      ((t.grouped && t.scale != kBlockScale) ||
+       (!t.fast_accum && (t.scale == kPerRow || (t.scale == kPerTensor && t.bias))));
+  g.swizzled_slab = (t.block_n * t.out_bytes) % 128 == 0 && !(g.math_wgs == 1 && g.chunks == 2) &&
+                    !tall_row_major;
   g.smem_bytes = t.stages * (g.stage_a + g.stage_b + 4 * g.stage_scales) + 2 * t.stages * 8 + 128 +
                  g.math_wgs * g.epi_slab + 1024;
   g.sums_splits_in_cluster = gemm_sums_splits_in_cluster(t.block_m, t.block_n, t.stages, g.cluster);
