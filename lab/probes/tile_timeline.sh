@@ -9,7 +9,10 @@
 # to its last CTA end.
 # Usage (repo root, Hopper): OUT=... bash lab/probes/tile_timeline.sh
 #   ITEMS: lines "M N K SCALE [CONFIG-JSON]" for fp8jit (default below); DG_SHAPES: "M,N,K ..." ("":
-#   none); TL_PATCHES: further patches applied with the timeline's.
+#   none); TL_PATCHES: further patches applied with the timeline's; TL_BASE_PATCH: the timeline
+#   patch itself (default lab/patches/exp_tile_timeline.patch; e.g.
+#   lab/patches/exp_tile_timeline_early_scales.patch, the timeline with an experiment that
+#   touches the same lines).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 1
 OUT=${OUT:-/tmp/fp8jit-timeline}
@@ -17,7 +20,7 @@ mkdir -p "$OUT"
 source lab/scripts/ab_common.sh  # sqlite_args, ab_patch_tree
 t0=$SECONDS
 # TL_PATCHES: further lab patches (other files than the timeline's) applied with it.
-cat lab/patches/exp_tile_timeline.patch ${TL_PATCHES:-} > /tmp/exp_tile_timeline.patch
+cat "${TL_BASE_PATCH:-lab/patches/exp_tile_timeline.patch}" ${TL_PATCHES:-} > /tmp/exp_tile_timeline.patch
 ab_patch_tree /tmp/exp_tile_timeline.patch || { echo "patch does not apply"; exit 1; }
 src=/tmp/fp8jit-ab-src/exp_tile_timeline B=/tmp/fp8jit-timeline-build
 (cmake -S "$src" -B "$B" -DCMAKE_BUILD_TYPE=Release -DFP8JIT_BUILD_TESTS=OFF "${sqlite_args[@]}" &&
