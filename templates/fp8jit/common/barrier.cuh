@@ -52,6 +52,21 @@ FP8JIT_DEVICE void wait(u64* bar, u32 parity) {
       : "memory");
 }
 
+// Whether the phase with parity `parity` has completed, without blocking (mbarrier.test_wait,
+// acquire like wait()): a probe issued ahead of independent work and read after it, so that its
+// latency hides under that work where a blocking wait's would not.
+FP8JIT_DEVICE bool test(u64* bar, u32 parity) {
+  u32 done;
+  asm volatile(
+      "{\n.reg .pred p;\n"
+      "mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+      "selp.u32 %0, 1, 0, p;\n}\n"
+      : "=r"(done)
+      : "r"(smem_addr(bar)), "r"(parity)
+      : "memory");
+  return done != 0;
+}
+
 }  // namespace barrier
 }  // namespace dev
 }  // namespace fp8jit
