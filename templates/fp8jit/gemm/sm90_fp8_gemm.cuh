@@ -73,6 +73,12 @@ struct Sm90Fp8Gemm {
   static constexpr bool kSlabPasses = Geometry::get().slab_passes;
   static constexpr int kPasses = Geometry::get().passes;
   static constexpr int kAccSlabs = kSlabPasses ? 1 : kMmaM;
+  // The next K block's full barrier is probed (mbarrier.test_wait) before this block's promotion,
+  // whose FFMAs cover the probe's latency; a stage seen full costs the next block no wait (3 % on
+  // 256x128 block tiles, 1-2 % per tensor). A blocking wait there held the promotion back (3-13 %
+  // slower). 128-row block tiles ran slower with the probe (128x256 by 2.5 %, 128x192 by up to
+  // 0.6 %), and fast accumulation has no promotion to hide it under: both keep the plain wait.
+  static constexpr bool kProbeNextStage = kPromote && (kSlabPasses || SCALE != kBlockScale);
   static_assert(kChunks == 1 || SCALE != kBlockScale || BLOCK_N == 256,
                 "block scaling: each half one block of B");
   static_assert(!kFastAccum || SCALE == kPerTensor || SCALE == kPerRow,
@@ -498,12 +504,7 @@ struct Sm90Fp8Gemm {
             // registers, except per-column ones of B, which promotion reads from the stage.
             if constexpr (!gemm_scales_per_column(SCALE))
               if (c == kPasses - 1 && lane == 0) release(s, stage);
-            if (c == kPasses - 1 && (kSlabPasses || SCALE != kBlockScale)) {
-              // The next K block's full barrier, probed before this block's promotion: the FFMAs
-              // cover the probe's latency, and a stage already full costs the next block no wait
-              // (3 % on 256x128 block tiles, 1-2 % per tensor). A blocking wait here instead held
-              // the promotion back (3-13 % slower). 128-row block tiles ran slower with the probe
-              // (128x256 by 2.5 %, 128x192 by up to 0.6 %), so they keep the plain wait.
+            if (kProbeNextStage && c == kPasses - 1) {
               const int next = stage + 1 == kStages ? 0 : stage + 1;
               landed = barrier::test(&s.full[next], next == 0 ? phase ^ 1 : phase) && kb + 1 < last;
             }
