@@ -10,7 +10,7 @@
 # Usage (repo root, Hopper): OUT=... bash lab/probes/tile_timeline.sh
 #   ITEMS: lines "M N K SCALE [CONFIG-JSON]" for fp8jit (default below); DG_SHAPES: "M,N,K ..." ("":
 #   none); TL_PATCHES: further patches applied after the timeline's, in order (e.g.
-#   lab/patches/exp_early_scales_on_timeline.patch, written against the timeline's lines).
+#   a patch written against the timeline patch's lines).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 1
 OUT=${OUT:-/tmp/fp8jit-timeline}
