@@ -9,15 +9,14 @@
 # to its last CTA end.
 # Usage (repo root, Hopper): OUT=... bash lab/probes/tile_timeline.sh
 #   ITEMS: lines "M N K SCALE [CONFIG-JSON]" for fp8jit (default below); DG_SHAPES: "M,N,K ..." ("":
-#   none); TL_PATCHES: further patches applied after the timeline's, in order (e.g.
-#   a patch written against the timeline patch's lines).
+#   none); TL_PATCHES: further patches, applied in order after the timeline's (where they touch
+#   its code, written against the patched lines).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 1
 OUT=${OUT:-/tmp/fp8jit-timeline}
 mkdir -p "$OUT"
 source lab/scripts/ab_common.sh  # sqlite_args, ab_patch_tree
 t0=$SECONDS
-# TL_PATCHES: further lab patches, applied after it (patch takes a file's diffs in order).
 cat lab/patches/exp_tile_timeline.patch ${TL_PATCHES:-} > /tmp/exp_tile_timeline.patch
 ab_patch_tree /tmp/exp_tile_timeline.patch || { echo "patch does not apply"; exit 1; }
 src=/tmp/fp8jit-ab-src/exp_tile_timeline B=/tmp/fp8jit-timeline-build
