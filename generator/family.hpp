@@ -73,6 +73,9 @@ const FamilyDef& find_family(std::string_view name);  // throws naming the known
 // Every valid spec of the family (problem x config), in a fixed order: problems outermost, each
 // parameter's values in their declared order.
 std::vector<KernelSpec> enumerate_specs(const FamilyDef& family);
+// spec_to_json without validate_spec: for specs that enumerate_specs or for_each_spec made, which
+// they checked already (a second check would double the cost of printing the gemm space).
+std::string spec_to_json_unchecked(const KernelSpec& spec);
 // The same specs in the same order, one at a time: for spaces too large to hold at once.
 void for_each_spec(const FamilyDef& family, const std::function<void(const KernelSpec&)>& emit);
 // Every valid config for the problem parameters of `problem_spec` (its config params ignored).

@@ -89,6 +89,10 @@ std::string spec_to_json(const KernelSpec& spec, int indent) {
   return spec_json(spec).dump(indent);
 }
 
+std::string spec_to_json_unchecked(const KernelSpec& spec) {
+  return spec_json(spec).dump();
+}
+
 std::uint64_t spec_hash(const KernelSpec& spec) {
   // nlohmann::json objects sort their keys, so the dump is canonical.
   return stable_hash64(spec_to_json(spec));

@@ -30,7 +30,9 @@ if [[ ! -s $specs ]]; then
         "$old" select-gemm --m "$m" --n "$n" --k "$k" --scale "$scale"
       done
     done
-    "$old" list --json --family gemm >"$work/all.txt"
+    # --specs since 2026-11-29; older binaries printed the specs under --json.
+    "$old" list --specs --family gemm >"$work/all.txt" 2>/dev/null ||
+      "$old" list --json --family gemm >"$work/all.txt"
     total=$(wc -l <"$work/all.txt")
     # Evenly spaced, the offset moving through the config space as well as the problems.
     for ((i = 0; i < samples; i++)); do

@@ -1,5 +1,7 @@
 // info, list, emit, compile, compile-all: everything that needs no GPU.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
 
 #include <chrono>
 #include <memory>
@@ -74,23 +76,54 @@ int info() {
   return 0;
 }
 
-int list(const std::string& families, bool json) {
+nlohmann::ordered_json param_json(const ParamValue& v) {
+  if (const auto* i = std::get_if<std::int64_t>(&v)) return *i;
+  return std::get<std::string>(v);
+}
+
+// The config spaces as one JSON document: what `list` prints, for programs.
+nlohmann::ordered_json space_json(const FamilyDef& f, std::size_t valid) {
+  nlohmann::ordered_json params = nlohmann::ordered_json::array();
+  for (const ParamDef& p : f.params) {
+    nlohmann::ordered_json allowed = nlohmann::ordered_json::array();
+    for (const ParamValue& v : p.allowed) allowed.push_back(param_json(v));
+    params.push_back({{"name", p.name},
+                      {"kind", p.is_config ? "config" : "problem"},
+                      {"allowed", std::move(allowed)},
+                      {"doc", p.doc}});
+  }
+  return {{"family", f.name},
+          {"header", f.header},
+          {"valid_variants", valid},
+          {"params", std::move(params)}};
+}
+
+void print_space(const FamilyDef& f, std::size_t valid) {
+  fmt::print("{} ({} valid variants, header {})\n", f.name, valid, f.header);
+  for (const ParamDef& p : f.params) {
+    std::vector<std::string> vals;
+    for (const auto& v : p.allowed) vals.push_back(param_to_string(v));
+    fmt::print("  {:<7} {:<12} {{{}}}  {}\n", p.is_config ? "config" : "problem", p.name,
+               fmt::join(vals, ", "), p.doc);
+  }
+}
+
+enum class ListFormat { text, json, specs };
+
+int list(const std::string& families, ListFormat format) {
+  nlohmann::ordered_json doc = nlohmann::ordered_json::array();
   for (const FamilyDef* f : selected_families(families)) {
-    // Streamed: the gemm space's specs (hundreds of thousands) are never all held at once.
+    // Streamed: the gemm space's specs (about a million) are never all held at once. The walk
+    // checked each spec, so it is printed without a second check.
     std::size_t count = 0;
     for_each_spec(*f, [&](const KernelSpec& s) {
-      if (json) fmt::print("{}\n", spec_to_json(s));
+      if (format == ListFormat::specs) fmt::print("{}\n", spec_to_json_unchecked(s));
       ++count;
     });
-    if (json) continue;
-    fmt::print("{} ({} valid variants, header {})\n", f->name, count, f->header);
-    for (const ParamDef& p : f->params) {
-      std::vector<std::string> vals;
-      for (const auto& v : p.allowed) vals.push_back(param_to_string(v));
-      fmt::print("  {:<7} {:<12} {{{}}}  {}\n", p.is_config ? "config" : "problem", p.name, fmt::join(vals, ", "),
-                 p.doc);
-    }
+    if (format == ListFormat::text) print_space(*f, count);
+    if (format == ListFormat::json) doc.push_back(space_json(*f, count));
   }
+  if (format == ListFormat::json) fmt::print("{}\n", doc.dump(2));
   return 0;
 }
 
@@ -174,14 +207,21 @@ void add_kernel_commands(CLI::App& app) {
 
   auto* l = app.add_subcommand("list", "kernel families and their config spaces");
   auto families = std::make_shared<std::string>();
-  auto json = std::make_shared<bool>(false);
+  auto json = std::make_shared<bool>(false), specs = std::make_shared<bool>(false);
   l->add_option("--family", *families, "only these families, comma-separated")->check(families_validator());
-  l->add_flag("--json", *json, "every valid spec as JSON, one per line");
-  on_run(l, [=] { return list(*families, *json); });
+  auto* json_flag = l->add_flag("--json", *json, "the config spaces as one JSON document");
+  l->add_flag("--specs", *specs,
+              "every valid spec as JSON, one per line (the gemm family has about a million: "
+              "narrow it with --family)")
+      ->excludes(json_flag);
+  on_run(l, [=] {
+    return list(*families,
+                *specs ? ListFormat::specs : *json ? ListFormat::json : ListFormat::text);
+  });
 
   auto* e = app.add_subcommand("emit", "print the generated CUDA source of a spec");
   auto spec = std::make_shared<std::string>();
-  e->add_option("--spec", *spec, "the spec as JSON, or a file holding it (`fp8jit list --json` prints specs)")
+  e->add_option("--spec", *spec, "the spec as JSON, or a file holding it (`fp8jit list --specs` prints every valid one)")
       ->required();
   on_run(e, [=] {
     fmt::print("{}", render_source(read_spec(*spec)));

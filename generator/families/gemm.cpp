@@ -162,6 +162,7 @@ void walk_configs(const KernelSpec& problem, const std::function<void(const Kern
   const std::vector<ParamDef>& params = gemm_family().params;
   std::vector<const ParamDef*> defs;
   std::vector<int GemmConfig::*> fields;
+  std::vector<std::vector<int>> values;  // each def's allowed values, unwrapped once
   for (const ParamDef& def : params) {
     // Build choices (the epilogue: gemm_epilogue_for) follow from the shape, not a choice to
     // walk: they keep `problem`'s value.
@@ -176,6 +177,9 @@ void walk_configs(const KernelSpec& problem, const std::function<void(const Kern
                      : def.name == "swap_ab"
                          ? &GemmConfig::swap_ab
                          : throw Error(ErrorKind::internal, "gemm walk_configs: " + def.name));
+    values.emplace_back();
+    for (const ParamValue& v : def.allowed)
+      values.back().push_back(static_cast<int>(std::get<std::int64_t>(v)));
   }
   // An odometer over the config params, the last one turning fastest: the generic walk's order.
   std::vector<std::size_t> at(defs.size(), 0);
@@ -184,7 +188,7 @@ void walk_configs(const KernelSpec& problem, const std::function<void(const Kern
     c.epilogue = parse_gemm_epilogue(problem.s("epilogue")).value_or(GemmEpilogue::any);
   while (true) {
     for (std::size_t i = 0; i < defs.size(); ++i)
-      c.*fields[i] = static_cast<int>(std::get<std::int64_t>(defs[i]->allowed[at[i]]));
+      c.*fields[i] = values[i][at[i]];
     if (rules_pass(p, c, nullptr)) {
       KernelSpec spec = problem;
       for (std::size_t i = 0; i < defs.size(); ++i)

@@ -560,7 +560,7 @@ def root_skip(what):
 
 COMMANDS = {  # each command and the options its --help must list
     "info": [],
-    "list": ["--family", "--json"],
+    "list": ["--family", "--json", "--specs"],
     "emit": ["--spec"],
     "compile": ["--spec", "--cubin", "--ptx", "--arch"],
     "compile-all": ["--family", "--jobs", "--sample"],
@@ -603,7 +603,11 @@ ESC = "\x1b[31mred\x1b]0;title\x07"
 def help_and_version():
     add(Case("basic/info", ["info"], OK, out_needles=["gpu:", "cache dir:"]),
         Case("basic/list", ["list"], OK, out_needles=["quantize", "gemm"]),
-        Case("basic/list-json", ["list", "--json"], OK, out_needles=['"family"']),
+        Case("basic/list-json", ["list", "--json"], OK, out_needles=['"valid_variants"'],
+             check=lambda c, r: [] if [f["family"] for f in json.loads(r.out)] == ["quantize", "dequantize", "gemm"]
+             else [(OTHER, "list --json is not one document of the three families")]),
+        Case("basic/list-specs", ["list", "--specs", "--family", "quantize"], OK, out_needles=['"family":"quantize"']),
+        Case("basic/list-json-and-specs", ["list", "--json", "--specs"], USAGE),
         Case("basic/emit", ["emit", "--spec", QSPEC], OK, out_needles=["#include"]),
         Case("basic/select-gemm", ["select-gemm", "--m", "128", "--n", "4096", "--k", "7168"], OK,
              out_needles=['"family":"gemm"']),
@@ -946,6 +950,7 @@ def output_paths():
         Case("out/db-export-stdout-dev-full", ["db", "export"], REFUSE, setup=with_db, stdout_to="/dev/full"),
         Case("out/emit-stdout-dev-full", ["emit", "--spec", QSPEC], REFUSE, stdout_to="/dev/full"),
         Case("out/list-json-stdout-dev-full", ["list", "--json"], REFUSE, stdout_to="/dev/full"),
+        Case("out/list-specs-stdout-dev-full", ["list", "--specs"], REFUSE, stdout_to="/dev/full"),
         Case("out/select-gemm-stdout-dev-full", ["select-gemm"], REFUSE, stdout_to="/dev/full"))
 
 

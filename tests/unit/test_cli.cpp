@@ -2,6 +2,7 @@
 // clean failures (message on stderr, exit status 1 or 2, never a signal) for bad input.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <filesystem>
@@ -76,8 +77,8 @@ TEST_F(CliTest, ListShowsBothFamilies) {
   EXPECT_NE(r.out.find("\ngemm ("), std::string::npos);
 }
 
-TEST_F(CliTest, ListJsonOneSpecPerLine) {
-  const CliResult r = run({"list", "--json", "--family", "dequantize"});
+TEST_F(CliTest, ListSpecsOneSpecPerLine) {
+  const CliResult r = run({"list", "--specs", "--family", "dequantize"});
   ASSERT_TRUE(r.exited);
   ASSERT_EQ(r.status, 0) << r.err;
   const std::vector<KernelSpec> want = enumerate_specs(dequantize_family());
@@ -89,15 +90,52 @@ TEST_F(CliTest, ListJsonOneSpecPerLine) {
     KernelSpec got;
     ASSERT_NO_THROW(got = spec_from_json(line)) << line;
     EXPECT_EQ(got, want[n]) << line;
+    // The unchecked printing is the checked one's bytes.
+    EXPECT_EQ(line, spec_to_json(want[n]));
     ++n;
   }
   EXPECT_EQ(n, want.size());
   EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), static_cast<long>(want.size()));
   // --family=NAME works too and selects only that family.
-  const CliResult q = run({"list", "--json", "--family=quantize"});
+  const CliResult q = run({"list", "--specs", "--family=quantize"});
   EXPECT_EQ(q.status, 0);
-  EXPECT_EQ(std::count(q.out.begin(), q.out.end(), '\n'), static_cast<long>(enumerate_specs(quantize_family()).size()));
+  EXPECT_EQ(std::count(q.out.begin(), q.out.end(), '\n'),
+            static_cast<long>(enumerate_specs(quantize_family()).size()));
   EXPECT_EQ(q.out.find("\"family\":\"dequantize\""), std::string::npos);
+}
+
+TEST_F(CliTest, ListJsonDescribesTheSpaces) {
+  const CliResult r = run({"list", "--json", "--family", "quantize,dequantize"});
+  ASSERT_TRUE(r.exited);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  const nlohmann::json doc = nlohmann::json::parse(r.out);
+  ASSERT_TRUE(doc.is_array());
+  ASSERT_EQ(doc.size(), 2u);
+  for (std::size_t i = 0; i < 2; ++i) {
+    const FamilyDef& f = i == 0 ? quantize_family() : dequantize_family();
+    const nlohmann::json& entry = doc[i];
+    EXPECT_EQ(entry.at("family"), f.name);
+    EXPECT_EQ(entry.at("header"), f.header);
+    EXPECT_EQ(entry.at("valid_variants").get<std::size_t>(), enumerate_specs(f).size());
+    ASSERT_EQ(entry.at("params").size(), f.params.size());
+    for (std::size_t k = 0; k < f.params.size(); ++k) {
+      const nlohmann::json& p = entry.at("params")[k];
+      EXPECT_EQ(p.at("name"), f.params[k].name);
+      EXPECT_EQ(p.at("kind"), f.params[k].is_config ? "config" : "problem");
+      EXPECT_EQ(p.at("doc"), f.params[k].doc);
+      ASSERT_EQ(p.at("allowed").size(), f.params[k].allowed.size());
+      for (std::size_t v = 0; v < f.params[k].allowed.size(); ++v)
+        EXPECT_EQ(param_to_string(f.params[k].allowed[v]),
+                  p.at("allowed")[v].is_string()
+                      ? p.at("allowed")[v].get<std::string>()
+                      : std::to_string(p.at("allowed")[v].get<std::int64_t>()));
+    }
+  }
+  // One document or one spec per line: asking for both is a usage error.
+  const CliResult both = run({"list", "--json", "--specs", "--family", "quantize"});
+  EXPECT_EQ(both.status, 2) << both.out;
+  EXPECT_EQ(both.out, "");
 }
 
 TEST_F(CliTest, EmitPrintsRenderSource) {
