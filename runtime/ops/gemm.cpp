@@ -215,7 +215,7 @@ GemmLaunch prepare(const LoadedKernel& k, const GemmArgs& given, int sm_count, i
   encode_operand_maps(p, g, a.a, a.m, a.lda, a.b, a.n, a.ldb, a.k);
   encode_store_map(p, g, c, a.d, a.d_dtype, a.m, a.n, a.ldd,
                    !c.swap_ab && (splits == 1 || split_cluster));
-  // The kernel would trap (Sm90Fp8Gemm::tma_store); the runtime picks its any build instead.
+  // The kernel would trap (Sm90GemmTraits::tma_store); the runtime picks its any build instead.
   if (c.epilogue == GemmEpilogue::tma && (splits != 1 || !p.tma_store))
     throw Error(ErrorKind::internal,
                 fmt::format("{}: a kernel built for TMA epilogues launched with {} K ranges and a "

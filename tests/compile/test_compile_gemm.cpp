@@ -371,7 +371,7 @@ TEST(CompileGemm, SwappedOperandDefaultsDoNotSpill) {
 }
 
 // Fast accumulation defers its epilogue where the packed tile fits beside the accumulators
-// (Sm90Fp8Gemm::kDeferRegisters, from a ptxas sweep): the widest tiles on each side of that bound,
+// (Sm90GemmTraits::kDeferRegisters, from a ptxas sweep): the widest tiles on each side of that bound,
 // per tensor and rowwise, with and without bias, must not spill. A new ptxas that spills here
 // moves the bound.
 TEST(CompileGemm, FastAccumulationDeferralBoundsDoNotSpill) {

@@ -94,8 +94,8 @@ struct GemmParams {
   // (tma_sb, swapped tma_sa), where their layout allows a map and scale_tma: kScaleMapKInner (K
   // blocks contiguous, the second block's scale 4 floats on: sb_hi = 4) or kScaleMapBlockInner
   // (sb_hi = 1), boxes as GemmScaleMap says; 0: by the producer's loads
-  // (Sm90Fp8Gemm::kScalesBByLane0, cp.async). One elected producer thread then issues nothing
-  // but TMA loads per stage, which is what keeps narrow decode tiles fed (Sm90Fp8Gemm::producer).
+  // (Sm90GemmTraits::kScalesBByLane0, cp.async). One elected producer thread then issues nothing
+  // but TMA loads per stage, which is what keeps narrow decode tiles fed (Sm90GemmProducer).
   int sb_map;
   // Grouped layouts: `groups` groups whose rows `group_rows` gives on the device (contiguous: G+1
   // row offsets into A and D; masked: G row counts, group g's rows starting at g * group_m_max;

@@ -10,7 +10,7 @@
 namespace fp8jit {
 namespace dev {
 
-// kMmaM: m64 slabs per warpgroup; kChunks: column halves computed in turn (Sm90Fp8Gemm::kChunks).
+// kMmaM: m64 slabs per warpgroup; kChunks: column halves computed in turn (Sm90GemmTraits).
 template <int BLOCK_M, int BLOCK_N, int kMmaM, int kChunks, int SCALE> struct Sm90GemmPromotion {
   static constexpr int kAccum = BLOCK_N / 2;  // fp32 sums per thread per m64
   static constexpr int kChunkAccum = BLOCK_N / kChunks / 2;
