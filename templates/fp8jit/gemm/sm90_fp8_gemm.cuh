@@ -11,6 +11,8 @@
 // accumulation precision. The producer warp stages each K block's scales into shared memory with
 // the stage (cp.async completing on the stage's full barrier), so no consumer ever waits on a
 // global load: a global load in flight at a wgmma.fence stalls the fence until it lands.
+// The kernel joins three parts: kernel_traits.cuh (the compile-time decisions and the shared-memory
+// layout), producer.cuh (the producer warp) and consumer.cuh (the math warpgroups).
 #pragma once
 
 #include "fp8jit/common/barrier.cuh"
