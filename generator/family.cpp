@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <functional>
 
 #include "fp8jit/error.hpp"
@@ -93,6 +94,35 @@ void for_each_spec(const FamilyDef& family, const std::function<void(const Kerne
   // Problems outermost, as the parameters are declared: the same order as one walk over all.
   walk(family, problem, 0, is_problem,
        [&](const KernelSpec& p) { walk_valid_configs(family, p, emit); });
+}
+
+bool spec_matches(const FamilyDef& family, const KernelSpec& spec, const SpecFilter& where) {
+  for (const auto& [name, value] : where) {
+    const auto def = std::find_if(family.params.begin(), family.params.end(),
+                                  [&](const ParamDef& d) { return d.name == name; });
+    if (def == family.params.end()) return false;
+    const auto it = spec.params.find(name);
+    if (it != spec.params.end() ? it->second != value : def->absent_means != value) return false;
+  }
+  return true;
+}
+
+void for_each_spec(const FamilyDef& family, const SpecFilter& where,
+                   const std::function<void(const KernelSpec&)>& emit) {
+  SpecFilter problem_part;
+  for (const ParamDef& def : family.params)
+    if (!def.is_config && where.count(def.name)) problem_part.emplace(def.name, where.at(def.name));
+  for (const auto& [name, value] : where)
+    if (std::none_of(family.params.begin(), family.params.end(),
+                     [&](const ParamDef& d) { return d.name == name; }))
+      return;
+  KernelSpec problem{family.name, {}};
+  walk(family, problem, 0, is_problem, [&](const KernelSpec& p) {
+    if (!spec_matches(family, p, problem_part)) return;
+    walk_valid_configs(family, p, [&](const KernelSpec& s) {
+      if (spec_matches(family, s, where)) emit(s);
+    });
+  });
 }
 
 std::vector<KernelSpec> enumerate_specs(const FamilyDef& family) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -78,6 +79,14 @@ std::vector<KernelSpec> enumerate_specs(const FamilyDef& family);
 std::string spec_to_json_unchecked(const KernelSpec& spec);
 // The same specs in the same order, one at a time: for spaces too large to hold at once.
 void for_each_spec(const FamilyDef& family, const std::function<void(const KernelSpec&)>& emit);
+// Parameter values to keep to (`fp8jit list --where`): a spec matches where each named parameter
+// has its value, a parameter held absent reading as its absent_means; a name the family does not
+// have matches nothing.
+using SpecFilter = std::map<std::string, ParamValue>;
+bool spec_matches(const FamilyDef& family, const KernelSpec& spec, const SpecFilter& where);
+// for_each_spec's specs that match `where`; problems that cannot match are not walked.
+void for_each_spec(const FamilyDef& family, const SpecFilter& where,
+                   const std::function<void(const KernelSpec&)>& emit);
 // Every valid config for the problem parameters of `problem_spec` (its config params ignored).
 std::vector<KernelSpec> enumerate_configs(const FamilyDef& family, const KernelSpec& problem_spec);
 

@@ -3,9 +3,11 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <mutex>
+#include <optional>
 
 #include "fp8jit/error.hpp"
 #include "fp8jit/runtime.hpp"
@@ -50,6 +52,19 @@ CLI::Validator families_validator() {
       "FAMILY[,FAMILY...]");
 }
 
+std::string parse_where(const std::string& text, const std::vector<const FamilyDef*>& families,
+                        SpecFilter* out);
+
+// --where against every family (list() checks it again against the selected ones).
+CLI::Validator where_validator() {
+  return CLI::Validator(
+      [](std::string& text) {
+        SpecFilter where;
+        return parse_where(text, all_families(), &where);
+      },
+      "KEY=VALUE[,KEY=VALUE...]");
+}
+
 std::vector<const FamilyDef*> selected_families(const std::string& list) {
   if (list.empty()) return all_families();
   std::vector<const FamilyDef*> out;
@@ -82,7 +97,8 @@ nlohmann::ordered_json param_json(const ParamValue& v) {
 }
 
 // The config spaces as one JSON document: what `list` prints, for programs.
-nlohmann::ordered_json space_json(const FamilyDef& f, std::size_t valid) {
+nlohmann::ordered_json space_json(const FamilyDef& f, std::size_t valid,
+                                  const std::string& where) {
   nlohmann::ordered_json params = nlohmann::ordered_json::array();
   for (const ParamDef& p : f.params) {
     nlohmann::ordered_json allowed = nlohmann::ordered_json::array();
@@ -92,14 +108,16 @@ nlohmann::ordered_json space_json(const FamilyDef& f, std::size_t valid) {
                       {"allowed", std::move(allowed)},
                       {"doc", p.doc}});
   }
-  return {{"family", f.name},
-          {"header", f.header},
-          {"valid_variants", valid},
-          {"params", std::move(params)}};
+  nlohmann::ordered_json out = {
+      {"family", f.name}, {"header", f.header}, {"valid_variants", valid}};
+  if (!where.empty()) out["where"] = where;
+  out["params"] = std::move(params);
+  return out;
 }
 
-void print_space(const FamilyDef& f, std::size_t valid) {
-  fmt::print("{} ({} valid variants, header {})\n", f.name, valid, f.header);
+void print_space(const FamilyDef& f, std::size_t valid, const std::string& where) {
+  fmt::print("{} ({} valid variants{}, header {})\n", f.name, valid,
+             where.empty() ? "" : " with " + where, f.header);
   for (const ParamDef& p : f.params) {
     std::vector<std::string> vals;
     for (const auto& v : p.allowed) vals.push_back(param_to_string(v));
@@ -108,20 +126,75 @@ void print_space(const FamilyDef& f, std::size_t valid) {
   }
 }
 
+// --where KEY=VALUE[,KEY=VALUE...] read against the parameters of `families`: "" and `out` set,
+// or what is wrong with it.
+std::string parse_where(const std::string& text, const std::vector<const FamilyDef*>& families,
+                        SpecFilter* out) {
+  std::vector<std::string> known;
+  for (const FamilyDef* f : families)
+    for (const ParamDef& d : f->params)
+      if (!d.build_choice && std::find(known.begin(), known.end(), d.name) == known.end())
+        known.push_back(d.name);
+  const std::vector<std::string> items = split_list(text);
+  if (items.empty()) return "expected KEY=VALUE[,KEY=VALUE...]";
+  for (const std::string& item : items) {
+    const std::size_t eq = item.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == item.size())
+      return fmt::format("\"{}\": expected KEY=VALUE", printable(item, 40));
+    const std::string key = item.substr(0, eq), value = item.substr(eq + 1);
+    std::vector<std::string> allowed;
+    std::optional<ParamValue> match;
+    bool build_choice = false;
+    for (const FamilyDef* f : families)
+      for (const ParamDef& d : f->params) {
+        if (d.name != key) continue;
+        build_choice = build_choice || d.build_choice;
+        for (const ParamValue& v : d.allowed) {
+          const std::string shown = param_to_string(v);
+          if (shown == value) match = v;
+          if (std::find(allowed.begin(), allowed.end(), shown) == allowed.end())
+            allowed.push_back(shown);
+        }
+      }
+    if (build_choice)
+      return fmt::format("{} is chosen by the runtime from the shape; specs are listed without it",
+                         key);
+    if (allowed.empty())
+      return fmt::format("unknown parameter \"{}\" (known: {})", printable(key, 40),
+                         join(known, ", "));
+    if (!match)
+      return fmt::format("{} = \"{}\" is not one of {{{}}}", key, printable(value, 40),
+                         join(allowed, ", "));
+    if (!out->emplace(key, *match).second) return fmt::format("{} given twice", key);
+  }
+  return "";
+}
+
 enum class ListFormat { text, json, specs };
 
-int list(const std::string& families, ListFormat format) {
+int list(const std::string& families, const std::string& where_text, ListFormat format) {
+  const std::vector<const FamilyDef*> selected = selected_families(families);
+  SpecFilter where;
+  if (!where_text.empty())
+    if (const std::string why = parse_where(where_text, selected, &where); !why.empty())
+      throw Error(ErrorKind::invalid_argument, "--where: " + why);
   nlohmann::ordered_json doc = nlohmann::ordered_json::array();
-  for (const FamilyDef* f : selected_families(families)) {
+  for (const FamilyDef* f : selected) {
+    // A family without one of the parameters has no spec to show.
+    if (std::any_of(where.begin(), where.end(), [&](const auto& kv) {
+          return std::none_of(f->params.begin(), f->params.end(),
+                              [&](const ParamDef& d) { return d.name == kv.first; });
+        }))
+      continue;
     // Streamed: the gemm space's specs (about a million) are never all held at once. The walk
     // checked each spec, so it is printed without a second check.
     std::size_t count = 0;
-    for_each_spec(*f, [&](const KernelSpec& s) {
+    for_each_spec(*f, where, [&](const KernelSpec& s) {
       if (format == ListFormat::specs) fmt::print("{}\n", spec_to_json_unchecked(s));
       ++count;
     });
-    if (format == ListFormat::text) print_space(*f, count);
-    if (format == ListFormat::json) doc.push_back(space_json(*f, count));
+    if (format == ListFormat::text) print_space(*f, count, where_text);
+    if (format == ListFormat::json) doc.push_back(space_json(*f, count, where_text));
   }
   if (format == ListFormat::json) fmt::print("{}\n", doc.dump(2));
   return 0;
@@ -214,8 +287,13 @@ void add_kernel_commands(CLI::App& app) {
               "every valid spec as JSON, one per line (the gemm family has about a million: "
               "narrow it with --family)")
       ->excludes(json_flag);
+  auto where = std::make_shared<std::string>();
+  l->add_option("--where", *where,
+                "only specs with these parameter values, e.g. scale=block,block_m=128 (counts and "
+                "--specs alike)")
+      ->check(where_validator());
   on_run(l, [=] {
-    return list(*families,
+    return list(*families, *where,
                 *specs ? ListFormat::specs : *json ? ListFormat::json : ListFormat::text);
   });
 

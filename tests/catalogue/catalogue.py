@@ -560,7 +560,7 @@ def root_skip(what):
 
 COMMANDS = {  # each command and the options its --help must list
     "info": [],
-    "list": ["--family", "--json", "--specs"],
+    "list": ["--family", "--json", "--specs", "--where"],
     "emit": ["--spec"],
     "compile": ["--spec", "--cubin", "--ptx", "--arch"],
     "compile-all": ["--family", "--jobs", "--sample"],
@@ -608,6 +608,11 @@ def help_and_version():
              else [(OTHER, "list --json is not one document of the three families")]),
         Case("basic/list-specs", ["list", "--specs", "--family", "quantize"], OK, out_needles=['"family":"quantize"']),
         Case("basic/list-json-and-specs", ["list", "--json", "--specs"], USAGE),
+        Case("basic/list-where", ["list", "--specs", "--family", "gemm", "--where",
+                                  "scale=block,accum=precise,out=bf16,a_format=e4m3,b_format=e4m3,bias=0,"
+                                  "layout=dense,block_m=256"], OK, out_needles=['"block_m":256']),
+        Case("basic/list-where-bad-value", ["list", "--where", "scale=bogus"], USAGE),
+        Case("basic/list-where-not-in-family", ["list", "--family", "quantize", "--where", "scale=block"], ERROR),
         Case("basic/emit", ["emit", "--spec", QSPEC], OK, out_needles=["#include"]),
         Case("basic/select-gemm", ["select-gemm", "--m", "128", "--n", "4096", "--k", "7168"], OK,
              out_needles=['"family":"gemm"']),

@@ -138,6 +138,85 @@ TEST_F(CliTest, ListJsonDescribesTheSpaces) {
   EXPECT_EQ(both.out, "");
 }
 
+// The lines of `out`, each a spec.
+std::vector<KernelSpec> spec_lines(const std::string& out) {
+  std::vector<KernelSpec> specs;
+  std::istringstream lines(out);
+  for (std::string line; std::getline(lines, line);) specs.push_back(spec_from_json(line));
+  return specs;
+}
+
+TEST_F(CliTest, ListWhereKeepsToTheValues) {
+  // Problem and config values together, checked against the family's own enumeration.
+  const CliResult q =
+      run({"list", "--specs", "--family", "quantize", "--where", "granularity=1x128,vec=8"});
+  ASSERT_EQ(q.status, 0) << q.err;
+  std::vector<KernelSpec> want;
+  for (const KernelSpec& s : enumerate_specs(quantize_family()))
+    if (s.s("granularity") == "1x128" && s.i("vec") == 8) want.push_back(s);
+  ASSERT_FALSE(want.empty());
+  EXPECT_EQ(spec_lines(q.out), want);
+  // A whole gemm problem and one config value: the problem's valid configs with that value.
+  const std::string problem =
+      "a_format=e4m3,b_format=e4m3,out=bf16,scale=block,bias=0,accum=precise,layout=dense";
+  const CliResult g =
+      run({"list", "--specs", "--family", "gemm", "--where", problem + ",block_m=128"});
+  ASSERT_EQ(g.status, 0) << g.err;
+  std::vector<KernelSpec> configs;
+  KernelSpec p{"gemm",
+               {{"a_format", "e4m3"}, {"b_format", "e4m3"}, {"out", "bf16"}, {"scale", "block"},
+                {"bias", std::int64_t{0}}, {"accum", "precise"}, {"layout", "dense"}}};
+  for (const KernelSpec& s : enumerate_configs(gemm_family(), p))
+    if (s.i("block_m") == 128) configs.push_back(s);
+  ASSERT_FALSE(configs.empty());
+  const std::vector<KernelSpec> got = spec_lines(g.out);
+  ASSERT_EQ(got.size(), configs.size());
+  for (const KernelSpec& s : got) {
+    EXPECT_EQ(s.s("scale"), "block");
+    EXPECT_EQ(s.i("block_m"), 128);
+  }
+  // A parameter held absent at its default matches that default (swap_ab = 0 is not written).
+  const CliResult unswapped =
+      run({"list", "--family", "gemm", "--where", problem + ",block_m=128,swap_ab=0"});
+  const auto swapped = std::count_if(configs.begin(), configs.end(), [](const KernelSpec& s) {
+    return s.params.count("swap_ab") && s.i("swap_ab") == 1;
+  });
+  ASSERT_GT(swapped, 0);
+  EXPECT_NE(unswapped.out.find(
+                fmt::format("gemm ({} valid variants with ", configs.size() - swapped)),
+            std::string::npos)
+      << unswapped.out;
+  // The counts and the JSON document keep to it too; families without the parameter are left out.
+  const CliResult j = run({"list", "--json", "--where", "format=e5m2"});
+  ASSERT_EQ(j.status, 0) << j.err;
+  const nlohmann::json doc = nlohmann::json::parse(j.out);
+  ASSERT_EQ(doc.size(), 2u);  // quantize and dequantize; gemm has a_format and b_format
+  EXPECT_EQ(doc[0].at("where"), "format=e5m2");
+  std::size_t e5m2 = 0;
+  for (const KernelSpec& s : enumerate_specs(quantize_family())) e5m2 += s.s("format") == "e5m2";
+  EXPECT_EQ(doc[0].at("valid_variants").get<std::size_t>(), e5m2);
+}
+
+TEST_F(CliTest, ListWhereRefusesWhatItCannotRead) {
+  const std::vector<std::pair<std::string, std::string>> usage = {
+      {"scale=bogus", "is not one of"},         {"nokey=1", "unknown parameter"},
+      {"epilogue=tma", "chosen by the runtime"}, {"scale=block,scale=tensor", "given twice"},
+      {"scale", "expected KEY=VALUE"},          {"=block", "expected KEY=VALUE"},
+      {"scale=", "expected KEY=VALUE"},         {",", "expected KEY=VALUE"},
+      {"block_m=0128x", "is not one of"}};
+  for (const auto& [where, needle] : usage) {
+    const CliResult r = run({"list", "--specs", "--where", where});
+    EXPECT_EQ(r.status, 2) << where;
+    EXPECT_EQ(r.out, "") << where;
+    EXPECT_NE(r.err.find(needle), std::string::npos) << where << ": " << r.err;
+  }
+  // Known to a family, but not to the one selected.
+  const CliResult r = run({"list", "--specs", "--family", "quantize", "--where", "scale=block"});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.out, "");
+  EXPECT_NE(r.err.find("--where: unknown parameter \"scale\""), std::string::npos) << r.err;
+}
+
 TEST_F(CliTest, EmitPrintsRenderSource) {
   const std::vector<KernelSpec> specs = {
       spec_from_json(kQuantJson),
