@@ -52,19 +52,6 @@ CLI::Validator families_validator() {
       "FAMILY[,FAMILY...]");
 }
 
-std::string parse_where(const std::string& text, const std::vector<const FamilyDef*>& families,
-                        SpecFilter* out);
-
-// --where against every family (list() checks it again against the selected ones).
-CLI::Validator where_validator() {
-  return CLI::Validator(
-      [](std::string& text) {
-        SpecFilter where;
-        return parse_where(text, all_families(), &where);
-      },
-      "KEY=VALUE[,KEY=VALUE...]");
-}
-
 std::vector<const FamilyDef*> selected_families(const std::string& list) {
   if (list.empty()) return all_families();
   std::vector<const FamilyDef*> out;
@@ -168,6 +155,16 @@ std::string parse_where(const std::string& text, const std::vector<const FamilyD
     if (!out->emplace(key, *match).second) return fmt::format("{} given twice", key);
   }
   return "";
+}
+
+// --where against every family (list() checks it again against the selected ones).
+CLI::Validator where_validator() {
+  return CLI::Validator(
+      [](std::string& text) {
+        SpecFilter where;
+        return parse_where(text, all_families(), &where);
+      },
+      "KEY=VALUE[,KEY=VALUE...]");
 }
 
 enum class ListFormat { text, json, specs };
