@@ -24,6 +24,12 @@ const FamilyDef& find_family(std::string_view name) {
   throw_invalid("family", std::string(name), "known families: " + known);
 }
 
+const ParamDef* find_param(const FamilyDef& family, std::string_view name) {
+  for (const ParamDef& def : family.params)
+    if (def.name == name) return &def;
+  return nullptr;
+}
+
 std::string arch_refusal(const FamilyDef& family, int number, bool arch_specific) {
   if (family.sm90a_only && !(number == 90 && arch_specific))
     return fmt::format("{} kernels need sm_90a (Hopper's wgmma, TMA and setmaxnreg)", family.name);
@@ -96,11 +102,15 @@ void for_each_spec(const FamilyDef& family, const std::function<void(const Kerne
        [&](const KernelSpec& p) { walk_valid_configs(family, p, emit); });
 }
 
+bool has_params(const FamilyDef& family, const SpecFilter& where) {
+  return std::all_of(where.begin(), where.end(),
+                     [&](const auto& kv) { return find_param(family, kv.first) != nullptr; });
+}
+
 bool spec_matches(const FamilyDef& family, const KernelSpec& spec, const SpecFilter& where) {
   for (const auto& [name, value] : where) {
-    const auto def = std::find_if(family.params.begin(), family.params.end(),
-                                  [&](const ParamDef& d) { return d.name == name; });
-    if (def == family.params.end()) return false;
+    const ParamDef* def = find_param(family, name);
+    if (!def) return false;
     const auto it = spec.params.find(name);
     if (it != spec.params.end() ? it->second != value : def->absent_means != value) return false;
   }
@@ -109,18 +119,16 @@ bool spec_matches(const FamilyDef& family, const KernelSpec& spec, const SpecFil
 
 void for_each_spec(const FamilyDef& family, const SpecFilter& where,
                    const std::function<void(const KernelSpec&)>& emit) {
-  SpecFilter problem_part;
-  for (const ParamDef& def : family.params)
-    if (!def.is_config && where.count(def.name)) problem_part.emplace(def.name, where.at(def.name));
+  if (!has_params(family, where)) return;
+  // The problem part decides which problems are walked; each config then checks the rest.
+  SpecFilter problem_part, config_part;
   for (const auto& [name, value] : where)
-    if (std::none_of(family.params.begin(), family.params.end(),
-                     [&](const ParamDef& d) { return d.name == name; }))
-      return;
+    (find_param(family, name)->is_config ? config_part : problem_part).emplace(name, value);
   KernelSpec problem{family.name, {}};
   walk(family, problem, 0, is_problem, [&](const KernelSpec& p) {
     if (!spec_matches(family, p, problem_part)) return;
     walk_valid_configs(family, p, [&](const KernelSpec& s) {
-      if (spec_matches(family, s, where)) emit(s);
+      if (spec_matches(family, s, config_part)) emit(s);
     });
   });
 }

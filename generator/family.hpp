@@ -70,6 +70,8 @@ std::string arch_refusal(const FamilyDef& family, int number, bool arch_specific
 
 const std::vector<const FamilyDef*>& all_families();
 const FamilyDef& find_family(std::string_view name);  // throws naming the known families
+// The family's parameter of that name, or null.
+const ParamDef* find_param(const FamilyDef& family, std::string_view name);
 
 // Every valid spec of the family (problem x config), in a fixed order: problems outermost, each
 // parameter's values in their declared order.
@@ -83,6 +85,8 @@ void for_each_spec(const FamilyDef& family, const std::function<void(const Kerne
 // has its value, a parameter held absent reading as its absent_means; a name the family does not
 // have matches nothing.
 using SpecFilter = std::map<std::string, ParamValue>;
+// Whether the family has every parameter `where` names (else no spec of it can match).
+bool has_params(const FamilyDef& family, const SpecFilter& where);
 bool spec_matches(const FamilyDef& family, const KernelSpec& spec, const SpecFilter& where);
 // for_each_spec's specs that match `where`; problems that cannot match are not walked.
 void for_each_spec(const FamilyDef& family, const SpecFilter& where,
@@ -96,6 +100,12 @@ std::vector<KernelSpec> enumerate_configs(const FamilyDef& family, const KernelS
 std::vector<KernelSpec> spread_sample(const FamilyDef& family, std::size_t n);
 
 std::string param_to_string(const ParamValue& v);
+// The value as JSON (an integer or a string), for either flavour of nlohmann's JSON.
+template <class Json>
+Json param_to_json(const ParamValue& v) {
+  if (const auto* i = std::get_if<std::int64_t>(&v)) return *i;
+  return std::get<std::string>(v);
+}
 // For error messages: strings quoted and cut to a bounded length.
 std::string param_repr(const ParamValue& v);
 

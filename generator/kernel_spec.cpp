@@ -51,9 +51,7 @@ void validate_spec(const KernelSpec& spec) {
       throw_invalid(spec.family + "." + def.name, param_repr(it->second), allowed_list(def));
   }
   for (const auto& [name, value] : spec.params) {
-    bool known = std::any_of(family.params.begin(), family.params.end(),
-                             [&](const ParamDef& d) { return d.name == name; });
-    if (!known) throw_invalid(spec.family + "." + name, param_repr(value), "unknown parameter");
+    if (!find_param(family, name)) throw_invalid(spec.family + "." + name, param_repr(value), "unknown parameter");
   }
   if (std::string why = family.check(spec); !why.empty())
     throw Error(ErrorKind::invalid_argument, "invalid " + spec.family + " spec: " + why);
@@ -66,18 +64,13 @@ std::string spec_name(const KernelSpec& spec) {
 
 namespace {
 
-json to_json_value(const ParamValue& v) {
-  if (const auto* i = std::get_if<std::int64_t>(&v)) return *i;
-  return std::get<std::string>(v);
-}
-
 json spec_json(const KernelSpec& spec) {
   const FamilyDef& family = find_family(spec.family);
   json problem = json::object(), config = json::object();
   for (const ParamDef& def : family.params) {
     auto it = spec.params.find(def.name);
     if (it == spec.params.end() || elided(def, it->second)) continue;
-    (def.is_config ? config : problem)[def.name] = to_json_value(it->second);
+    (def.is_config ? config : problem)[def.name] = param_to_json<json>(it->second);
   }
   return json{{"family", spec.family}, {"problem", problem}, {"config", config}};
 }

@@ -78,18 +78,13 @@ int info() {
   return 0;
 }
 
-nlohmann::ordered_json param_json(const ParamValue& v) {
-  if (const auto* i = std::get_if<std::int64_t>(&v)) return *i;
-  return std::get<std::string>(v);
-}
-
 // The config spaces as one JSON document: what `list` prints, for programs.
 nlohmann::ordered_json space_json(const FamilyDef& f, std::size_t valid,
                                   const std::string& where) {
   nlohmann::ordered_json params = nlohmann::ordered_json::array();
   for (const ParamDef& p : f.params) {
     nlohmann::ordered_json allowed = nlohmann::ordered_json::array();
-    for (const ParamValue& v : p.allowed) allowed.push_back(param_json(v));
+    for (const ParamValue& v : p.allowed) allowed.push_back(param_to_json<nlohmann::ordered_json>(v));
     params.push_back({{"name", p.name},
                       {"kind", p.is_config ? "config" : "problem"},
                       {"allowed", std::move(allowed)},
@@ -177,12 +172,7 @@ int list(const std::string& families, const std::string& where_text, ListFormat 
       throw Error(ErrorKind::invalid_argument, "--where: " + why);
   nlohmann::ordered_json doc = nlohmann::ordered_json::array();
   for (const FamilyDef* f : selected) {
-    // A family without one of the parameters has no spec to show.
-    if (std::any_of(where.begin(), where.end(), [&](const auto& kv) {
-          return std::none_of(f->params.begin(), f->params.end(),
-                              [&](const ParamDef& d) { return d.name == kv.first; });
-        }))
-      continue;
+    if (!has_params(*f, where)) continue;  // no spec of it can match: not shown
     // Streamed: the gemm space's specs (about a million) are never all held at once. The walk
     // checked each spec, so it is printed without a second check.
     std::size_t count = 0;
