@@ -27,6 +27,36 @@ struct Sm90GemmConsumer : T {
       T::kStages, T::kTakeTurns, T::kTurnBarrier, T::kTurnThreads, T::kUniformWarpgroup,
       T::split_cluster, T::splits, T::store_by_tma, T::tma_store;
 
+  // The previous tile's deferred D, packed, and where it goes.
+  struct Deferred {
+    u32 packed[kMmaM][kDeferEpilogue ? Epilogue::kPacked : 1];
+    bool pending = false;
+    int y = 0, x = 0, rows = 0;
+  };
+  // A tile's column half 1, held in out's upper half until the next tile's first wgmmas.
+  struct PendingHalf {
+    bool pending = false;
+    int row0 = 0, col0 = 0, y = 0, x = 0;
+    int rows = 0;  // grouped layouts: where the half's group rows end (tile_out)
+  };
+  // A consumer warpgroup's own: its index, lane, slab of the epilogue, the descriptor low words of
+  // stage 0's tiles, and which epilogue overlaps this launch allows.
+  struct Self {
+    int wg, lane;
+    u8* slab;
+    int slab_r, slab_c;  // the thread's first slab row, column
+    u32 a_lo0, b_lo0;
+    bool defer, overlap_halves;
+  };
+  // Where a unit's tile lies, for this thread.
+  struct At {
+    int tn, first, last;
+    int r0;              // row within the tile; + mm*64, + 8
+    int row0, col0;      // D's row and column: + mm*64, + 8; + 8*j, + 1
+    int slab_y, slab_x;  // D coordinates of the slab
+    int split_j;
+  };
+
   static FP8JIT_DEVICE void consumer(const GemmParams& p, const Smem& s, int wg, int rank) {
     const int t_in_wg = threadIdx.x % warpgroup::kThreads;
     const int warp = t_in_wg / 32, lane = t_in_wg % 32;
@@ -37,39 +67,29 @@ struct Sm90GemmConsumer : T {
     Scheduler tiles(p, rank);
     if constexpr (kTakeTurns)
       if (wg == 1) named_barrier_arrive(kTurnBarrier, kTurnThreads);
+    Self me;
+    me.wg = wg;
+    me.lane = lane;
     // Deferred epilogue: the previous tile's D, packed, and where it goes. Only where each CTA
     // runs three tiles or more: with two (decode-sized M, K = 512) block scaling lost ~1 µs of
     // 17 to it (G21), having little to hide the store under.
     const bool defer =
         kDeferEpilogue && tma_store(p) && (splits(p) == 1 || split_cluster(p)) &&
         (Scheduler::kGrouped ? __all_sync(~0u, tiles.runs_at_least(3)) : tiles.runs_at_least(3));
-    u32 packed[kMmaM][kDeferEpilogue ? Epilogue::kPacked : 1];
-    bool pending = false;
-    int pending_y = 0, pending_x = 0, pending_rows = 0;
-    u8* const slab = s.epi + wg * kEpiSlab;
-    const int slab_r = warp * 16 + lane / 4,
-              slab_c = 2 * (lane % 4);  // thread's first slab row, column
-    // The previous tile's deferred D, out: under a tile's first wgmmas, or alone where there are
-    // none (an empty K range, the last tile).
-    auto store_pending = [&] {
-      if constexpr (kDeferEpilogue) {
-        Epilogue::store_packed(p, slab, packed, wg, slab_r, slab_c, pending_y, pending_x,
-                               pending_end(p, pending_rows));
-        pending = false;
-      }
-    };
+    me.defer = defer;
+    Deferred d;
+    me.slab = s.epi + wg * kEpiSlab;
+    me.slab_r = warp * 16 + lane / 4;
+    me.slab_c = 2 * (lane % 4);
     // Tiles in two column halves write each half out under the other half's wgmmas: half 0 during
     // the last K block's half-1 wgmmas, half 1 during the next tile's first half-0 wgmmas (its
     // sums stay live in out's upper half meanwhile, which half 0's K blocks do not touch).
-    const bool overlap_halves = kOverlapHalves && tma_store(p) && splits(p) == 1;
-    bool half_pending = false;
-    int half_row0 = 0, half_col0 = 0, half_y = 0, half_x = 0;
-    int half_rows = 0;  // grouped layouts: where the pending half's group rows end (tile_out)
+    me.overlap_halves = kOverlapHalves && tma_store(p) && splits(p) == 1;
+    PendingHalf h;
     // Descriptor low words of stage 0's tiles (warpgroup::smem_desc_lo): the K loop adds the
     // stage's and the k-step's offsets. One math warpgroup's tile starts at stage 0's A itself.
-    const u32 a_lo0 =
-        warpgroup::smem_desc_lo(s.a + (kMathWGs == 1 ? 0 : wg) * kRowsPerWG * BLOCK_K);
-    const u32 b_lo0 = warpgroup::smem_desc_lo(s.b);
+    me.a_lo0 = warpgroup::smem_desc_lo(s.a + (kMathWGs == 1 ? 0 : wg) * kRowsPerWG * BLOCK_K);
+    me.b_lo0 = warpgroup::smem_desc_lo(s.b);
     // This thread's first row within the tile, the same for every tile, held in a register across
     // the K loop, which ptxas otherwise re-derived from the thread index in every K block in front
     // of the scale loads the wgmma fence waits for (five dependent instructions; 256x128 block
@@ -79,13 +99,16 @@ struct Sm90GemmConsumer : T {
     int r_held = wg * kRowsPerWG + warp * 16 + lane / 4;
     if constexpr (kMathWGs == 1 || kSlabPasses) asm volatile("" : "+r"(r_held));
     for (GemmUnit w; Scheduler::kGrouped ? __all_sync(~0u, tiles.next(w)) : tiles.next(w);) {
-      const int tn = w.tn, first = w.first, last = w.last;
-      const int r0 = r_held;  // row within the tile; + mm*64, + 8
-      const int row0 = w.row0 + r0;
-      const int col0 = tn * BLOCK_N + 2 * (lane % 4);  // + 8*j, + 1
-      const int slab_y = w.row0 + wg * kRowsPerWG,
-                slab_x = tn * BLOCK_N;  // D coordinates of the slab
-      const int split_j = Promotion::block_split(tn);
+      At t;
+      t.tn = w.tn;
+      t.first = w.first;
+      t.last = w.last;
+      t.r0 = r_held;
+      t.row0 = w.row0 + t.r0;
+      t.col0 = t.tn * BLOCK_N + 2 * (lane % 4);
+      t.slab_y = w.row0 + wg * kRowsPerWG;
+      t.slab_x = t.tn * BLOCK_N;
+      t.split_j = Promotion::block_split(t.tn);
       // Grouped layouts: a pending column half that runs past its group's end goes out row by
       // row here, before the K loop, so that the half stored under the loop's wgmmas is always a
       // whole-slab TMA store, as in dense kernels. With the row-by-row path inside the loop, or
@@ -96,190 +119,237 @@ struct Sm90GemmConsumer : T {
       // Deferred 16-bit tiles keep their partial stores in the loop: hoisting them serialised
       // those stores and bought no time (128x128).
       if constexpr (kOverlapHalves && Scheduler::kGrouped)
-        if (__any_sync(~0u, half_pending && !Epilogue::whole_slab(p, half_y, half_rows))) {
-          write_half1<false>(p, pending_half_out(p, half_rows), slab, out, wg, half_row0, half_col0,
-                             half_y, half_x);
-          half_pending = false;
+        if (__any_sync(~0u, h.pending && !Epilogue::whole_slab(p, h.y, h.rows))) {
+          write_half1<false>(p, pending_half_out(p, h.rows), me.slab, out, wg, h.row0, h.col0, h.y,
+                             h.x);
+          h.pending = false;
         }
       // Grouped layouts: the K block after whose half-1 wgmmas half 0 is staged (-1: none), so
       // that the loop tests one register. Tested from the launch parameters there (as dense
       // kernels do, from uniform registers), ptxas reloaded them into per-thread registers
       // (LDC) between the wgmmas of a warpgroup's turn and held the turn longer.
-      int stage_half0_kb = overlap_halves ? last - 1 : -1;
+      int stage_half0_kb = me.overlap_halves ? t.last - 1 : -1;
       if constexpr (Scheduler::kGrouped) asm volatile("" : "+r"(stage_half0_kb));
       clear_sums(acc, out,
-                 half_pending);  // an empty K range (more splits than K blocks) yields zeros
+                 h.pending);  // an empty K range (more splits than K blocks) yields zeros
       if constexpr (kDeferEpilogue)
-        if (first == last && pending) store_pending();  // no wgmmas to hide it under
-      if constexpr (kPipelinePromotion) {
-        // K block kb's wgmmas go into one of two sets of temporaries while kb - 1's, in the
-        // other, are promoted, so that the tensor cores never wait for a promotion: a
-        // warpgroup's K loop is otherwise a chain of full barrier, wgmma latency, wait and
-        // promotion per 128 of K. The sets alternate in a fixed order with no test between
-        // a wait and the reads it covers, so that ptxas sees which set each wait covers (with a
-        // tested wait it serialised the wgmmas, C7514).
-        float acc2[kAccSlabs][kChunkAccum];
-        struct Issued {
-          BlockScales bs;
-          const float* sb;
-          int stage;
-        } cur{}, prev{};
-        auto issue = [&](int kb, float(&into)[kAccSlabs][kChunkAccum]) {
-          prev = cur;
-          barrier::wait(&s.full[stage], phase);
-          const float* st = s.scales + stage * kStageScales;
-          read_stage_scales(p, w, st, kb, slab_y, r0, cur.bs);
-          issue_wgmmas(a_lo0 + stage * (kStageA >> 4), b_lo0 + stage * (kStageB >> 4), into, false,
-                       0);
-          if constexpr (kDeferEpilogue)
-            if (kb == first && pending) store_pending();  // under these wgmmas
-          cur.sb = st + kScalesB + (col0 - tn * BLOCK_N);
-          cur.stage = stage;
-          if (++stage == kStages) {
-            stage = 0;
-            phase ^= 1;
-          }
-        };
-        // After a wait that covers `from`'s wgmmas: its stage is free (per-column scales of B
-        // are read from it by the promotion, so those release after it).
-        auto promote = [&](const float(&from)[kAccSlabs][kChunkAccum], const Issued& q) {
-          if constexpr (!gemm_scales_per_column(SCALE))
-            if (lane == 0) release(s, q.stage);
-          Promotion::promote(from, out, q.bs, q.sb, split_j);
-          if constexpr (gemm_scales_per_column(SCALE))
-            if (lane == 0) release(s, q.stage);
-        };
-        if (first < last) {
-          issue(first, acc);
-          int kb = first + 1;
-          for (; kb + 1 < last; kb += 2) {
-            issue(kb, acc2);
-            warpgroup::wait<1>();
-            promote(acc, prev);
-            issue(kb + 1, acc);
-            warpgroup::wait<1>();
-            promote(acc2, prev);
-          }
-          if (kb < last) {  // an even count: the last block into the second set
-            issue(kb, acc2);
-            warpgroup::wait<1>();
-            promote(acc, prev);
-            warpgroup::wait<0>();
-            promote(acc2, cur);
-          } else {
-            warpgroup::wait<0>();
-            promote(acc, cur);
-          }
-        }
-      } else {
-        bool landed = false;  // this K block's stage seen full by the probe in the one before
-        for (int kb = first; kb < last; ++kb) {
-          if (!landed) barrier::wait(&s.full[stage], phase);
-          // Scales are read before the fence: ptxas otherwise interleaves the LDS with the wgmmas,
-          // which stalled their issue (G8: 8192^3 block 1045 -> 990 µs with ld.shared before it).
-          const float* st = s.scales + stage * kStageScales;
-          BlockScales bs;
-          read_stage_scales(p, w, st, kb, slab_y, r0, bs);
-          const u32 a_lo = a_lo0 + stage * (kStageA >> 4);
-#pragma unroll
-          for (int c = 0; c < kPasses; ++c) {
-            const int chunk = kSlabPasses ? 0 : c;
-            const u32 b_lo = b_lo0 + stage * (kStageB >> 4) + chunk * (kChunkN * BLOCK_K >> 4);
-            if constexpr (kTakeTurns) named_barrier_sync(kTurnBarrier + wg, kTurnThreads);
-            issue_wgmmas(a_lo, b_lo, acc, !kPromote && kb > first, c);
-            if constexpr (kTakeTurns) named_barrier_arrive(kTurnBarrier + (wg ^ 1), kTurnThreads);
-            if constexpr (kDeferEpilogue)
-              if (c == 0 && kb == first && pending) store_pending();  // under these wgmmas
-            if constexpr (kOverlapHalves) {
-              if (c == 0 && kb == first &&
-                  half_pending) {  // the previous tile's half 1, then its store
-                write_half1<true>(p, pending_half_out(p, half_rows), slab, out, wg, half_row0,
-                                  half_col0, half_y, half_x);
-                half_pending = false;
-              }
-              if (Scheduler::kGrouped ? c == 1 && kb == stage_half0_kb
-                                      : c == 1 && kb == last - 1 && overlap_halves) {
-                // This tile's half 0 is final (overlap_halves implies TMA stores).
-                const TileOut o = staged_out(p, tiles.group());
-                if (Scheduler::kGrouped || o.tma) {
-                  Epilogue::slab_acquire(wg);
-                  Epilogue::template stage_half<2, 0>(p, o, slab, out, row0, col0, slab_y, slab_x);
-                }
-              }
-            }
-            warpgroup::wait<0>();
-            // This warp is done with the stage once its last wgmmas are: the scales are in
-            // registers, except per-column ones of B, which promotion reads from the stage.
-            if constexpr (!gemm_scales_per_column(SCALE))
-              if (c == kPasses - 1 && lane == 0) release(s, stage);
-            if (kProbeNextStage && c == kPasses - 1) {
-              const int next = stage + 1 == kStages ? 0 : stage + 1;
-              landed = barrier::test(&s.full[next], next == 0 ? phase ^ 1 : phase) && kb + 1 < last;
-            }
-            if constexpr (kPromote) {
-              const float* sb = st + kScalesB + (col0 - tn * BLOCK_N);
-              if constexpr (kSlabPasses)
-                promote_slab(acc, out, bs, sb, split_j, c);
-              else if constexpr (kChunks == 1)
-                Promotion::promote(acc, out, bs, sb, split_j);
-              else
-                Promotion::promote_chunk(acc, out, bs, c);
-            }
-          }
-          if constexpr (gemm_scales_per_column(SCALE))
-            if (lane == 0) release(s, stage);
-          if (++stage == kStages) {
-            stage = 0;
-            phase ^= 1;
-          }
-        }
-      }
-      const int split = w.split;
-      // Computed here rather than before the K loop: its fields would stay live across it.
-      const TileOut o = tile_out(p, tiles, slab_y);
-      if constexpr (kOverlapHalves)
-        if (overlap_halves && o.tma && last > first) {
-          half_pending = true;
-          if constexpr (Scheduler::kGrouped) half_rows = o.rows_end;
-          half_row0 = row0;
-          half_col0 = col0;
-          half_y = slab_y;
-          half_x = slab_x;
-          continue;
-        }
-      if constexpr (kCanSumSplitsInCluster)
-        if (split_cluster(p) &&
-            !sum_splits(p, s, acc, out, wg * warpgroup::kThreads + t_in_wg, split))
-          continue;
-      if constexpr (kDeferEpilogue)
-        if (defer && o.tma) {
-          if constexpr (kPromote)
-            Epilogue::pack(p, o, out, row0, col0, packed);
-          else
-            Epilogue::pack(p, o, acc, row0, col0, packed);
-          pending = true;
-          pending_y = slab_y;
-          pending_x = slab_x;
-          if constexpr (Scheduler::kGrouped) pending_rows = o.rows_end;
-          continue;
-        }
-      if constexpr (kPromote)
-        Epilogue::run(p, o, slab, out, wg, row0, col0, slab_y, slab_x, split);
+        if (t.first == t.last && d.pending) store_pending(p, me, d);  // no wgmmas to hide it under
+      if constexpr (kPipelinePromotion)
+        k_loop_pipelined(p, s, w, t, me, stage, phase, d, acc, out);
       else
-        Epilogue::run(p, o, slab, acc, wg, row0, col0, slab_y, slab_x, split);
+        k_loop(p, s, w, t, me, stage, phase, d, h, acc, out, tiles, stage_half0_kb);
+      finish_tile(p, s, w, t, me, d, h, acc, out, tiles, wg * warpgroup::kThreads + t_in_wg);
     }
     if constexpr (kDeferEpilogue)
-      if (pending) store_pending();
+      if (d.pending) store_pending(p, me, d);
     if constexpr (kOverlapHalves)
-      if (half_pending)
-        write_half1(p, pending_half_out(p, half_rows), slab, out, wg, half_row0, half_col0, half_y,
-                    half_x);
+      if (h.pending)
+        write_half1(p, pending_half_out(p, h.rows), me.slab, out, wg, h.row0, h.col0, h.y, h.x);
     if constexpr (kTakeTurns)
       if (kUniformWarpgroup ? threadIdx.x < warpgroup::kThreads : wg == 0)
         named_barrier_sync(kTurnBarrier, kTurnThreads);
     if constexpr (kCanSumSplitsInCluster)
       if (split_cluster(p)) SplitSum::finish();
     if (t_in_wg == 0) tma::store_wait_all();  // shared memory must outlive the last store
+  }
+
+  // The previous tile's deferred D, out: under a tile's first wgmmas, or alone where there are
+  // none (an empty K range, the last tile).
+  static FP8JIT_DEVICE void store_pending(const GemmParams& p, const Self& me, Deferred& d) {
+    if constexpr (kDeferEpilogue) {
+      Epilogue::store_packed(p, me.slab, d.packed, me.wg, me.slab_r, me.slab_c, d.y, d.x,
+                             pending_end(p, d.rows));
+      d.pending = false;
+    }
+  }
+
+  // K block kb's wgmmas go into one of two sets of temporaries while kb - 1's, in the other, are
+  // promoted, so that the tensor cores never wait for a promotion: a warpgroup's K loop is
+  // otherwise a chain of full barrier, wgmma latency, wait and promotion per 128 of K. The sets
+  // alternate in a fixed order with no test between a wait and the reads it covers, so that ptxas
+  // sees which set each wait covers (with a tested wait it serialised the wgmmas, C7514).
+  static FP8JIT_DEVICE void k_loop_pipelined(const GemmParams& p, const Smem& s, const GemmUnit& w,
+                                             const At& t, const Self& me, int& ring_stage,
+                                             u32& ring_phase, Deferred& d,
+                                             float (&acc)[kAccSlabs][kChunkAccum],
+                                             float (&out)[kMmaM][kPromote ? kAccum : 1]) {
+    // The ring's position in locals: read through the references, the next-stage arithmetic of
+    // the wait and of the advance was computed twice (NVVM, CUDA 13.0).
+    int stage = ring_stage;
+    u32 phase = ring_phase;
+    float acc2[kAccSlabs][kChunkAccum];
+    struct Issued {
+      BlockScales bs;
+      const float* sb;
+      int stage;
+    } cur{}, prev{};
+    auto issue = [&](int kb, float(&into)[kAccSlabs][kChunkAccum]) {
+      prev = cur;
+      barrier::wait(&s.full[stage], phase);
+      const float* st = s.scales + stage * kStageScales;
+      read_stage_scales(p, w, st, kb, t.slab_y, t.r0, cur.bs);
+      issue_wgmmas(me.a_lo0 + stage * (kStageA >> 4), me.b_lo0 + stage * (kStageB >> 4), into,
+                   false, 0);
+      if constexpr (kDeferEpilogue)
+        if (kb == t.first && d.pending) store_pending(p, me, d);  // under these wgmmas
+      cur.sb = st + kScalesB + (t.col0 - t.tn * BLOCK_N);
+      cur.stage = stage;
+      if (++stage == kStages) {
+        stage = 0;
+        phase ^= 1;
+      }
+    };
+    // After a wait that covers `from`'s wgmmas: its stage is free (per-column scales of B are read
+    // from it by the promotion, so those release after it).
+    auto promote = [&](const float(&from)[kAccSlabs][kChunkAccum], const Issued& q) {
+      if constexpr (!gemm_scales_per_column(SCALE))
+        if (me.lane == 0) release(s, q.stage);
+      Promotion::promote(from, out, q.bs, q.sb, t.split_j);
+      if constexpr (gemm_scales_per_column(SCALE))
+        if (me.lane == 0) release(s, q.stage);
+    };
+    if (t.first < t.last) {
+      issue(t.first, acc);
+      int kb = t.first + 1;
+      for (; kb + 1 < t.last; kb += 2) {
+        issue(kb, acc2);
+        warpgroup::wait<1>();
+        promote(acc, prev);
+        issue(kb + 1, acc);
+        warpgroup::wait<1>();
+        promote(acc2, prev);
+      }
+      if (kb < t.last) {  // an even count: the last block into the second set
+        issue(kb, acc2);
+        warpgroup::wait<1>();
+        promote(acc, prev);
+        warpgroup::wait<0>();
+        promote(acc2, cur);
+      } else {
+        warpgroup::wait<0>();
+        promote(acc, cur);
+      }
+    }
+    ring_stage = stage;
+    ring_phase = phase;
+  }
+
+  // One K block at a time: full barrier, the block's wgmmas (in kPasses batches, each promoted
+  // before the next is issued), wait, promotion; the previous tile's deferred D and column halves
+  // go out under the first and last blocks' wgmmas.
+  static FP8JIT_DEVICE void k_loop(const GemmParams& p, const Smem& s, const GemmUnit& w,
+                                   const At& t, const Self& me, int& ring_stage, u32& ring_phase,
+                                   Deferred& d, PendingHalf& h,
+                                   float (&acc)[kAccSlabs][kChunkAccum],
+                                   float (&out)[kMmaM][kPromote ? kAccum : 1],
+                                   const Scheduler& tiles, int stage_half0_kb) {
+    const int wg = me.wg;
+    int stage = ring_stage;  // in locals, as in k_loop_pipelined
+    u32 phase = ring_phase;
+    bool landed = false;  // this K block's stage seen full by the probe in the one before
+    for (int kb = t.first; kb < t.last; ++kb) {
+      if (!landed) barrier::wait(&s.full[stage], phase);
+      // Scales are read before the fence: ptxas otherwise interleaves the LDS with the wgmmas,
+      // which stalled their issue (G8: 8192^3 block 1045 -> 990 µs with ld.shared before it).
+      const float* st = s.scales + stage * kStageScales;
+      BlockScales bs;
+      read_stage_scales(p, w, st, kb, t.slab_y, t.r0, bs);
+      const u32 a_lo = me.a_lo0 + stage * (kStageA >> 4);
+#pragma unroll
+      for (int pass = 0; pass < kPasses; ++pass) {
+        const int chunk = kSlabPasses ? 0 : pass;
+        const u32 b_lo = me.b_lo0 + stage * (kStageB >> 4) + chunk * (kChunkN * BLOCK_K >> 4);
+        if constexpr (kTakeTurns) named_barrier_sync(kTurnBarrier + wg, kTurnThreads);
+        issue_wgmmas(a_lo, b_lo, acc, !kPromote && kb > t.first, pass);
+        if constexpr (kTakeTurns) named_barrier_arrive(kTurnBarrier + (wg ^ 1), kTurnThreads);
+        if constexpr (kDeferEpilogue)
+          if (pass == 0 && kb == t.first && d.pending) store_pending(p, me, d);  // under these
+        if constexpr (kOverlapHalves) {
+          if (pass == 0 && kb == t.first &&
+              h.pending) {  // the previous tile's half 1, then its store
+            write_half1<true>(p, pending_half_out(p, h.rows), me.slab, out, wg, h.row0, h.col0, h.y,
+                              h.x);
+            h.pending = false;
+          }
+          if (Scheduler::kGrouped ? pass == 1 && kb == stage_half0_kb
+                                  : pass == 1 && kb == t.last - 1 && me.overlap_halves) {
+            // This tile's half 0 is final (overlap_halves implies TMA stores).
+            const TileOut o = staged_out(p, tiles.group());
+            if (Scheduler::kGrouped || o.tma) {
+              Epilogue::slab_acquire(wg);
+              Epilogue::template stage_half<2, 0>(p, o, me.slab, out, t.row0, t.col0, t.slab_y,
+                                                  t.slab_x);
+            }
+          }
+        }
+        warpgroup::wait<0>();
+        // This warp is done with the stage once its last wgmmas are: the scales are in
+        // registers, except per-column ones of B, which promotion reads from the stage.
+        if constexpr (!gemm_scales_per_column(SCALE))
+          if (pass == kPasses - 1 && me.lane == 0) release(s, stage);
+        if (kProbeNextStage && pass == kPasses - 1) {
+          const int next = stage + 1 == kStages ? 0 : stage + 1;
+          landed = barrier::test(&s.full[next], next == 0 ? phase ^ 1 : phase) && kb + 1 < t.last;
+        }
+        if constexpr (kPromote) {
+          const float* sb = st + kScalesB + (t.col0 - t.tn * BLOCK_N);
+          if constexpr (kSlabPasses)
+            promote_slab(acc, out, bs, sb, t.split_j, pass);
+          else if constexpr (kChunks == 1)
+            Promotion::promote(acc, out, bs, sb, t.split_j);
+          else
+            Promotion::promote_chunk(acc, out, bs, pass);
+        }
+      }
+      if constexpr (gemm_scales_per_column(SCALE))
+        if (me.lane == 0) release(s, stage);
+      if (++stage == kStages) {
+        stage = 0;
+        phase ^= 1;
+      }
+    }
+    ring_stage = stage;
+    ring_phase = phase;
+  }
+
+  // A tile's sums after its K loop: held back as a pending column half or a deferred packed D,
+  // summed with its split-K partials in the cluster, or written out now.
+  static FP8JIT_DEVICE void finish_tile(const GemmParams& p, const Smem& s, const GemmUnit& w,
+                                        const At& t, const Self& me, Deferred& d, PendingHalf& h,
+                                        float (&acc)[kAccSlabs][kChunkAccum],
+                                        float (&out)[kMmaM][kPromote ? kAccum : 1],
+                                        const Scheduler& tiles, int tid) {
+    const int split = w.split;
+    // Computed here rather than before the K loop: its fields would stay live across it.
+    const TileOut o = tile_out(p, tiles, t.slab_y);
+    if constexpr (kOverlapHalves)
+      if (me.overlap_halves && o.tma && t.last > t.first) {
+        h.pending = true;
+        if constexpr (Scheduler::kGrouped) h.rows = o.rows_end;
+        h.row0 = t.row0;
+        h.col0 = t.col0;
+        h.y = t.slab_y;
+        h.x = t.slab_x;
+        return;
+      }
+    if constexpr (kCanSumSplitsInCluster)
+      if (split_cluster(p) && !sum_splits(p, s, acc, out, tid, split)) return;
+    if constexpr (kDeferEpilogue)
+      if (me.defer && o.tma) {
+        if constexpr (kPromote)
+          Epilogue::pack(p, o, out, t.row0, t.col0, d.packed);
+        else
+          Epilogue::pack(p, o, acc, t.row0, t.col0, d.packed);
+        d.pending = true;
+        d.y = t.slab_y;
+        d.x = t.slab_x;
+        if constexpr (Scheduler::kGrouped) d.rows = o.rows_end;
+        return;
+      }
+    if constexpr (kPromote)
+      Epilogue::run(p, o, me.slab, out, me.wg, t.row0, t.col0, t.slab_y, t.slab_x, split);
+    else
+      Epilogue::run(p, o, me.slab, acc, me.wg, t.row0, t.col0, t.slab_y, t.slab_x, split);
   }
 
   // K block kb's scales from its stage `st` into bs. Grouped tiles' A scales by TMA start at the
@@ -362,8 +432,7 @@ struct Sm90GemmConsumer : T {
 
   // A pending tile's half 1 into the slab (its half 0 is there), the slab to D, and out's upper
   // half cleared for the tile under way.
-  // kWhole: the slab's rows all lie in its group (the K loop's case; see
-  // Sm90GemmConsumer::consumer).
+  // kWhole: the slab's rows all lie in its group (the K loop's case; see consumer).
   template <bool kWhole = !Scheduler::kGrouped>
   static FP8JIT_DEVICE void write_half1(const GemmParams& p, const TileOut& o, u8* slab,
                                         float (&out)[kMmaM][kPromote ? kAccum : 1], int wg,
