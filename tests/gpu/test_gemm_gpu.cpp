@@ -386,6 +386,28 @@ TEST(GemmGpu, TallTilesStageWholePanels) {
   run_config_cases(cases, 950, 2);
 }
 
+// Block-scaled 64-row tiles whose width does not divide 128 straddle two 128-blocks of B and take
+// the pipelined K loop once per split (Sm90GemmPromotion::dispatch_split; widths of at most three
+// splits: 24, 48, 96). N long enough that the tiles' columns meet every split a width has, ragged
+// M, N and K, odd and even K-block counts (the loop's two tails), split-K, a 2-CTA cluster, fp16
+// and fp32 out, bias.
+TEST(GemmGpu, StraddlingTilesPipelineEverySplit) {
+  FP8JIT_REQUIRE_GPU();
+  const Fp8Format e4 = Fp8Format::e4m3, e5 = Fp8Format::e5m2;
+  const std::vector<ConfigCase> cases = {
+      {{e4, e4, DType::bf16, ScaleMode::block}, {64, 24, 16, 8}, {37, 1000, 1152}},
+      {{e4, e4, DType::bf16, ScaleMode::block}, {64, 48, 15, 1}, {64, 1500, 2048}},
+      {{e4, e4, DType::bf16, ScaleMode::block}, {64, 48, 8, 8}, {100, 1800, 7168}},  // split-K
+      {{e5, e4, DType::fp16, ScaleMode::block, true}, {64, 48, 8, 8}, {65, 1160, 1040}},
+      {{e4, e5, DType::fp32, ScaleMode::block}, {64, 48, 6, 8}, {50, 1500, 896}},
+      {{e4, e4, DType::bf16, ScaleMode::block}, {64, 96, 6, 1, 1, 2}, {130, 1250, 1536}},
+      {{e4, e4, DType::bf16, ScaleMode::block, true}, {64, 96, 6, 8}, {64, 1400, 640}},
+      {{e4, e4, DType::fp16, ScaleMode::block}, {64, 96, 5, 8}, {90, 2000, 5120}},
+  };
+  for (const ConfigCase& c : cases) ASSERT_TRUE(gemm_geometry(c.p, c.c).pipelined) << c.c.block_n;
+  run_config_cases(cases, 970, 3);
+}
+
 // Promotion's FFMA runs rewritten by the cubin post-pass, settings read once per process: the
 // cases run in a second process with FP8JIT_FFMA_REUSE=1 (a hint on every FFMA that shares its
 // factor with the next, runtime/sass/ffma_reuse.hpp).

@@ -122,7 +122,10 @@ TEST(GemmGeometryPipelined, OnePassPromotedTilesUpTo128Columns) {
   EXPECT_TRUE(pipelined(tensor, {128, 112, 6, 8}));
   EXPECT_TRUE(pipelined(rowwise, {64, 128, 6, 8}));
   EXPECT_TRUE(pipelined(tensor, {64, 8, 16, 8}));
-  EXPECT_FALSE(pipelined(block, {128, 96, 6, 8}));    // straddles two blocks of B
+  EXPECT_TRUE(pipelined(block, {64, 48, 15, 8}));     // straddles two blocks of B: a loop per split
+  EXPECT_TRUE(pipelined(block, {64, 96, 6, 8}));
+  EXPECT_FALSE(pipelined(block, {64, 56, 8, 8}));     // seven splits: a loop copy each
+  EXPECT_FALSE(pipelined(block, {128, 96, 6, 8}));    // straddling 128-row tiles lose at short K
   EXPECT_FALSE(pipelined(tensor, {128, 136, 6, 8}));  // no room for a second set
   EXPECT_FALSE(pipelined(block, {128, 256, 3, 8}));   // column halves
   EXPECT_FALSE(pipelined(block, {256, 64, 4, 8}));    // two m64 slabs per warpgroup

@@ -134,8 +134,12 @@ struct Sm90GemmConsumer : T {
                  h.pending);  // an empty K range (more splits than K blocks) yields zeros
       if constexpr (kDeferEpilogue)
         if (t.first == t.last && d.pending) store_pending(p, me, d);  // no wgmmas to hide it under
-      if constexpr (kPipelinePromotion)
-        k_loop_pipelined(p, s, w, t, me, stage, phase, d, acc, out);
+      if constexpr (kPipelinePromotion && SCALE == kBlockScale)
+        Promotion::dispatch_split(t.split_j, [&](auto split) {
+          k_loop_pipelined<decltype(split)::value>(p, s, w, t, me, stage, phase, d, acc, out);
+        });
+      else if constexpr (kPipelinePromotion)
+        k_loop_pipelined<0>(p, s, w, t, me, stage, phase, d, acc, out);
       else
         k_loop(p, s, w, t, me, stage, phase, d, h, acc, out, tiles, stage_half0_kb);
       finish_tile(p, s, w, t, me, d, h, acc, out, tiles, wg * warpgroup::kThreads + t_in_wg);
@@ -167,7 +171,12 @@ struct Sm90GemmConsumer : T {
   // promoted, so that the tensor cores never wait for a promotion: a warpgroup's K loop is
   // otherwise a chain of full barrier, wgmma latency, wait and promotion per 128 of K. The sets
   // alternate in a fixed order with no test between a wait and the reads it covers, so that ptxas
-  // sees which set each wait covers (with a tested wait it serialised the wgmmas, C7514).
+  // sees which set each wait covers (with a tested wait it serialised the wgmmas, C7514). For the
+  // same reason the split of a tile straddling two 128-blocks of B's scales is a template
+  // argument (one loop per split the tile can have, chosen per tile by dispatch_split): chosen at
+  // run time inside the promotion, it put a branch between a wait and its reads (C7517). Other
+  // scale modes have no split (kSplit 0).
+  template <int kSplit>
   static FP8JIT_DEVICE void k_loop_pipelined(const GemmParams& p, const Smem& s, const GemmUnit& w,
                                              const At& t, const Self& me, int& ring_stage,
                                              u32& ring_phase, Deferred& d,
@@ -204,7 +213,10 @@ struct Sm90GemmConsumer : T {
     auto promote = [&](const float(&from)[kAccSlabs][kChunkAccum], const Issued& q) {
       if constexpr (!gemm_scales_per_column(SCALE))
         if (me.lane == 0) release(s, q.stage);
-      Promotion::promote(from, out, q.bs, q.sb, t.split_j);
+      if constexpr (SCALE == kBlockScale)
+        Promotion::template promote_split<kSplit>(from, out, q.bs);
+      else
+        Promotion::promote(from, out, q.bs, q.sb, t.split_j);
       if constexpr (gemm_scales_per_column(SCALE))
         if (me.lane == 0) release(s, q.stage);
     };

@@ -53,9 +53,15 @@ struct GemmGeometry {
   int passes;       // wgmma batches per K block, each promoted before the next: chunks or slabs
   // Promotion of K block kb - 1 under kb's wgmmas, from a second set of temporaries: tiles of one
   // pass (one m64 slab per warpgroup, one column chunk) up to 128 columns, where that set (64
-  // registers at most) still fits beside the sums; for block scaling only widths dividing 128
-  // (a tile straddling two blocks of B dispatched its promotion at run time, and ptxas then
-  // inserted a wgmma wait: C7517 at 64x56).
+  // registers at most) still fits beside the sums. A block-scaled tile straddling two blocks of
+  // B (a width not dividing 128) gets one copy of the loop per split its columns can meet (the
+  // kernel's dispatch_split; with the split chosen inside the loop ptxas inserted a wgmma wait,
+  // C7517 at 64x56): 64-row tiles of at most three splits only (24, 48, 96). H200, against the
+  // serial loop: 64x5120x8192 at 64x48 22.8 -> 21.4 µs, 128x7168x16384 at 64x56 73.4 -> 57.1,
+  // 4096x2048x7168 at 128x96 138.0 -> 123.6, within 1 % at 64 rows and 12-40 K blocks; but
+  // 128x96 lost 2.4-3.4 % at 128x24576x1536 (12 K blocks, where the heuristic takes it), and the
+  // copies cost compile time (NVRTC on a 2-core CPU, serial -> pipelined: 64x48 0.75 -> 1.19 s,
+  // 64x96 1.19 -> 2.63, 64x80 0.67 -> 2.57, 64x112 1.21 -> 5.41; 64x120 spilt).
   bool pipelined;
   int cluster;      // CTAs per thread-block cluster of the config (1 or 2)
   // Rows of A's and B's tiles each CTA loads: a 2-CTA cluster loads half of the operand it
@@ -183,7 +189,8 @@ constexpr GemmGeometry gemm_geometry(const GemmTile& t) {
                   2 * sums > g.max_accumulators;
   g.passes = g.slab_passes ? g.mma_m : g.chunks;
   g.pipelined = promote && g.passes == 1 && g.mma_m == 1 && t.block_n <= 128 &&
-                !(t.scale == kBlockScale && 128 % t.block_n != 0);
+                !(t.scale == kBlockScale && 128 % t.block_n != 0 &&
+                  (t.block_m != 64 || t.block_n / gemm_gcd(t.block_n, 128) > 3));
   g.accumulators = sums + (promote ? (g.slab_passes ? sums / g.mma_m : sums / g.chunks) : 0);
   // ptxas: the bias epilogue of 240- and 256-wide precise tiles spills (4-72 bytes).
   g.bias_spills = g.chunks == 2 && t.bias && t.block_n > kGemmChunkedBiasMaxN;

@@ -112,6 +112,21 @@ template <int BLOCK_M, int BLOCK_N, int kMmaM, int kChunks, int SCALE> struct Sm
       else promote_block<S + kSplitStep>(acc, out, bs, split_j);
     }
   }
+  // The split as a type: the pipelined K loop is instantiated once per split a tile can have, and
+  // chosen per tile (dispatch_split), so that no branch sits between a wgmma wait and the
+  // promotion it covers (a run-time dispatch there made ptxas inject waits, C7517).
+  template <int S> struct SplitAt {
+    static constexpr int value = S;
+  };
+  template <int S = kSplitStep, class F>
+  static FP8JIT_DEVICE void dispatch_split(int split_j, F&& f) {
+    if constexpr (S >= BLOCK_N / 8) {
+      f(SplitAt<BLOCK_N / 8>{});
+    } else {
+      if (split_j == S) f(SplitAt<S>{});
+      else dispatch_split<S + kSplitStep>(split_j, f);
+    }
+  }
   template <int SPLIT>
   static FP8JIT_DEVICE void promote_split(const float (&acc)[kMmaM][kAccum], float (&out)[kMmaM][kAccum],
                                           const BlockScales& bs) {
