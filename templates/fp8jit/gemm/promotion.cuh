@@ -63,7 +63,7 @@ template <int BLOCK_M, int BLOCK_N, int kMmaM, int kChunks, int SCALE> struct Sm
 #pragma unroll
         for (int i = 0; i < kAccum; ++i) out[mm][i] += acc[mm][i];
     } else if constexpr (SCALE == kBlockScale) {
-      if constexpr (kTwoBlocksOfB) promote_block<kSplitStep>(acc, out, bs, split_j);
+      if constexpr (kTwoBlocksOfB) promote_block(acc, out, bs, split_j);
       else promote_split<BLOCK_N / 8>(acc, out, bs);
     } else {  // 1x128 scales of B (group, swapped block): one per column, staged (0 past the edge)
 #pragma unroll
@@ -102,19 +102,14 @@ template <int BLOCK_M, int BLOCK_N, int kMmaM, int kChunks, int SCALE> struct Sm
     const int to_next = 128 - (tn * BLOCK_N) % 128;  // columns left in the first block
     return to_next >= BLOCK_N ? BLOCK_N / 8 : to_next / 8;
   }
-  template <int S>
   static FP8JIT_DEVICE void promote_block(const float (&acc)[kMmaM][kAccum], float (&out)[kMmaM][kAccum],
                                           const BlockScales& bs, int split_j) {
-    if constexpr (S >= BLOCK_N / 8) {
-      promote_split<BLOCK_N / 8>(acc, out, bs);
-    } else {
-      if (split_j == S) promote_split<S>(acc, out, bs);
-      else promote_block<S + kSplitStep>(acc, out, bs, split_j);
-    }
+    dispatch_split(split_j, [&](auto split) { promote_split<decltype(split)::value>(acc, out, bs); });
   }
-  // The split as a type: the pipelined K loop is instantiated once per split a tile can have, and
-  // chosen per tile (dispatch_split), so that no branch sits between a wgmma wait and the
-  // promotion it covers (a run-time dispatch there made ptxas inject waits, C7517).
+  // The split as a type, chosen by a warp-uniform branch: per K block by promote_block, per tile
+  // by the pipelined K loop, which is instantiated once per split a tile can have so that no
+  // branch sits between a wgmma wait and the promotion it covers (a run-time dispatch there made
+  // ptxas inject waits, C7517).
   template <int S> struct SplitAt {
     static constexpr int value = S;
   };
