@@ -172,7 +172,8 @@ std::optional<KernelSpec> swapped_gemm_spec(const GemmProblem& problem, std::int
 // memory is short), of the width whose tiles come closest to the SM count without a second wave,
 // if they fill three quarters of it: a multiple of 8 from 16 to 64, with block scaling 16, 32 or
 // 64 only (block 64x40 and 64x56, though pipelined, ran 14 % and 3 % slower than 64x64 s12 at
-// 37x5120x32768 and 64x7168x16384 on the H200, 60.7 -> 69.1 and 41.2 -> 42.5 µs). Since these
+// 37x5120x32768 and 64x7168x16384 on the H200, 60.7 -> 69.1 and 41.2 -> 42.5 µs, with a loop
+// copy per split; 64x40 with the split as data too, 65.9 -> 69.1 in the CLI's timing). Since these
 // narrow tiles promote one K block under the next one's wgmmas (the kernel's
 // kPipelinePromotion: 64x32 at 128x2112x7168 block 15.8 -> 13.8 µs) a full wave of them beats
 // split-K over fewer, wider tiles. H200, CUDA events, the heuristic before -> this rule (G66):

@@ -387,8 +387,9 @@ TEST(GemmGpu, TallTilesStageWholePanels) {
 }
 
 // Block-scaled 64-row tiles whose width does not divide 128 straddle two 128-blocks of B and take
-// the pipelined K loop once per split (Sm90GemmPromotion::dispatch_split; widths of at most three
-// splits: 24, 48, 96). N long enough that the tiles' columns meet every split a width has, ragged
+// the pipelined K loop: once per split for widths of at most three splits (24, 48, 96;
+// Sm90GemmPromotion::dispatch_split), once with the split as data for the rest up to 112
+// (promote_selected). N long enough that the tiles' columns meet every split a width has, ragged
 // M, N and K, odd and even K-block counts (the loop's two tails), split-K, a 2-CTA cluster, fp16
 // and fp32 out, bias.
 TEST(GemmGpu, StraddlingTilesPipelineEverySplit) {
@@ -403,6 +404,12 @@ TEST(GemmGpu, StraddlingTilesPipelineEverySplit) {
       {{e4, e4, DType::bf16, ScaleMode::block}, {64, 96, 6, 1, 1, 2}, {130, 1250, 1536}},
       {{e4, e4, DType::bf16, ScaleMode::block, true}, {64, 96, 6, 8}, {64, 1400, 640}},
       {{e4, e4, DType::fp16, ScaleMode::block}, {64, 96, 5, 8}, {90, 2000, 5120}},
+      {{e4, e4, DType::bf16, ScaleMode::block}, {64, 40, 16, 8}, {37, 1000, 1152}},
+      {{e4, e4, DType::bf16, ScaleMode::block}, {64, 56, 8, 8}, {128, 1800, 7168}},  // split-K
+      {{e5, e4, DType::fp32, ScaleMode::block, true}, {64, 56, 8, 1}, {65, 1000, 1040}},
+      {{e4, e4, DType::bf16, ScaleMode::block}, {64, 80, 6, 1, 1, 2}, {130, 1250, 1536}},
+      {{e4, e5, DType::fp16, ScaleMode::block, true}, {64, 104, 6, 8}, {64, 1700, 896}},
+      {{e4, e4, DType::bf16, ScaleMode::block}, {64, 112, 6, 8}, {37, 1800, 4096}},
   };
   for (const ConfigCase& c : cases) ASSERT_TRUE(gemm_geometry(c.p, c.c).pipelined) << c.c.block_n;
   run_config_cases(cases, 970, 3);

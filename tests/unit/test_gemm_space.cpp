@@ -106,7 +106,8 @@ TEST(GemmGeometryScales, GroupedTallTilesLoadAsScalesInTwoBoxes) {
 }
 
 // Pipelined promotion (a second set of wgmma temporaries) exactly for promoted tiles of one pass
-// and one m64 slab per warpgroup up to 128 columns, with block scaling only widths dividing 128;
+// and one m64 slab per warpgroup up to 128 columns, with block scaling widths dividing 128 and
+// 64-row tiles up to 112 wide;
 // the kernel takes the fact from here, and so does the cost model.
 TEST(GemmGeometryPipelined, OnePassPromotedTilesUpTo128Columns) {
   const GemmProblem block{Fp8Format::e4m3, Fp8Format::e4m3, DType::bf16, ScaleMode::block};
@@ -124,12 +125,29 @@ TEST(GemmGeometryPipelined, OnePassPromotedTilesUpTo128Columns) {
   EXPECT_TRUE(pipelined(tensor, {64, 8, 16, 8}));
   EXPECT_TRUE(pipelined(block, {64, 48, 15, 8}));     // straddles two blocks of B: a loop per split
   EXPECT_TRUE(pipelined(block, {64, 96, 6, 8}));
-  EXPECT_FALSE(pipelined(block, {64, 56, 8, 8}));     // seven splits: a loop copy each
+  EXPECT_TRUE(pipelined(block, {64, 56, 8, 8}));      // seven splits: the split as data
+  EXPECT_TRUE(pipelined(block, {64, 112, 6, 8}));
+  EXPECT_FALSE(pipelined(block, {64, 120, 6, 8}));    // spills with a second set
   EXPECT_FALSE(pipelined(block, {128, 96, 6, 8}));    // straddling 128-row tiles lose at short K
   EXPECT_FALSE(pipelined(tensor, {128, 136, 6, 8}));  // no room for a second set
   EXPECT_FALSE(pipelined(block, {128, 256, 3, 8}));   // column halves
   EXPECT_FALSE(pipelined(block, {256, 64, 4, 8}));    // two m64 slabs per warpgroup
   EXPECT_FALSE(pipelined(fast, {128, 128, 6, 8}));    // nothing to promote
+}
+
+// A straddling tile's split between its two blocks of B is data (a select per column group) only
+// beyond three splits: 24, 48 and 96 have a loop copy per split, and tiles that divide 128 or are
+// not block-scaled have no split at all.
+TEST(GemmGeometryPipelined, SplitAsDataBeyondThreeSplits) {
+  const GemmProblem block{Fp8Format::e4m3, Fp8Format::e4m3, DType::bf16, ScaleMode::block};
+  const GemmProblem tensor{Fp8Format::e4m3, Fp8Format::e4m3, DType::bf16, ScaleMode::tensor};
+  auto as_data = [](const GemmProblem& p, const GemmConfig& c) {
+    return gemm_geometry(p, c).split_as_data;
+  };
+  for (int n : {40, 56, 72, 80, 88, 104, 112}) EXPECT_TRUE(as_data(block, {64, n, 6, 8})) << n;
+  for (int n : {24, 48, 96, 32, 64, 128, 120}) EXPECT_FALSE(as_data(block, {64, n, 6, 8})) << n;
+  EXPECT_FALSE(as_data(block, {128, 56, 6, 8}));  // serial
+  EXPECT_FALSE(as_data(tensor, {64, 56, 6, 8}));
 }
 
 TEST(GemmSpecName, PinnedNameJsonAndHash) {

@@ -23,9 +23,9 @@ struct Sm90GemmConsumer : T {
       T::kAlignA, T::kBlockScaleMaps, T::kCanSumSplitsInCluster, T::kChunkAccum, T::kChunkN,
       T::kChunks, T::kCluster, T::kDeferEpilogue, T::kEpiSlab, T::kMathWGs, T::kMmaM,
       T::kOverlapHalves, T::kPasses, T::kPipelinePromotion, T::kProbeNextStage, T::kPromote,
-      T::kRowsPerWG, T::kScalesB, T::kSlabPasses, T::kStageA, T::kStageB, T::kStageScales,
-      T::kStages, T::kTakeTurns, T::kTurnBarrier, T::kTurnThreads, T::kUniformWarpgroup,
-      T::split_cluster, T::splits, T::store_by_tma, T::tma_store;
+      T::kRowsPerWG, T::kScalesB, T::kSlabPasses, T::kSplitAsData, T::kStageA, T::kStageB,
+      T::kStageScales, T::kStages, T::kTakeTurns, T::kTurnBarrier, T::kTurnThreads,
+      T::kUniformWarpgroup, T::split_cluster, T::splits, T::store_by_tma, T::tma_store;
 
   // The previous tile's deferred D, packed, and where it goes.
   struct Deferred {
@@ -134,7 +134,9 @@ struct Sm90GemmConsumer : T {
                  h.pending);  // an empty K range (more splits than K blocks) yields zeros
       if constexpr (kDeferEpilogue)
         if (t.first == t.last && d.pending) store_pending(p, me, d);  // no wgmmas to hide it under
-      if constexpr (kPipelinePromotion && SCALE == kBlockScale)
+      if constexpr (kPipelinePromotion && kSplitAsData)
+        k_loop_pipelined<-1>(p, s, w, t, me, stage, phase, d, acc, out);  // the split as data
+      else if constexpr (kPipelinePromotion && SCALE == kBlockScale)
         Promotion::dispatch_split(t.split_j, [&](auto split) {
           k_loop_pipelined<decltype(split)::value>(p, s, w, t, me, stage, phase, d, acc, out);
         });
@@ -174,8 +176,9 @@ struct Sm90GemmConsumer : T {
   // sees which set each wait covers (with a tested wait it serialised the wgmmas, C7514). For the
   // same reason the split of a tile straddling two 128-blocks of B's scales is a template
   // argument (one loop per split the tile can have, chosen per tile by dispatch_split): chosen at
-  // run time inside the promotion, it put a branch between a wait and its reads (C7517). Other
-  // scale modes have no split (kSplit 0).
+  // run time inside the promotion, it put a branch between a wait and its reads (C7517). Widths
+  // of many splits take kSplit -1 instead: one loop, each column group selecting its factor (a
+  // select, no branch; GemmGeometry::split_as_data). Other scale modes have no split (kSplit 0).
   template <int kSplit>
   static FP8JIT_DEVICE void k_loop_pipelined(const GemmParams& p, const Smem& s, const GemmUnit& w,
                                              const At& t, const Self& me, int& ring_stage,
@@ -213,7 +216,9 @@ struct Sm90GemmConsumer : T {
     auto promote = [&](const float(&from)[kAccSlabs][kChunkAccum], const Issued& q) {
       if constexpr (!gemm_scales_per_column(SCALE))
         if (me.lane == 0) release(s, q.stage);
-      if constexpr (SCALE == kBlockScale)
+      if constexpr (SCALE == kBlockScale && kSplit < 0)
+        Promotion::promote_selected(from, out, q.bs, t.split_j);
+      else if constexpr (SCALE == kBlockScale)
         Promotion::template promote_split<kSplit>(from, out, q.bs);
       else
         Promotion::promote(from, out, q.bs, q.sb, t.split_j);

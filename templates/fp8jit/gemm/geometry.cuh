@@ -53,16 +53,21 @@ struct GemmGeometry {
   int passes;       // wgmma batches per K block, each promoted before the next: chunks or slabs
   // Promotion of K block kb - 1 under kb's wgmmas, from a second set of temporaries: tiles of one
   // pass (one m64 slab per warpgroup, one column chunk) up to 128 columns, where that set (64
-  // registers at most) still fits beside the sums. A block-scaled tile straddling two blocks of
-  // B (a width not dividing 128) gets one copy of the loop per split its columns can meet (the
-  // kernel's dispatch_split; with the split chosen inside the loop ptxas inserted a wgmma wait,
-  // C7517 at 64x56): 64-row tiles of at most three splits only (24, 48, 96). H200, against the
-  // serial loop: 64x5120x8192 at 64x48 22.8 -> 21.4 µs, 128x7168x16384 at 64x56 73.4 -> 57.1,
-  // 4096x2048x7168 at 128x96 138.0 -> 123.6, within 1 % at 64 rows and 12-40 K blocks; but
-  // 128x96 lost 2.4-3.4 % at 128x24576x1536 (12 K blocks, where the heuristic takes it), and the
-  // copies cost compile time (NVRTC on a 2-core CPU, serial -> pipelined: 64x48 0.75 -> 1.19 s,
-  // 64x96 1.19 -> 2.63, 64x80 0.67 -> 2.57, 64x112 1.21 -> 5.41; 64x120 spilt).
+  // registers at most) still fits beside the sums. A block-scaled 64-row tile straddling two blocks
+  // of B (a width not dividing 128) needs the split between them inside the loop: chosen there by a
+  // branch, ptxas inserted a wgmma wait (C7517 at 64x56). Widths of at most three splits (24, 48,
+  // 96) get one copy of the loop per split (the kernel's dispatch_split); the rest one loop whose
+  // promotion selects each column group's factor (split_as_data), since copies of it cost compile
+  // time (NVRTC on a 2-core CPU, serial -> copies: 64x48 0.75 -> 1.19 s, 64x96 1.19 -> 2.63, 64x56
+  // 0.60 -> 3.01, 64x112 1.21 -> 5.41; as data: 64x56 1.23, 64x112 1.21; 64x120 spills either way,
+  // so stays serial). H200, serial -> copies: 64x5120x8192 at 64x48 22.8 -> 21.4 µs; serial -> as
+  // data: 128x7168x16384 at 64x56 72.7 -> 59.9, 64x5120x8192 at 64x40 23.1 -> 21.3, 37x28672x4096
+  // at 64x112 42.5 -> 41.4; at 64x48 as data took 22.1 against the copies' 21.8. Straddling 128-row
+  // tiles stay serial: with copies 4096x2048x7168 at 128x96 went 138.0 -> 123.6 but 128x24576x1536
+  // lost 2.4-3.4 % (12 K blocks, where the heuristic takes it); as data both lost (138.4 -> 139.8,
+  // 20.6 -> 21.2).
   bool pipelined;
+  bool split_as_data;  // pipelined, block-scaled and straddling with more than three splits
   int cluster;      // CTAs per thread-block cluster of the config (1 or 2)
   // Rows of A's and B's tiles each CTA loads: a 2-CTA cluster loads half of the operand it
   // shares (A along N, B along M) and multicasts it to both.
@@ -188,9 +193,10 @@ constexpr GemmGeometry gemm_geometry(const GemmTile& t) {
                   t.block_n <= 128 && t.cluster_m * t.cluster_n == 1 &&
                   2 * sums > g.max_accumulators;
   g.passes = g.slab_passes ? g.mma_m : g.chunks;
+  const bool straddles = t.scale == kBlockScale && 128 % t.block_n != 0;
   g.pipelined = promote && g.passes == 1 && g.mma_m == 1 && t.block_n <= 128 &&
-                !(t.scale == kBlockScale && 128 % t.block_n != 0 &&
-                  (t.block_m != 64 || t.block_n / gemm_gcd(t.block_n, 128) > 3));
+                !(straddles && (t.block_m != 64 || t.block_n > 112));
+  g.split_as_data = g.pipelined && straddles && t.block_n / gemm_gcd(t.block_n, 128) > 3;
   g.accumulators = sums + (promote ? (g.slab_passes ? sums / g.mma_m : sums / g.chunks) : 0);
   // ptxas: the bias epilogue of 240- and 256-wide precise tiles spills (4-72 bytes).
   g.bias_spills = g.chunks == 2 && t.bias && t.block_n > kGemmChunkedBiasMaxN;

@@ -177,6 +177,7 @@ struct Sm90GemmTraits {
   // at 4096x4096x7168 (H200, CUDA events) block 205.7 -> 185.0 µs, per tensor 187.7 -> 171.8
   // (its default then, 128x208, took 177.9); 8192^3 block 919 -> 840.
   static constexpr bool kPipelinePromotion = Geometry::get().pipelined;
+  static constexpr bool kSplitAsData = Geometry::get().split_as_data;
   // Two consumer warpgroups take turns issuing their wgmmas, one K block at a time (hardware
   // barriers kTurnBarrier + wg; 1 and 2 are the epilogue's). Issued together, the two batches
   // interleave on the tensor cores, finish together, and both warpgroups then promote while the

@@ -122,6 +122,22 @@ template <int BLOCK_M, int BLOCK_N, int kMmaM, int kChunks, int SCALE> struct Sm
       else dispatch_split<S + kSplitStep>(split_j, f);
     }
   }
+  // The split as data: each column group selects its factors (an FSEL per row half, the
+  // predicate uniform over the tile), so one loop serves every split. Exact: the selected
+  // factor is lo or hi itself.
+  static FP8JIT_DEVICE void promote_selected(const float (&acc)[kMmaM][kAccum], float (&out)[kMmaM][kAccum],
+                                             const BlockScales& bs, int split_j) {
+#pragma unroll
+    for (int j = 0; j < BLOCK_N / 8; ++j) {
+      const bool second = j >= split_j;
+#pragma unroll
+      for (int mm = 0; mm < kMmaM; ++mm) {
+        const float f[2] = {second ? bs.hi[mm][0] : bs.lo[mm][0], second ? bs.hi[mm][1] : bs.lo[mm][1]};
+#pragma unroll
+        for (int i = 0; i < 4; ++i) out[mm][4 * j + i] = fmaf(acc[mm][4 * j + i], f[i / 2], out[mm][4 * j + i]);
+      }
+    }
+  }
   template <int SPLIT>
   static FP8JIT_DEVICE void promote_split(const float (&acc)[kMmaM][kAccum], float (&out)[kMmaM][kAccum],
                                           const BlockScales& bs) {
