@@ -156,11 +156,7 @@ struct Sm90GemmConsumer : T {
         named_barrier_sync(kTurnBarrier, kTurnThreads);
     if constexpr (kCanSumSplitsInCluster)
       if (split_cluster(p)) SplitSum::finish();
-    // Shared memory must outlive the last store's reads of it; its writes to D need no wait here
-    // (the grid's completion makes them visible to the next kernel and the host, as does
-    // griddepcontrol.wait to a kernel launched early by PDL, and split-K partials are summed by a
-    // later kernel or inside the cluster). Waiting for them held each CTA for the write latency.
-    if (t_in_wg == 0) tma::store_wait_read();
+    if (t_in_wg == 0) tma::store_wait_all();  // shared memory must outlive the last store
   }
 
   // The previous tile's deferred D, out: under a tile's first wgmmas, or alone where there are
