@@ -107,8 +107,7 @@ TEST(GemmGeometryScales, GroupedTallTilesLoadAsScalesInTwoBoxes) {
 
 // Pipelined promotion (a second set of wgmma temporaries) exactly for promoted tiles of one pass
 // and one m64 slab per warpgroup up to 128 columns, with block scaling widths dividing 128 and
-// 64-row tiles up to 112 wide;
-// the kernel takes the fact from here, and so does the cost model.
+// 64-row tiles up to 112 wide; the kernel takes the fact from here, and so does the cost model.
 TEST(GemmGeometryPipelined, OnePassPromotedTilesUpTo128Columns) {
   const GemmProblem block{Fp8Format::e4m3, Fp8Format::e4m3, DType::bf16, ScaleMode::block};
   const GemmProblem tensor{Fp8Format::e4m3, Fp8Format::e4m3, DType::bf16, ScaleMode::tensor};
