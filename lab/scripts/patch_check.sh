@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# One device call for a kernel patch: is it correct on the GPU, and what does it do at the
+# runtime's own choices on both shape lists, timed by the profiler? Builds at once the tree
+# (build-gpu: CLI; build-peers: libfp8jit.so), the patched copy (CLI, GPU tests, libfp8jit.so)
+# and DeepGEMM 2.6.1; runs the patched tree's GPU tests (GTESTS); then bench/peers/run.sh on the
+# patched library and on the tree's, one after the other (DeepGEMM and cuBLASLt in both: their
+# move between the two runs is the noise floor of the comparison), joined per line by
+# lab/scripts/peers_ab.py; then, with the time left, lab/scripts/variants.sh on LIST.
+# Returns at most eight files: $OUT/check.log, $OUT/gtests.txt, $OUT/{patch,tree}/gemm_peers.{md,csv},
+# $OUT/peers_ab.md and $OUT/variants.md.
+# Usage (repo root, on the device): OUT=... bash lab/scripts/patch_check.sh PATCH [LIST]
+# Environment: GTESTS (gtest filter run on the patched build; empty skips), LIMIT_S (default 585),
+# PEERS_ARGS (extra gemm_peers.py options, e.g. "--lists open-models").
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 1
+OUT=${OUT:?set OUT to the output folder}
+patch=${1:?usage: OUT=... bash lab/scripts/patch_check.sh PATCH [LIST]}
+list=${2:-}
+mkdir -p "$OUT"
+start=$(date +%s)
+limit=${LIMIT_S:-585}
+exec > >(tee -a "$OUT/check.log") 2>&1
+step() { echo "[$(($(date +%s) - start)) s] $*"; }
+left() { echo $((limit - ($(date +%s) - start))); }
+source lab/scripts/ab_common.sh  # sqlite_args, ab_patch_tree
+nvidia-smi --query-gpu=name,clocks.max.sm,power.limit,driver_version --format=csv
+jobs=$(nproc)
+name=$(basename "$patch" .patch)
+src=/tmp/fp8jit-ab-src/$name
+pb=/tmp/fp8jit-ab-build/$name
+ab_patch_tree "$patch" || { step "$patch does not apply"; exit 1; }
+
+step "builds (tree, $name, DeepGEMM 2.6.1) on $jobs cores"
+(cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DFP8JIT_BUILD_BENCH=OFF "${sqlite_args[@]}" &&
+  cmake --build build-gpu -j"$((jobs / 3))" --target fp8jit_cli) > /tmp/pc_tree.log 2>&1 &
+tree_pid=$!
+(cmake -S . -B build-peers -G "Unix Makefiles" -DCMAKE_BUILD_TYPE=Release -DFP8JIT_BUILD_TESTS=OFF \
+  -DFP8JIT_BUILD_BENCH=OFF "${sqlite_args[@]}" &&
+  cmake --build build-peers -j"$((jobs / 4))" --target fp8jit_shared) > /tmp/pc_peers.log 2>&1 &
+peers_pid=$!
+(rm -rf "$pb" && cmake -S "$src" -B "$pb" -G "Unix Makefiles" -DCMAKE_BUILD_TYPE=Release -DFP8JIT_BUILD_BENCH=OFF \
+  "${sqlite_args[@]}" &&
+  cmake --build "$pb" -j"$((jobs / 2))" --target fp8jit_cli fp8jit_gpu_tests fp8jit_shared) > /tmp/pc_patch.log 2>&1 &
+patch_pid=$!
+bash bench/peers/build_deepgemm2.sh .carry/deepgemm2 > /tmp/pc_dg2.log 2>&1 &
+dg2_pid=$!
+status=0
+for b in tree:$tree_pid peers:$peers_pid patch:$patch_pid; do
+  wait "${b#*:}" || { step "build ${b%%:*} failed:"; tail -30 "/tmp/pc_${b%%:*}.log"; status=1; }
+done
+wait "$dg2_pid"; tail -1 /tmp/pc_dg2.log
+step "builds done (status $status)"
+[ $status = 0 ] || exit 1
+
+if [ -n "${GTESTS-GemmGpu.*:GroupedGemmGpu.*}" ]; then
+  filter=${GTESTS-GemmGpu.*:GroupedGemmGpu.*}
+  budget=$(($(left) - 200))
+  step "$name GPU tests '$filter' within $budget s"
+  timeout "$budget" "$pb/tests/fp8jit_gpu_tests" --gtest_filter="$filter" > "$OUT/gtests.txt" 2>&1
+  rc=$?
+  grep -E '^\[  (PASSED|FAILED) |^\[==========\]|^\[  FAILED  \]' "$OUT/gtests.txt" | tail -12
+  step "GPU tests rc $rc$([ $rc = 124 ] && echo ' (cut by the time limit)')"
+fi
+
+commit=$(cat .carry/commit 2>/dev/null || git rev-parse HEAD 2>/dev/null || echo unknown)
+# The patched library first: the DeepGEMM kernels it compiles are cached for the tree's run.
+for v in patch tree; do
+  lib=build-peers
+  [ $v = patch ] && lib=$pb
+  [ "$(left)" -gt 60 ] || { step "no time left for peers on $v"; continue; }
+  step "peers on $v within $(left) s"
+  # shellcheck disable=SC2086
+  FP8JIT_CACHE_DIR=/tmp/pc-cache-$v PEERS_COMMIT="$commit+$([ $v = patch ] && echo "$name" || echo tree)" \
+    BUILD_DIR=$lib timeout "$(left)" bash bench/peers/run.sh "$OUT/$v" ${PEERS_ARGS:-} > /dev/null 2>&1
+  step "peers on $v rc $?"
+  rm -f "$OUT/$v/gemm_peers.json" "$OUT/$v/run.log"
+done
+if [ -f "$OUT/patch/gemm_peers.csv" ] && [ -f "$OUT/tree/gemm_peers.csv" ]; then
+  python3 lab/scripts/peers_ab.py "$OUT/tree/gemm_peers.csv" "$OUT/patch/gemm_peers.csv" > "$OUT/peers_ab.md"
+  sed -n '1,/^| list/p' "$OUT/peers_ab.md" | head -20
+fi
+
+if [ -n "$list" ] && [ "$(left)" -gt 60 ]; then
+  step "variants $list within $(left) s"
+  mkdir -p /tmp/pc-variants
+  OUT=/tmp/pc-variants PREBUILT=1 timeout "$(left)" bash lab/scripts/variants.sh "$list" base=- "$name=$patch" \
+    > /tmp/pc-variants/stdout.txt 2>&1
+  cp /tmp/pc-variants/variants.md "$OUT/variants.md" 2>/dev/null
+  step "variants rc $?"
+fi
+step "end"
