@@ -9,8 +9,10 @@
 # Returns at most eight files: $OUT/check.log, $OUT/gtests.txt, $OUT/{patch,tree}/gemm_peers.{md,csv},
 # $OUT/peers_ab.md and $OUT/variants.md.
 # Usage (repo root, on the device): OUT=... bash lab/scripts/patch_check.sh PATCH [LIST]
+# LIST_RESERVE_S: seconds kept from the GPU tests for LIST (default 0).
 # Environment: GTESTS (gtest filter run on the patched build; empty skips), LIMIT_S (default 585),
-# PEERS_ARGS (extra gemm_peers.py options, e.g. "--lists open-models").
+# PEERS=0 skips the peers, PEERS_ARGS (extra gemm_peers.py options, e.g. "--lists open-models"),
+# MORE="NAME=PATCH ..." further variants for LIST (built beside the others, CLI only).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 1
 OUT=${OUT:?set OUT to the output folder}
@@ -34,27 +36,41 @@ step "builds (tree, $name, DeepGEMM 2.6.1) on $jobs cores"
 (cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DFP8JIT_BUILD_BENCH=OFF "${sqlite_args[@]}" &&
   cmake --build build-gpu -j"$((jobs / 3))" --target fp8jit_cli) > /tmp/pc_tree.log 2>&1 &
 tree_pid=$!
-(cmake -S . -B build-peers -G "Unix Makefiles" -DCMAKE_BUILD_TYPE=Release -DFP8JIT_BUILD_TESTS=OFF \
+peers_pid= dg2_pid=
+[ "${PEERS:-1}" != 0 ] && (cmake -S . -B build-peers -G "Unix Makefiles" -DCMAKE_BUILD_TYPE=Release -DFP8JIT_BUILD_TESTS=OFF \
   -DFP8JIT_BUILD_BENCH=OFF "${sqlite_args[@]}" &&
   cmake --build build-peers -j"$((jobs / 4))" --target fp8jit_shared) > /tmp/pc_peers.log 2>&1 &
-peers_pid=$!
+[ "${PEERS:-1}" != 0 ] && peers_pid=$!
 (rm -rf "$pb" && cmake -S "$src" -B "$pb" -G "Unix Makefiles" -DCMAKE_BUILD_TYPE=Release -DFP8JIT_BUILD_BENCH=OFF \
   "${sqlite_args[@]}" &&
   cmake --build "$pb" -j"$((jobs / 2))" --target fp8jit_cli fp8jit_gpu_tests fp8jit_shared) > /tmp/pc_patch.log 2>&1 &
 patch_pid=$!
-bash bench/peers/build_deepgemm2.sh .carry/deepgemm2 > /tmp/pc_dg2.log 2>&1 &
-dg2_pid=$!
+if [ "${PEERS:-1}" != 0 ]; then
+  bash bench/peers/build_deepgemm2.sh .carry/deepgemm2 > /tmp/pc_dg2.log 2>&1 &
+  dg2_pid=$!
+fi
+more_pid=
+if [ -n "${MORE:-}" ] && [ -n "$list" ]; then
+  # shellcheck disable=SC2086
+  OUT=/tmp/pc-more BUILD_ONLY=1 bash lab/scripts/variants.sh "$list" $MORE > /tmp/pc_more.log 2>&1 &
+  more_pid=$!
+fi
 status=0
 for b in tree:$tree_pid peers:$peers_pid patch:$patch_pid; do
+  [ -n "${b#*:}" ] || continue
   wait "${b#*:}" || { step "build ${b%%:*} failed:"; tail -30 "/tmp/pc_${b%%:*}.log"; status=1; }
 done
-wait "$dg2_pid"; tail -1 /tmp/pc_dg2.log
+[ -z "$more_pid" ] || wait "$more_pid" || { step "build of MORE failed:"; tail -30 /tmp/pc_more.log /tmp/pc-more/*.build.log; }
+[ -z "$dg2_pid" ] || { wait "$dg2_pid"; tail -1 /tmp/pc_dg2.log; }
 step "builds done (status $status)"
 [ $status = 0 ] || exit 1
 
 if [ -n "${GTESTS-GemmGpu.*:GroupedGemmGpu.*}" ]; then
   filter=${GTESTS-GemmGpu.*:GroupedGemmGpu.*}
-  budget=$(($(left) - 200))
+  reserve=200
+  [ "${PEERS:-1}" = 0 ] && reserve=0
+  budget=$(($(left) - reserve))
+  [ -n "$list" ] && budget=$((budget - ${LIST_RESERVE_S:-0}))
   step "$name GPU tests '$filter' within $budget s"
   timeout "$budget" "$pb/tests/fp8jit_gpu_tests" --gtest_filter="$filter" > "$OUT/gtests.txt" 2>&1
   rc=$?
@@ -65,12 +81,15 @@ fi
 commit=$(cat .carry/commit 2>/dev/null || git rev-parse HEAD 2>/dev/null || echo unknown)
 # The patched library first: the DeepGEMM kernels it compiles are cached for the tree's run.
 for v in patch tree; do
-  lib=build-peers
-  [ $v = patch ] && lib=$pb
+  [ "${PEERS:-1}" = 0 ] && break
+  lib=build-peers shipped=$PWD/share/fp8jit/tuning
+  [ $v = patch ] && lib=$pb shipped=$src/share/fp8jit/tuning
   [ "$(left)" -gt 60 ] || { step "no time left for peers on $v"; continue; }
   step "peers on $v within $(left) s"
   # shellcheck disable=SC2086
-  FP8JIT_CACHE_DIR=/tmp/pc-cache-$v PEERS_COMMIT="$commit+$([ $v = patch ] && echo "$name" || echo tree)" \
+  # Each library with its tree's shipped tuning rows: a patched copy's library would not find
+  # them beside it and would run the heuristic where the tree's ran a tuned row.
+  FP8JIT_SHIPPED_TUNING=$shipped FP8JIT_CACHE_DIR=/tmp/pc-cache-$v PEERS_COMMIT="$commit+$([ $v = patch ] && echo "$name" || echo tree)" \
     BUILD_DIR=$lib timeout "$(left)" bash bench/peers/run.sh "$OUT/$v" ${PEERS_ARGS:-} > /dev/null 2>&1
   step "peers on $v rc $?"
   rm -f "$OUT/$v/gemm_peers.json" "$OUT/$v/run.log"
@@ -83,7 +102,7 @@ fi
 if [ -n "$list" ] && [ "$(left)" -gt 60 ]; then
   step "variants $list within $(left) s"
   mkdir -p /tmp/pc-variants
-  OUT=/tmp/pc-variants PREBUILT=1 timeout "$(left)" bash lab/scripts/variants.sh "$list" base=- "$name=$patch" \
+  OUT=/tmp/pc-variants PREBUILT=1 timeout "$(left)" bash lab/scripts/variants.sh "$list" base=- "$name=$patch" ${MORE:-} \
     > /tmp/pc-variants/stdout.txt 2>&1
   cp /tmp/pc-variants/variants.md "$OUT/variants.md" 2>/dev/null
   step "variants rc $?"

@@ -457,7 +457,10 @@ TEST(GroupedGemmGpu, TablesOutOfRangeAreClampedAndReported) {
 
 // Tuning a grouped shape stores its winner under the layout, the group count and the expected M:
 // a fresh runtime on the same database picks it, also for a nearby expected M (the nearest tuned
-// row), and the winner computes the right result.
+// row) where the winner's tiles are as tall as the heuristic's there (autotune/lookup.cpp,
+// stands_in), and the heuristic's choice where they are not; the winner computes the right
+// result. Which candidate wins is the GPU's timing: expected M 40 takes 128-row tiles and 16
+// 64-row ones, so either height of winner meets one nearby M it stands in for.
 TEST(GroupedGemmGpu, TunedWinnerIsFoundByAFreshRuntimeAndTheNearestExpectedM) {
   FP8JIT_REQUIRE_GPU();
   char tmpl[] = "/tmp/fp8jit-grouped-tune-XXXXXX";
@@ -480,9 +483,21 @@ TEST(GroupedGemmGpu, TunedWinnerIsFoundByAFreshRuntimeAndTheNearestExpectedM) {
   }
   Runtime fresh(options);
   EXPECT_EQ(spec_name(fresh.select(o.args)), spec_name(winner));
-  GroupedGemmArgs nearby = o.args;
-  nearby.expected_m = 40;
-  EXPECT_EQ(spec_name(fresh.select(nearby)), spec_name(winner));
+  RuntimeOptions untuned = options;
+  untuned.db_path = dir + "/untuned.sqlite";  // never created: lookups without a database
+  Runtime heuristic(untuned);
+  int stood_in = 0;
+  for (const std::int64_t expected : {40, 16}) {
+    GroupedGemmArgs nearby = o.args;
+    nearby.expected_m = expected;
+    const KernelSpec fallback = heuristic.select(nearby);
+    const GemmConfig w = gemm_config_of(winner), h = gemm_config_of(fallback);
+    const bool as_tall = w.block_m == h.block_m && w.swap_ab == h.swap_ab;
+    stood_in += as_tall;
+    EXPECT_EQ(spec_name(fresh.select(nearby)), spec_name(as_tall ? winner : fallback))
+        << "expected M " << expected << ", heuristic " << spec_name(fallback);
+  }
+  EXPECT_GE(stood_in, 1) << "no nearby M where " << spec_name(winner) << " stands in";
   run_and_check(c, o, &winner);
   std::filesystem::remove_all(dir);
 }
