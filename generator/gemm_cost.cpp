@@ -51,7 +51,8 @@ double gemm_cost(const GemmProblem& p, const GemmConfig& c, std::int64_t m, std:
   if (p.layout == GemmLayout::dense && range_blocks >= kPipelinedMinKBlocks &&
       range_blocks <= kPipelinedMaxKBlocks) {
     const GemmGeometry g = gemm_geometry(p, c);
-    if (g.pipelined && g.swizzled_slab) block_cost = block_cost * kPipelinedNum / kPipelinedDen;
+    if (g.pipelined && g.panel_bytes == 128)
+      block_cost = block_cost * kPipelinedNum / kPipelinedDen;
   }
   return static_cast<double>(waves) *
          (static_cast<double>(range_blocks * block_cost) * pipeline_factor(c.stages));

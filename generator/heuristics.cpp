@@ -56,11 +56,11 @@ namespace {
 constexpr int kDefaultStages = 6;
 
 // The widest tile up to `from` columns that runs in one pass and stages D in whole 128-byte
-// panels (GemmGeometry::swizzled_slab): 192 columns of bf16 D. 0 if none.
+// panels (GemmGeometry::panel_bytes 128): 192 columns of bf16 D. 0 if none.
 int widest_whole_panel_width(const GemmProblem& p, int block_m, int from) {
   for (int bn = from; bn >= 64; --bn) {
     const GemmGeometry g = gemm_geometry(p, GemmConfig{block_m, bn, kDefaultStages});
-    if (g.chunks == 1 && g.swizzled_slab && !g.straddles_three_b_blocks) return bn;
+    if (g.chunks == 1 && g.panel_bytes == 128 && !g.straddles_three_b_blocks) return bn;
   }
   return 0;
 }
@@ -89,9 +89,20 @@ std::vector<int> candidate_widths(const GemmProblem& p, int block_m, std::int64_
   // defers too (H100, per tensor: 4096x24576x1536 256.8 µs at 160 against 274.7 at 240,
   // 8192x5120x2048 141.9 against 153.0).
   if (k_blocks <= 16 && p.scale != ScaleMode::block) max_n = std::min(max_n, 160);
+  // Not, at 4 K blocks or fewer, a width whose D rows go out in 32-byte panels (GemmGeometry::
+  // panel_bytes): there a CTA's stores are most of its work and a 32-byte panel costs TMA a
+  // request per 32 bytes of D. H200, CUDA events, tree (row-major) / 32-byte panels:
+  // 4096x32768x512 at 128x144 147.8 / 166.0 µs fast, 161.7 / 180.4 precise, where one-tile CTAs
+  // and longer K gained from them (700x2048x768 128x96 10.0 / 9.1, 4096x7168x1024 128x112
+  // 65.7 / 64.5; lab/configs/narrow_panels_deferred.txt).
+  auto stores_well = [&](int bn) {
+    return k_blocks > 4 ||
+           gemm_geometry(p, GemmConfig{block_m, bn, kDefaultStages}).panel_bytes != 32;
+  };
   std::vector<int> widths;
-  for (int bn = 64; bn <= max_n; bn += 16) widths.push_back(bn);
-  if (max_n % 16 != 0) widths.push_back(max_n);
+  for (int bn = 64; bn <= max_n; bn += 16)
+    if (stores_well(bn)) widths.push_back(bn);
+  if (max_n % 16 != 0 && stores_well(max_n)) widths.push_back(max_n);
   // Tiles in column halves write one half under the other half's wgmmas, and their slab is
   // conflict-free (GemmGeometry::swizzled_slab), so at short K they stay a choice: block 128x256
   // against the 128x144 or 128x112 that the cap above gives, H100, K = 256 and 512, M 500-8192,

@@ -3,7 +3,8 @@
 # for the DeepSeek-V3 shapes (block and per-tensor scaling), ~40 specs spread over the gemm
 # family's space and a few chosen corners (column halves, 256-row tiles, clusters, fp32 out) are
 # NVRTC-compiled by both (`fp8jit compile --spec S --cubin X`, no GPU needed) and their cubins
-# compared byte for byte; where the bytes differ, the `cuobjdump -sass` text is compared instead.
+# compared byte for byte; where the bytes differ, the `cuobjdump -sass` text is compared instead
+# (without cuobjdump, the cubins' .text sections: lab/cubin_text.py).
 #
 #   lab/check_identical_cubins.sh OLD_FP8JIT NEW_FP8JIT [WORKDIR]
 #
@@ -81,6 +82,10 @@ while IFS= read -r spec; do
     "$cuobjdump" -sass "$work/new/$i.cubin" >"$work/new/$i.sass" && cmp -s "$work/old/$i.sass" "$work/new/$i.sass"; then
     sass_same=$((sass_same + 1))
     echo "same SASS, different bytes: $spec"
+  elif [[ -z $cuobjdump ]] && python3 "$here/lab/cubin_text.py" "$work/old/$i.cubin" "$work/new/$i.cubin"; then
+    # No cuobjdump here: the kernels' .text sections (their machine code) compared instead.
+    sass_same=$((sass_same + 1))
+    echo "same .text sections, different bytes: $spec"
   else
     differ=$((differ + 1))
     echo "DIFFERENT${cuobjdump:+ SASS}${cuobjdump:- (no cuobjdump: set CUOBJDUMP)}: $spec"

@@ -149,8 +149,11 @@ void encode_store_map(dev::GemmParams& p, const GemmGeometry& g, const GemmConfi
   p.tma_store = allowed && takes_tma_stores(d, dtype, ldd);
   if (!p.tma_store) return;
   if (g.swizzled_slab)
-    encode(&p.tma_d, tma_type(dtype), esize, d, rows, n, ldd, static_cast<int>(128 / esize), g.rows_per_wg,
-           CU_TENSOR_MAP_SWIZZLE_128B);
+    encode(&p.tma_d, tma_type(dtype), esize, d, rows, n, ldd,
+           static_cast<int>(g.panel_bytes / esize), g.rows_per_wg,
+           g.panel_bytes == 128  ? CU_TENSOR_MAP_SWIZZLE_128B
+           : g.panel_bytes == 64 ? CU_TENSOR_MAP_SWIZZLE_64B
+                                 : CU_TENSOR_MAP_SWIZZLE_32B);
   else
     encode(&p.tma_d, tma_type(dtype), esize, d, rows, n, ldd, c.block_n, g.rows_per_wg, CU_TENSOR_MAP_SWIZZLE_NONE);
 }

@@ -386,6 +386,30 @@ TEST(GemmGpu, TallTilesStageWholePanels) {
   run_config_cases(cases, 950, 2);
 }
 
+// Slabs in 64- and 32-byte swizzled panels (GemmGeometry::panel_bytes): rows of 192 and 448 bytes
+// (64-byte panels; fast accumulation's deferred epilogue) and of 352, 96 and 160 bytes (32-byte
+// panels), FP32 out with a bias, per row, 256-row tiles, a 2-CTA cluster, one tile per CTA, rows
+// and columns cut by M and N.
+TEST(GemmGpu, NarrowPanelsOnRaggedShapes) {
+  FP8JIT_REQUIRE_GPU();
+  const Fp8Format e4 = Fp8Format::e4m3, e5 = Fp8Format::e5m2;
+  const std::vector<ConfigCase> cases = {
+      {{e4, e4, DType::bf16, ScaleMode::block}, {128, 96, 6, 8}, {700, 2000, 768}},
+      {{e4, e4, DType::bf16, ScaleMode::tensor}, {128, 176, 4, 8}, {777, 1100, 1040}},
+      {{e4, e4, DType::bf16, ScaleMode::tensor, false, true}, {128, 224, 3, 8}, {500, 1100, 512}},
+      {{e4, e4, DType::bf16, ScaleMode::block}, {64, 48, 8, 8}, {65, 1000, 1152}},
+      {{e5, e4, DType::fp32, ScaleMode::tensor, true}, {64, 40, 8, 8}, {100, 900, 640}},
+      {{e4, e5, DType::fp16, ScaleMode::rowwise, true}, {64, 96, 6, 8}, {130, 1000, 896}},
+      {{e4, e4, DType::bf16, ScaleMode::block}, {256, 96, 3, 8}, {600, 1000, 1536}},
+      {{e4, e4, DType::bf16, ScaleMode::block}, {128, 96, 6, 8, 1, 2}, {300, 1000, 2048}},
+  };
+  for (const ConfigCase& c : cases) {
+    const int panel = gemm_geometry(c.p, c.c).panel_bytes;
+    ASSERT_TRUE(panel == 64 || panel == 32) << c.c.block_n << ": " << panel;
+  }
+  run_config_cases(cases, 990, 2);
+}
+
 // Block-scaled 64-row tiles whose width does not divide 128 straddle two 128-blocks of B and take
 // the pipelined K loop: once per split for widths of at most three splits (24, 48, 96;
 // Sm90GemmPromotion::dispatch_split), once with the split as data for the rest up to 112

@@ -41,10 +41,10 @@ TEST(GemmSpecSmem, FormulaPinned) {
                 << scale << " " << bm << "x" << bn << " s" << st;
 }
 
-// The epilogue's slab in 128-byte swizzled panels exactly where D's rows are whole panels wide,
-// grouped layouts included (a slab past a group's end is copied out by the warpgroup), and not
-// one warpgroup holding 256 columns in two halves nor 256-row tiles per row or per tensor with a
-// bias (ptxas spilt those), nor grouped 256-row tiles but block-scaled ones.
+// The epilogue's slab in swizzled panels (128, 64 or 32 bytes) wherever D's rows are whole panels
+// wide, grouped layouts included (a slab past a group's end is copied out by the warpgroup), and
+// not one warpgroup holding 256 columns in two halves nor 256-row tiles per row or per tensor with
+// a bias (ptxas spilt those), nor grouped 256-row tiles but block-scaled ones.
 TEST(GemmGeometrySlab, SwizzledOnlyForDenseTilesOfWholePanels) {
   const GemmProblem block{Fp8Format::e4m3, Fp8Format::e4m3, DType::bf16, ScaleMode::block};
   const GemmProblem tensor{Fp8Format::e4m3, Fp8Format::e4m3, DType::bf16, ScaleMode::tensor};
@@ -63,11 +63,23 @@ TEST(GemmGeometrySlab, SwizzledOnlyForDenseTilesOfWholePanels) {
   EXPECT_TRUE(swizzled(tensor, {128, 192, 4, 8}));
   EXPECT_TRUE(swizzled(tensor, {64, 64, 6, 8}));     // one panel
   EXPECT_TRUE(swizzled(fp32, {128, 96, 4, 8}));      // 384 bytes: 32 FP32 columns a panel
-  EXPECT_FALSE(swizzled(block, {128, 144, 5, 8}));   // 288 bytes
-  EXPECT_FALSE(swizzled(tensor, {128, 208, 4, 8}));  // 416 bytes
-  EXPECT_FALSE(swizzled(fp32, {128, 80, 4, 8}));     // 320 bytes
+  // Rows of 64- or 32-byte multiples in narrower panels; rows of 16-byte multiples row-major.
+  auto panel = [](const GemmProblem& p, const GemmConfig& c) {
+    return gemm_geometry(p, c).panel_bytes;
+  };
+  EXPECT_EQ(panel(tensor, {128, 192, 4, 8}), 128);
+  EXPECT_EQ(panel(block, {128, 96, 6, 8}), 64);    // 192 bytes: 3 panels
+  EXPECT_EQ(panel(block, {128, 144, 5, 8}), 32);   // 288 bytes: 9 panels
+  EXPECT_EQ(panel(tensor, {128, 224, 4, 8}), 64);  // 448 bytes: 7 panels
+  EXPECT_EQ(panel(tensor, {128, 176, 4, 8}), 32);  // 352 bytes: 11 panels
+  EXPECT_EQ(panel(tensor, {128, 208, 4, 8}), 0);   // 416 bytes: 13 would be too many
+  EXPECT_EQ(panel(fp32, {128, 80, 4, 8}), 64);     // 320 bytes
+  EXPECT_EQ(panel(fp32, {64, 40, 8, 8}), 32);      // 160 bytes
+  EXPECT_EQ(panel(block, {64, 40, 8, 8}), 0);      // 80 bytes
+  EXPECT_EQ(panel(block, {64, 56, 8, 8}), 0);
+  EXPECT_EQ(panel(rowwise, {256, 96, 3, 8}), 0);  // per row 256-row tiles stay row-major
   EXPECT_TRUE(swizzled(grouped, {128, 256, 3, 8}));
-  EXPECT_FALSE(swizzled(grouped, {128, 144, 5, 8}));
+  EXPECT_TRUE(swizzled(grouped, {128, 144, 5, 8}));
   EXPECT_TRUE(swizzled(grouped, {256, 128, 3, 8}));
   GemmProblem grouped_tensor = tensor;
   grouped_tensor.layout = GemmLayout::contiguous;
@@ -535,7 +547,7 @@ GemmConfig check_default(const GemmProblem& p, const Shape& sh, int sms, int sme
   // whole panels (128x192).
   EXPECT_LE(c.block_n, heuristic_cap(p)) << spec_name(s);
   if ((sh.k + 127) / 128 <= 4 && gemm_geometry(p, c).chunks == 1 &&
-      !gemm_geometry(p, c).swizzled_slab)
+      gemm_geometry(p, c).panel_bytes != 128)
     EXPECT_LE(c.block_n, 160) << spec_name(s);
   EXPECT_LE(gemm_geometry(p, c).smem_bytes, smem) << spec_name(s);
   GemmConfig more = c;

@@ -23,36 +23,45 @@ struct TileOut {
 };
 
 // kGrouped: slabs may run past their group's rows (grouped layouts' schedulers). kSwizzled: the
-// slab in 128-byte swizzled panels (GemmGeometry::swizzled_slab). kTransposed: the kernel's
-// operands are the problem's swapped (config swap_ab): its element (row, col) is D[col][row], the
-// bias indexed by row, and it goes out by direct stores only.
+// slab in swizzled panels kPanel bytes wide (GemmGeometry::swizzled_slab, panel_bytes).
+// kTransposed: the kernel's operands are the problem's swapped (config swap_ab): its element (row,
+// col) is D[col][row], the bias indexed by row, and it goes out by direct stores only.
 template <int BLOCK_N, int kMmaM, int kRowsPerWG, int SCALE, int OUT, bool kBias, bool kGrouped,
-          bool kSwizzled, bool kTransposed = false>
+          bool kSwizzled, bool kTransposed = false, int kPanel = 128>
 struct Sm90GemmEpilogue {
   static constexpr int kAccum = BLOCK_N / 2;
   static constexpr int S = ElemSize<OUT>::value;
-  // The slab's layout: 128-byte swizzled panels of kPanelCols columns, each kPanelBytes, or rows
-  // of BLOCK_N. Panels start on 1024 bytes (slabs do, and a panel is a multiple of 1024 bytes),
-  // so the swizzle TMA applies, 16-byte chunk c of row r at chunk c ^ (r & 7), follows from the
-  // offset within the panel.
-  static_assert(!kSwizzled || BLOCK_N * S % 128 == 0, "whole panels");
-  static constexpr int kPanelCols = 128 / S;
+  // The slab's layout: swizzled panels kPanel bytes (kPanelCols columns) wide, each kPanelBytes,
+  // or rows of BLOCK_N. Panels start on 1024 bytes (slabs do, and a panel is a multiple of 1024
+  // bytes), so the swizzle TMA applies follows from the offset within the panel: the 16-byte
+  // chunk bits of an offset (log2(kPanel / 16) of them from bit 4) XORed with as many bits from
+  // bit 7 (128 bytes: chunk c of row r at c ^ (r & 7); 64: at c ^ ((r >> 1) & 3); 32: at
+  // c ^ ((r >> 2) & 1)).
+  static_assert(kPanel == 128 || kPanel == 64 || kPanel == 32, "TMA's swizzle widths");
+  static_assert(!kSwizzled || BLOCK_N * S % kPanel == 0, "whole panels");
+  static constexpr int kPanelCols = kPanel / S;
   static constexpr int kPanels = kSwizzled ? BLOCK_N / kPanelCols : 1;
-  static constexpr int kPanelBytes = kRowsPerWG * 128;
+  static constexpr int kPanelBytes = kRowsPerWG * kPanel;
+  // Row r's XOR on the chunk index, and on the byte offset.
+  static constexpr int kSwizzleShift = kPanel == 128 ? 0 : kPanel == 64 ? 1 : 2;
+  static constexpr FP8JIT_DEVICE int row_chunk_xor(int r) {
+    return (r >> kSwizzleShift) & (kPanel / 16 - 1);
+  }
+  static constexpr FP8JIT_DEVICE int row_swizzle(int r) { return row_chunk_xor(r) << 4; }
   // A thread's pairs of D in the slab: (r, c) its first row and column there (its other rows
   // 8 h + 64 mm below, columns 8 j to the right). Swizzled slabs: the shared-memory address of
   // that first pair with the swizzle of row r applied; then the pair of (mm, h, j) sits at that
-  // address with chunk bits XORed with j's chunk, plus a multiple of 128 (the thread's rows agree
-  // in r & 7). The XOR and the store are one asm statement, so that the 8 XORed addresses are not
-  // hoisted into registers that the column-halves kernels (128x256) do not have.
+  // address with chunk bits XORed with j's chunk, plus a multiple of 8 rows (the thread's rows
+  // agree in their swizzle). The XOR and the store are one asm statement, so that the 8 XORed
+  // addresses are not hoisted into registers that the column-halves kernels (128x256) do not have.
   static FP8JIT_DEVICE u32 pair_base(u8* slab, int r, int c) {
-    return barrier::smem_addr(slab) + (c / kPanelCols) * kPanelBytes + r * 128 +
-           (((c % kPanelCols) * S) ^ ((r & 7) << 4));
+    return barrier::smem_addr(slab) + (c / kPanelCols) * kPanelBytes + r * kPanel +
+           (((c % kPanelCols) * S) ^ row_swizzle(r));
   }
   // Pair (mm, h, j)'s address: base with `flip` XORed into its chunk bits, plus `offset`.
   static constexpr FP8JIT_DEVICE u32 pair_flip(int j) { return ((8 * j % kPanelCols) * S) & ~15; }
   static constexpr FP8JIT_DEVICE u32 pair_offset(int mm, int h, int j) {
-    return (8 * j / kPanelCols) * kPanelBytes + (64 * mm + 8 * h) * 128;
+    return (8 * j / kPanelCols) * kPanelBytes + (64 * mm + 8 * h) * kPanel;
   }
   static FP8JIT_DEVICE void store_pair_at(u32 base, int mm, int h, int j, const float (&x)[2]) {
     if constexpr (S == 4) {
@@ -177,20 +186,22 @@ struct Sm90GemmEpilogue {
 
   // The slab's first `rows` rows to D by the whole warpgroup (swizzled slabs of grouped layouts,
   // whose rows are not contiguous in shared memory): 16-byte chunk c of row r sits in panel
-  // c / 8 at chunk (c % 8) ^ (r & 7), as pair_base lays it out; D's rows and slab_x are 16-byte
-  // aligned wherever slabs are used (GemmParams::tma_store, BLOCK_N x S a multiple of 128), so
-  // whole chunks go by 16-byte stores and only a chunk cut by column N by narrower ones. The next
-  // slab_acquire's barrier orders these reads before the slab is written again.
+  // c / kChunks at chunk (c % kChunks) ^ row_chunk_xor(r), as pair_base lays it out; D's rows and
+  // slab_x are 16-byte aligned wherever slabs are used (GemmParams::tma_store, BLOCK_N x S a
+  // multiple of kPanel), so whole chunks go by 16-byte stores and only a chunk cut by column N by
+  // narrower ones. The next slab_acquire's barrier orders these reads before the slab is written
+  // again.
   static FP8JIT_DEVICE void copy_rows(const GemmParams& p, const u8* slab, int slab_y, int slab_x,
                                       int rows) {
-    constexpr int kRowChunks = BLOCK_N * S / 16;
+    constexpr int kRowChunks = BLOCK_N * S / 16, kChunks = kPanel / 16;
     const int bytes = min(BLOCK_N, p.N - slab_x) * S;
 #pragma unroll 1
     for (int i = threadIdx.x % 128; i < rows * kRowChunks; i += 128) {
       const int r = i / kRowChunks, c = i % kRowChunks;
       if (c * 16 >= bytes) continue;
-      const uint4 v = *reinterpret_cast<const uint4*>(slab + (c / 8) * kPanelBytes + r * 128 +
-                                                      (((c % 8) ^ (r & 7)) << 4));
+      const uint4 v =
+          *reinterpret_cast<const uint4*>(slab + (c / kChunks) * kPanelBytes + r * kPanel +
+                                          (((c % kChunks) ^ row_chunk_xor(r)) << 4));
       u8* to = static_cast<u8*>(p.d) + (static_cast<i64>(slab_y + r) * p.ldd + slab_x) * S + c * 16;
       if (c * 16 + 16 <= bytes) {
         *reinterpret_cast<uint4*>(to) = v;

@@ -93,10 +93,11 @@ struct GemmGeometry {
   // this width would touch three.
   bool straddles_three_b_blocks;
   int epi_slab;     // bytes of D each consumer warpgroup stages for the TMA store
-  // The slab in 128-byte swizzled panels (each 128 bytes of a row wide: 64 16-bit or 32 FP32
-  // columns) instead of row-major rows: D's map then has a box 128 bytes wide and the 128-byte
-  // swizzle, and each panel goes out by its own TMA store.
+  // The slab in swizzled panels instead of row-major rows: each panel_bytes of a row wide (128,
+  // 64 or 32: the widest that tiles the row, TMA's swizzle modes), D's map with a box that wide
+  // and that swizzle, each panel out by its own TMA store. panel_bytes 0: row-major.
   bool swizzled_slab;
+  int panel_bytes;
   // Dynamic shared memory: the stage ring (tiles and scales), a full and an empty barrier per
   // stage, the epilogue slabs and slack to align the ring to 1024 bytes.
   int smem_bytes;
@@ -178,8 +179,20 @@ constexpr GemmGeometry gemm_geometry(const GemmTile& t) {
       t.block_m == 256 &&
       ((t.grouped && t.scale != kBlockScale) ||
        (!t.fast_accum && (t.scale == kPerRow || (t.scale == kPerTensor && t.bias))));
-  g.swizzled_slab = (t.block_n * t.out_bytes) % 128 == 0 && !(g.math_wgs == 1 && g.chunks == 2) &&
-                    !tall_row_major;
+  // Rows of 64- or 32-byte multiples (bf16 widths of 32 or 16 columns: 96, 176, ...) in panels
+  // of 64 or 32 bytes, as DeepGEMM stores its 128x96 tiles: a 64-byte panel's 8 rows of a warp's
+  // stores fill 4 x 128 bytes, their chunks XORed with row bits 1-2 onto 8 distinct 16-byte bank
+  // groups (a 32-byte panel's with row bit 2), where a row-major 192-byte row put 4 rows on the
+  // same banks. At most 11 narrow panels a row (128x176 bf16): fast accumulation's 128x240 in 15
+  // spilt 8 bytes around its deferred epilogue.
+  const int row_bytes = t.block_n * t.out_bytes;
+  const bool may_swizzle = !(g.math_wgs == 1 && g.chunks == 2) && !tall_row_major;
+  const int narrow = row_bytes % 64 == 0 ? 64 : row_bytes % 32 == 0 ? 32 : 0;
+  g.panel_bytes = !may_swizzle                              ? 0
+                  : row_bytes % 128 == 0                    ? 128
+                  : narrow != 0 && row_bytes / narrow <= 11 ? narrow
+                                                            : 0;
+  g.swizzled_slab = g.panel_bytes != 0;
   g.smem_bytes = t.stages * (g.stage_a + g.stage_b + 4 * g.stage_scales) + 2 * t.stages * 8 + 128 +
                  g.math_wgs * g.epi_slab + 1024;
   g.sums_splits_in_cluster = gemm_sums_splits_in_cluster(t.block_m, t.block_n, t.stages, g.cluster);

@@ -194,8 +194,10 @@ struct Sm90GemmTraits {
   static constexpr bool kCanSumSplitsInCluster = Geometry::get().sums_splits_in_cluster;
   using SplitSum = ClusterSplitSum<kMathWGs * warpgroup::kThreads, kMmaM * kAccum>;
 
-  using Epilogue = Sm90GemmEpilogue<BLOCK_N, kMmaM, kRowsPerWG, SCALE, OUT, kBias,
-                                    Scheduler::kGrouped, Geometry::get().swizzled_slab, kSwapAB>;
+  using Epilogue =
+      Sm90GemmEpilogue<BLOCK_N, kMmaM, kRowsPerWG, SCALE, OUT, kBias, Scheduler::kGrouped,
+                       Geometry::get().swizzled_slab, kSwapAB,
+                       Geometry::get().swizzled_slab ? Geometry::get().panel_bytes : 128>;
 
   // A tile's 16-bit D waits in registers, packed, until the next tile's first wgmmas are issued
   // and is written and stored while they run (fast accumulation packs before those wgmmas
