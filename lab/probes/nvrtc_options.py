@@ -25,8 +25,10 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "lab"))
 from cubin_text import text_sections  # noqa: E402
 
-BASE_OPTIONS = ["--gpu-architecture=sm_90a", "-std=c++17", "--prec-div=true", "--fmad=false",
-                "-default-device", "-DNDEBUG"]
+# runtime/jit/nvrtc.cpp's nvrtc_options for sm_90a cubins; BASE_OPTIONS="..." replaces them (e.g.
+# without --minimal, to time what it saves).
+BASE_OPTIONS = os.environ.get("BASE_OPTIONS", "--gpu-architecture=sm_90a -std=c++17 --prec-div=true "
+                              "--fmad=false -default-device --minimal -DNDEBUG").split()
 
 
 def load_nvrtc():
