@@ -21,6 +21,7 @@ Usage (repository root, on a Hopper GPU; bench/peers/run.sh builds the library a
       [--lists deepseek-v3,open-models] [--scales block,tensor,tensor-fast]
       [--providers fp8jit,deepgemm,deepgemm2,cublaslt] [--only MxNxK,...] [--iters 30] [--warmup 5]
       [--deepgemm .carry/deepgemm] [--deepgemm2 .carry/deepgemm2]
+      [--lib-base OTHER/libfp8jit.so [--shipped-base DIR] [--base-title NAME]]
 A DeepGEMM whose tree is missing or (2.6.1) whose extension is not built is reported unavailable
 with the reason; the rest still runs.
 Writes DIR/gemm_peers.{md,csv,json} (rewritten after every shape, so a run cut short keeps what
@@ -49,6 +50,13 @@ def parse_args(argv=None):
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", required=True, help="directory for gemm_peers.{md,csv,json}")
     p.add_argument("--lib", default=None, help="libfp8jit.so (default: build-peers/, build-gpu/ ... under the repo)")
+    p.add_argument("--lib-base", default=None,
+                   help="a second libfp8jit.so (e.g. the tree a patched build is measured against): a provider "
+                        "and a peer of the first, timed in the same profiling window of each shape")
+    p.add_argument("--shipped-base", default=None,
+                   help="the tuned rows the --lib-base build reads (default: FP8JIT_SHIPPED_TUNING, else those "
+                        "installed beside it; 'off' for none)")
+    p.add_argument("--base-title", default="fp8jit base", help="the --lib-base build's name in the report")
     p.add_argument("--lists", default="deepseek-v3,open-models",
                    help="shape lists: names in bench/shapes (deepseek-v3 = deepseek_v3.csv) or CSV paths")
     p.add_argument("--scales", default=",".join(pc.SCALES), help="block,tensor,tensor-fast")
@@ -85,8 +93,14 @@ def parse_args(argv=None):
             raise pc.InputError("--iters must be >= 1, --warmup >= 0, --flush-mib in [1, 65536]")
         if a.jobs < 0 or a.max_seconds < 0:
             raise pc.InputError("--jobs and --max-seconds must be >= 0")
+        if a.lib_base and not os.path.isfile(a.lib_base):
+            raise pc.InputError(f"--lib-base {a.lib_base}: no such file")
+        if a.lib_base and "fp8jit" not in a.provider_list:
+            raise pc.InputError("--lib-base needs the fp8jit provider (the build it is compared with)")
     except pc.InputError as e:
         p.error(str(e))
+    if a.lib_base:
+        pc.enable_baseline(a.base_title)
     return a
 
 
@@ -455,6 +469,17 @@ def git_commit():
     return "unknown"
 
 
+def base_library(a):
+    """The --lib-base build's runtime: a disk cache of its own beside the first build's, no
+    tuning database, and the tuned rows --shipped-base names (a build outside the tree finds
+    none beside it)."""
+    cache = (os.environ.get("FP8JIT_CACHE_DIR") or "/tmp/fp8jit-peers-cache").rstrip("/") + "-base"
+    shipped = a.shipped_base or os.environ.get("FP8JIT_SHIPPED_TUNING") or fj.Fp8jit.INSTALLED_ROWS
+    if shipped == "off":
+        shipped = ""
+    return fj.Fp8jit(a.lib_base, cache_dir=cache, shipped_tuning=shipped)
+
+
 def main(argv=None):
     a = parse_args(argv)
     os.makedirs(a.out, exist_ok=True)
@@ -494,6 +519,16 @@ def main(argv=None):
             meta_prov["fp8jit"] = f"{p.version} (C ABI via ctypes, {os.path.basename(p.lib.path)}, commit {git_commit()})"
         except Exception as e:  # noqa: BLE001
             provider_errors["fp8jit"] = short_error(e)
+    if a.lib_base:
+        try:
+            p = Fp8jitProvider(torch, a.lib_base, lib=base_library(a))
+            log(f"fp8jit base {p.version} from {p.lib.path}; cache {p.lib.cache_dir() or '(none)'}")
+            p.precompile(all_shapes, a.scale_list)
+            providers[pc.BASELINE] = p
+            meta_prov[pc.BASELINE] = (f"{p.version} (C ABI via ctypes, {p.lib.path}, tuned rows "
+                                      f"{a.shipped_base or os.environ.get('FP8JIT_SHIPPED_TUNING') or 'installed'})")
+        except Exception as e:  # noqa: BLE001
+            provider_errors[pc.BASELINE] = short_error(e)
     if "deepgemm" in a.provider_list:
         try:
             p = DeepGemmProvider(torch, a.deepgemm, a.jobs)
@@ -589,9 +624,10 @@ def main(argv=None):
             write()
     if "cublaslt" in providers:
         meta_prov["cublaslt"] = f"torch._scaled_mm, cuBLASLt {cublaslt_version()}"
-    if "fp8jit" in providers:
-        meta["fp8jit_cache_stats"] = providers["fp8jit"].lib.cache_stats()
-        log(f"fp8jit cache stats: {meta['fp8jit_cache_stats']}")
+    for pname in ("fp8jit", pc.BASELINE):
+        if pname in providers:
+            meta[f"{pname}_cache_stats"] = providers[pname].lib.cache_stats()
+            log(f"{pname} cache stats: {meta[f'{pname}_cache_stats']}")
     if not_run:
         log(f"--max-seconds {a.max_seconds:g}: {len(not_run)} shapes not run: {', '.join(not_run)}")
     _, summaries = write()

@@ -18,6 +18,34 @@ DEEPGEMMS = ("deepgemm", "deepgemm2")
 BEST_DEEPGEMM = "deepgemm_best"
 PEERS = ("deepgemm", "deepgemm2", BEST_DEEPGEMM, "cublaslt")
 PEER_TITLES = dict(PROVIDER_TITLES, **{BEST_DEEPGEMM: "best DeepGEMM"})
+# A second fp8jit (another build of it, e.g. the tree a change is measured against) joins as a
+# provider and a peer when gemm_peers.py is given --lib-base: timed in the same profiling window
+# of each shape as the first, so drift between runs (G78, G79: the longest kernels move 5-10 %
+# from one run to the next) falls on both alike. enable_baseline() adds it.
+BASELINE = "fp8jit_base"
+
+
+def enable_baseline(title="fp8jit base"):
+    """Adds BASELINE to the providers and, last, to the peers (its ratio: base time / fp8jit
+    time, > 1 where the build under test is faster). Idempotent."""
+    global PROVIDERS, PEERS, CSV_FIELDS
+    if BASELINE in PROVIDERS:
+        return
+    PROVIDERS = PROVIDERS + (BASELINE,)
+    PEERS = PEERS + (BASELINE,)
+    PROVIDER_TITLES[BASELINE] = PEER_TITLES[BASELINE] = title
+    SHORT_TITLES[BASELINE] = "base"
+    CSV_FIELDS = csv_fields()
+
+
+def disable_baseline():
+    """The providers and peers without BASELINE again (the self-test's clean-up)."""
+    global PROVIDERS, PEERS, CSV_FIELDS
+    PROVIDERS = tuple(p for p in PROVIDERS if p != BASELINE)
+    PEERS = tuple(p for p in PEERS if p != BASELINE)
+    CSV_FIELDS = csv_fields()
+
+
 # tensor-fast: per-tensor scales with the whole K sum in the tensor cores (fp8jit accum=fast,
 # cuBLASLt use_fast_accum); block is 1x128 activations x 128x128 weights.
 SCALES = ("block", "tensor", "tensor-fast")
@@ -405,11 +433,15 @@ def markdown(title, sections, bandwidth, meta_lines=()):
     return "\n".join(out)
 
 
-CSV_FIELDS = ["list", "label", "m", "n", "k", "scale"] + \
-    [f"{p}_{x}" for p in PROVIDERS for x in ("us", "status", "rel_err")] + \
-    [f"{BEST_DEEPGEMM}_us", BEST_DEEPGEMM] + \
-    [f"ratio_{p}" for p in PEERS] + [f"roofline_{p}" for p in PROVIDERS] + \
-    [f"config_{p}" for p in PROVIDERS] + [f"kernels_{p}" for p in PROVIDERS] + [f"note_{p}" for p in PROVIDERS]
+def csv_fields():
+    return ["list", "label", "m", "n", "k", "scale"] + \
+        [f"{p}_{x}" for p in PROVIDERS for x in ("us", "status", "rel_err")] + \
+        [f"{BEST_DEEPGEMM}_us", BEST_DEEPGEMM] + \
+        [f"ratio_{p}" for p in PEERS] + [f"roofline_{p}" for p in PROVIDERS] + \
+        [f"config_{p}" for p in PROVIDERS] + [f"kernels_{p}" for p in PROVIDERS] + [f"note_{p}" for p in PROVIDERS]
+
+
+CSV_FIELDS = csv_fields()
 
 
 def csv_text(rows, bandwidth):

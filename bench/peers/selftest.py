@@ -274,6 +274,49 @@ def test_gemm_peers_args():
             check(e.code == 2, f"options {extra}: exit {e.code}, want 2")
 
 
+def test_baseline():
+    """A second fp8jit build (--lib-base) as a provider and the last peer: its ratio is base time
+    over fp8jit time in the summary, the tables, the CSV and the summary lines; bad options leave
+    the report as it was; disable_baseline() restores the four providers."""
+    import contextlib
+    import gemm_peers as gp
+    before = (pc.PROVIDERS, pc.PEERS, list(pc.CSV_FIELDS))
+    try:
+        for bad in (["--lib-base", "/no/such/libfp8jit.so"], ["--lib-base", __file__, "--providers", "cublaslt"]):
+            with contextlib.redirect_stderr(io.StringIO()):
+                check(raises(SystemExit, gp.parse_args, ["--out", "/tmp/x"] + bad) is not None, f"{bad} refused")
+            check(pc.PROVIDERS == before[0], f"{bad}: no baseline enabled")
+        a = gp.parse_args(["--out", "/tmp/x", "--lib-base", __file__, "--base-title", "fp8jit tree"])
+        check(a.lib_base == __file__ and pc.PROVIDERS[-1] == pc.BASELINE and pc.PEERS[-1] == pc.BASELINE,
+              f"baseline added last: {pc.PROVIDERS} {pc.PEERS}")
+        pc.enable_baseline("again")
+        check(pc.PROVIDERS.count(pc.BASELINE) == 1 and pc.PEER_TITLES[pc.BASELINE] == "fp8jit tree", "idempotent")
+        rows = [_row("a", 700, 2048, 768, "block", {"fp8jit": 6.8, pc.BASELINE: 7.6, "deepgemm": 5.4}),
+                _row("a", 4096, 4096, 7168, "block", {"fp8jit": 170.0, pc.BASELINE: 168.0, "deepgemm": 180.0}),
+                _row("a", 64, 2112, 7168, "tensor", {"fp8jit": 9.5, pc.BASELINE: "error", "cublaslt": 9.2}),
+                _row("a", 64, 2048, 768, "tensor-fast", {"fp8jit": 4.5, pc.BASELINE: 4.6})]
+        s = pc.summarize(rows, 3.0e12)
+        vb = s["block"]["vs"][pc.BASELINE]
+        check(close(vb["geomean"], math.sqrt(7.6 / 6.8 * 168.0 / 170.0)) and vb["below_1"] == 1
+              and vb["worst_shape"] == "4096x4096x7168", f"baseline ratio {vb}")
+        check(pc.BASELINE not in s["tensor"]["vs"] and len(s["tensor"]["flagged"]) == 1, "a failed base is flagged")
+        check(pc.BASELINE in s["tensor-fast"]["roofline"], "the base has a roofline at M <= 128")
+        with tempfile.TemporaryDirectory() as d:
+            md, summaries = pc.write_report(d, "t", "Title", [("a", "list a", rows)], 3.0e12, {}, [])
+            check("| fp8jit tree µs |" in md and "fp8jit tree / fp8jit" in md and "vs fp8jit tree" in md,
+                  "baseline columns in the markdown")
+            with open(os.path.join(d, "t.csv")) as f:
+                got = list(csv.DictReader(f))
+            check(got[0]["fp8jit_base_us"] == "7.600" and got[0]["ratio_fp8jit_base"] == f"{7.6 / 6.8:.4f}"
+                  and got[0]["config_fp8jit_base"] == "c", f"baseline CSV columns {got[0].get('ratio_fp8jit_base')}")
+        lines = pc.summary_lines(summaries)
+        check("vs fp8jit tree 1.0" in lines[0] and lines[0].index("vs DeepGEMM v1") < lines[0].index("vs fp8jit tree"),
+              f"summary line {lines[0]}")
+    finally:
+        pc.disable_baseline()
+    check((pc.PROVIDERS, pc.PEERS, pc.CSV_FIELDS) == before, "disable_baseline restores the report")
+
+
 def test_grouped_peers_args():
     """grouped_peers.py's options: wrong, empty, huge and missing values are usage errors (exit 2)
     before torch is imported; good values parse."""
@@ -588,7 +631,7 @@ def test_shipped_gain():
 
 def main():
     for t in (test_shapes, test_arithmetic, test_events, test_report, test_best_deepgemm, test_deepgemm2_setup,
-              test_gemm_peers_args, test_grouped_peers_args, test_shipped_gain,
+              test_gemm_peers_args, test_baseline, test_grouped_peers_args, test_shipped_gain,
               test_header, test_c_compiler, test_library):
         try:
             t()

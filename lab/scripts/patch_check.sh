@@ -3,11 +3,12 @@
 # runtime's own choices on both shape lists, timed by the profiler? Builds at once the tree
 # (build-gpu: CLI; build-peers: libfp8jit.so), the patched copy (CLI, GPU tests, libfp8jit.so)
 # and DeepGEMM 2.6.1; runs the patched tree's GPU tests (GTESTS); then bench/peers/run.sh on the
-# patched library and on the tree's, one after the other (DeepGEMM and cuBLASLt in both: their
-# move between the two runs is the noise floor of the comparison), joined per line by
-# lab/scripts/peers_ab.py; then, with the time left, lab/scripts/variants.sh on LIST.
-# Returns at most eight files: $OUT/check.log, $OUT/gtests.txt, $OUT/{patch,tree}/gemm_peers.{md,csv},
-# $OUT/peers_ab.md and $OUT/variants.md.
+# patched library with the tree's as gemm_peers.py's --lib-base (both timed in each shape's
+# profiling window; PEERS_RUNS=2: one run per library instead, the peers' move between the runs
+# the noise floor), joined per line by lab/scripts/peers_ab.py; then, with the time left,
+# lab/scripts/variants.sh on LIST. Returns at most eight files: $OUT/check.log, $OUT/gtests.txt,
+# $OUT/peers/gemm_peers.{md,csv} (PEERS_RUNS=2: $OUT/{patch,tree}/...), $OUT/peers_ab.md and
+# $OUT/variants.md.
 # Usage (repo root, on the device): OUT=... bash lab/scripts/patch_check.sh PATCH [LIST]
 # LIST_RESERVE_S: seconds kept from the GPU tests for LIST (default 0).
 # Environment: GTESTS (gtest filter run on the patched build; empty skips), LIMIT_S (default 585),
@@ -79,16 +80,30 @@ if [ -n "${GTESTS-GemmGpu.*:GroupedGemmGpu.*}" ]; then
 fi
 
 commit=$(cat .carry/commit 2>/dev/null || git rev-parse HEAD 2>/dev/null || echo unknown)
-# The patched library first: the DeepGEMM kernels it compiles are cached for the tree's run.
+# Each library reads its tree's shipped tuning rows: a patched copy's library would not find them
+# beside it and would run the heuristic where the tree's ran a tuned row.
+if [ "${PEERS:-1}" != 0 ] && [ "${PEERS_RUNS:-1}" = 1 ] && [ "$(left)" -gt 60 ]; then
+  # One process: the tree's library as gemm_peers.py's --lib-base, timed in each shape's
+  # profiling window beside the patched one, so the run's drift falls on both alike.
+  step "peers, patch and tree in one run, within $(left) s"
+  # shellcheck disable=SC2086
+  FP8JIT_SHIPPED_TUNING=$src/share/fp8jit/tuning FP8JIT_CACHE_DIR=/tmp/pc-cache-patch \
+    PEERS_COMMIT="$commit+$name" BUILD_DIR=$pb timeout "$(left)" bash bench/peers/run.sh "$OUT/peers" \
+    --lib-base "$PWD/build-peers/libfp8jit.so" --shipped-base "$PWD/share/fp8jit/tuning" \
+    --base-title "fp8jit tree" ${PEERS_ARGS:-} > /dev/null 2>&1
+  step "peers rc $?"
+  rm -f "$OUT/peers/gemm_peers.json" "$OUT/peers/run.log"
+  [ -f "$OUT/peers/gemm_peers.csv" ] && python3 lab/scripts/peers_ab.py "$OUT/peers/gemm_peers.csv" > "$OUT/peers_ab.md"
+fi
+# PEERS_RUNS=2: one run per library, the patched one first (the DeepGEMM kernels it compiles are
+# cached for the tree's run); the peers' move between the runs is then the noise floor.
 for v in patch tree; do
-  [ "${PEERS:-1}" = 0 ] && break
+  [ "${PEERS:-1}" = 0 ] || [ "${PEERS_RUNS:-1}" = 1 ] && break
   lib=build-peers shipped=$PWD/share/fp8jit/tuning
   [ $v = patch ] && lib=$pb shipped=$src/share/fp8jit/tuning
   [ "$(left)" -gt 60 ] || { step "no time left for peers on $v"; continue; }
   step "peers on $v within $(left) s"
   # shellcheck disable=SC2086
-  # Each library with its tree's shipped tuning rows: a patched copy's library would not find
-  # them beside it and would run the heuristic where the tree's ran a tuned row.
   FP8JIT_SHIPPED_TUNING=$shipped FP8JIT_CACHE_DIR=/tmp/pc-cache-$v PEERS_COMMIT="$commit+$([ $v = patch ] && echo "$name" || echo tree)" \
     BUILD_DIR=$lib timeout "$(left)" bash bench/peers/run.sh "$OUT/$v" ${PEERS_ARGS:-} > /dev/null 2>&1
   step "peers on $v rc $?"
@@ -96,8 +111,8 @@ for v in patch tree; do
 done
 if [ -f "$OUT/patch/gemm_peers.csv" ] && [ -f "$OUT/tree/gemm_peers.csv" ]; then
   python3 lab/scripts/peers_ab.py "$OUT/tree/gemm_peers.csv" "$OUT/patch/gemm_peers.csv" > "$OUT/peers_ab.md"
-  sed -n '1,/^| list/p' "$OUT/peers_ab.md" | head -20
 fi
+[ -f "$OUT/peers_ab.md" ] && sed -n '1,/^| list | M/p' "$OUT/peers_ab.md" | head -14
 
 if [ -n "$list" ] && [ "$(left)" -gt 60 ]; then
   step "variants $list within $(left) s"

@@ -4,7 +4,12 @@ machine) joined line by line: fp8jit's kernel time in each, their ratio, and the
 DeepGEMM (the faster of its two versions) and cuBLASLt, whose kernels did not change between the
 runs, so their ratios are the comparison's noise floor. Geometric means per list and scale mode.
 
+One run with both builds (gemm_peers.py --lib-base TREE_LIB, the patched library as --lib) is
+read the same way from its one CSV: the tree is its fp8jit_base columns, the patch its fp8jit
+ones, both timed in each shape's profiling window, so there is no run-to-run noise to show.
+
 Usage: python3 lab/scripts/peers_ab.py TREE.csv PATCH.csv > peers_ab.md
+       python3 lab/scripts/peers_ab.py RUN.csv > peers_ab.md      (a run with --lib-base)
 """
 import csv
 import math
@@ -50,8 +55,25 @@ def tile(r):
     return r.get("config_fp8jit") or "-"
 
 
+def baseline_rows(path):
+    """A --lib-base run's rows as the tree's: its fp8jit_base columns under fp8jit's names."""
+    out = {}
+    for k, r in rows(path).items():
+        if "fp8jit_base_us" not in r:
+            sys.exit(f"{path}: no fp8jit_base columns (a run without --lib-base): give two CSVs")
+        t = dict(r)
+        for col in ("us", "status", "rel_err"):
+            t[f"fp8jit_{col}"] = r[f"fp8jit_base_{col}"]
+        t["config_fp8jit"] = r["config_fp8jit_base"]
+        out[k] = t
+    return out
+
+
 def main(tree_csv, patch_csv):
-    tree, patch = rows(tree_csv), rows(patch_csv)
+    if patch_csv is None:
+        tree, patch = baseline_rows(tree_csv), rows(tree_csv)
+    else:
+        tree, patch = rows(tree_csv), rows(patch_csv)
     keys = [k for k in tree if k in patch]
     groups = {}
     lines = ["| list | M | N | K | scale | fp8jit tile (patch) | tree µs | patch µs | tree / patch "
@@ -90,6 +112,6 @@ def main(tree_csv, patch_csv):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3:
+    if len(sys.argv) not in (2, 3):
         sys.exit(__doc__)
-    main(sys.argv[1], sys.argv[2])
+    main(sys.argv[1], sys.argv[2] if len(sys.argv) == 3 else None)
