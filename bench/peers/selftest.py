@@ -595,6 +595,25 @@ def test_library():
             check(False, f"fp8jit_runtime_create_with_options (shipped_tuning {shipped!r}): {e}")
     check(len(names) == 3 and len(set(names)) == 1, f"selection with and without shipped rows off a GPU: {names}")
     check(raises(fj.Fp8jitError, fj.Fp8jit, path, None, "") is not None, "shipped_tuning without cache_dir")
+    # gemm_peers.py --lib-base: a second copy of the library loads beside the first as an object
+    # of its own (another path, the same SONAME), with its own runtime, and selects alike.
+    with tempfile.TemporaryDirectory() as d:
+        copy = os.path.join(d, "libfp8jit.so")
+        shutil.copyfile(os.path.realpath(path), copy)
+        try:
+            with fj.Fp8jit(path, cache_dir="", shipped_tuning="") as one, \
+                    fj.Fp8jit(copy, cache_dir=os.path.join(d, "cache"), shipped_tuning="") as two:
+                picks = []
+                for lib in (one, two):
+                    a3 = lib.gemm_args(4096, 32768, 512, fj.SCALE_MODE_TENSOR, fast_accum=True)
+                    a3.a, a3.b, a3.d, a3.scale_a, a3.scale_b = 1 << 20, 2 << 20, 3 << 20, 4 << 20, 5 << 20
+                    picks.append(lib.select(a3))
+                with open("/proc/self/maps", encoding="utf-8") as f:
+                    mapped = {line.split()[-1] for line in f if "libfp8jit" in line}
+                check(copy in mapped and os.path.realpath(path) in mapped, f"two libraries mapped: {mapped}")
+                check(picks[0] == picks[1] and one.lib._handle != two.lib._handle, f"two runtimes: {picks}")
+        except fj.Fp8jitError as e:
+            check(False, f"a second copy of {path}: {e}")
 
 
 def test_shipped_gain():
