@@ -103,6 +103,7 @@ def main():
     headers = template_headers()
     print("| spec | " + " | ".join(f"{n} s" for n, _ in variants) + " | same code as base |")
     print("| --- |" + " ---: |" * len(variants) + " --- |")
+    medians = {n: [] for n, _ in variants}
     for spec in a.specs:
         source = subprocess.run([a.fp8jit, "emit", "--spec", spec], check=True, capture_output=True).stdout
         times = {n: [] for n, _ in variants}
@@ -114,8 +115,15 @@ def main():
                 code.setdefault(n, text_of(cubin, n))
         name = source.split(b"\n", 1)[0].split(b" ")[1].decode()
         same = ", ".join(f"{n}: {'yes' if code[n] == code['base'] else 'NO'}" for n, _ in variants[1:])
+        for n, _ in variants:
+            medians[n].append(statistics.median(times[n]))
         print(f"| {name} | " + " | ".join(f"{statistics.median(times[n]):.3f}" for n, _ in variants)
               + f" | {same or '-'} |", flush=True)
+    print()
+    for n, _ in variants:
+        xs = medians[n]
+        print(f"{n}: {len(xs)} kernels, mean {statistics.mean(xs):.3f} s, median {statistics.median(xs):.3f} s, "
+              f"max {max(xs):.3f} s, {sum(x <= 0.5 for x in xs)} within 0.5 s")
 
 
 if __name__ == "__main__":
