@@ -89,12 +89,13 @@ std::vector<int> candidate_widths(const GemmProblem& p, int block_m, std::int64_
   // defers too (H100, per tensor: 4096x24576x1536 256.8 µs at 160 against 274.7 at 240,
   // 8192x5120x2048 141.9 against 153.0).
   if (k_blocks <= 16 && p.scale != ScaleMode::block) max_n = std::min(max_n, 160);
-  // Not, at 4 K blocks or fewer, a width whose D rows go out in 32-byte panels (GemmGeometry::
-  // panel_bytes): there a CTA's stores are most of its work and a 32-byte panel costs TMA a
-  // request per 32 bytes of D. H200, CUDA events, tree (row-major) / 32-byte panels:
-  // 4096x32768x512 at 128x144 147.8 / 166.0 µs fast, 161.7 / 180.4 precise, where one-tile CTAs
-  // and longer K gained from them (700x2048x768 128x96 10.0 / 9.1, 4096x7168x1024 128x112
-  // 65.7 / 64.5; lab/configs/narrow_panels_deferred.txt).
+  // Not, at 4 K blocks or fewer, a width whose rows of D go out in 32-byte panels
+  // (GemmGeometry::panel_bytes): where a CTA runs many such tiles its stores are most of its
+  // work, and each 32-byte row of a panel is a TMA request of its own beside the loads'. H200,
+  // CUDA events, row-major / 32-byte panels: 4096x32768x512 at 128x144 (55 tiles a CTA) 147.8 /
+  // 166.0 µs fast, 161.7 / 180.4 precise; with fewer tiles or longer K they gained (2048x7168x512
+  // at 128x144 29.0 / 28.4, 4096x7168x1024 at 128x112 65.7 / 64.5, 777x3072x4096 at 128x176
+  // 23.2 / 21.7).
   auto stores_well = [&](int bn) {
     return k_blocks > 4 ||
            gemm_geometry(p, GemmConfig{block_m, bn, kDefaultStages}).panel_bytes != 32;
