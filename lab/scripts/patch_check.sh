@@ -93,7 +93,16 @@ if [ "${PEERS:-1}" != 0 ] && [ "${PEERS_RUNS:-1}" = 1 ] && [ "$(left)" -gt 60 ];
     --base-title "fp8jit tree" ${PEERS_ARGS:-} > /dev/null 2>&1
   step "peers rc $?"
   rm -f "$OUT/peers/gemm_peers.json" "$OUT/peers/run.log"
-  [ -f "$OUT/peers/gemm_peers.csv" ] && python3 lab/scripts/peers_ab.py "$OUT/peers/gemm_peers.csv" > "$OUT/peers_ab.md"
+  # The tree's library timed on some line, else (it did not load or run) one run per library.
+  if [ -f "$OUT/peers/gemm_peers.csv" ] && python3 -c 'import csv, sys
+sys.exit(not any(r.get("fp8jit_base_status") == "ok" for r in csv.DictReader(open(sys.argv[1]))))' \
+    "$OUT/peers/gemm_peers.csv"; then
+    python3 lab/scripts/peers_ab.py "$OUT/peers/gemm_peers.csv" > "$OUT/peers_ab.md"
+  else
+    step "no line timed with the tree's library in one process: one run per library instead"
+    rm -rf "$OUT/peers"
+    PEERS_RUNS=2
+  fi
 fi
 # PEERS_RUNS=2: one run per library, the patched one first (the DeepGEMM kernels it compiles are
 # cached for the tree's run); the peers' move between the runs is then the noise floor.
