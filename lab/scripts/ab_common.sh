@@ -2,6 +2,18 @@
 # set): builds one CMake target per variant — the tree as it is, then a plain copy with each patch
 # applied — and hands each build tree to the caller's `measure NAME BUILD_DIR`.
 
+# call_log: a device call's log and clock (tree_check.sh, patch_check.sh): from here on all output
+# goes to $OUT/check.log too; `step` prints a line with the seconds since, `left` the seconds
+# before LIMIT_S (default 585, under the device tool's 600).
+call_log() {
+  mkdir -p "$OUT" || return 1
+  start=$(date +%s)
+  limit=${LIMIT_S:-585}
+  exec > >(tee -a "$OUT/check.log") 2>&1
+}
+step() { echo "[$(($(date +%s) - start)) s] $*"; }
+left() { echo $((limit - ($(date +%s) - start))); }
+
 sqlite_args=()
 if [ ! -f /usr/include/sqlite3.h ] && [ -f .carry/sqlite/sqlite3.h ]; then
   # A machine with the SQLite runtime but no headers: the header travels with the tree.

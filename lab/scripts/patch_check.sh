@@ -17,15 +17,17 @@
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 1
 OUT=${OUT:?set OUT to the output folder}
-patch=${1:?usage: OUT=... bash lab/scripts/patch_check.sh PATCH [LIST]}
+patch=${1-}
 list=${2:-}
-mkdir -p "$OUT"
-start=$(date +%s)
-limit=${LIMIT_S:-585}
-exec > >(tee -a "$OUT/check.log") 2>&1
-step() { echo "[$(($(date +%s) - start)) s] $*"; }
-left() { echo $((limit - ($(date +%s) - start))); }
-source lab/scripts/ab_common.sh  # sqlite_args, ab_patch_tree
+# Bad arguments stop the call before anything is written.
+[ -n "$patch" ] || { echo "usage: OUT=... bash lab/scripts/patch_check.sh PATCH [LIST]" >&2; exit 2; }
+[ -f "$patch" ] || { echo "patch_check.sh: PATCH '$patch': no such file" >&2; exit 2; }
+patch -p1 --dry-run -s -f < "$patch" > /dev/null 2>&1 ||
+  { echo "patch_check.sh: PATCH '$patch' does not apply to this tree" >&2; exit 2; }
+[ -z "$list" ] || [ -f "$list" ] || { echo "patch_check.sh: LIST '$list': no such file" >&2; exit 2; }
+case ${PEERS_RUNS:-1} in 1 | 2) ;; *) echo "patch_check.sh: PEERS_RUNS='$PEERS_RUNS': 1 or 2" >&2; exit 2 ;; esac
+source lab/scripts/ab_common.sh  # sqlite_args, call_log, ab_patch_tree
+call_log || exit 1
 nvidia-smi --query-gpu=name,clocks.max.sm,power.limit,driver_version --format=csv
 jobs=$(nproc)
 name=$(basename "$patch" .patch)

@@ -12,13 +12,8 @@
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 1
 OUT=${OUT:?set OUT to the output folder}
-mkdir -p "$OUT"
-start=$(date +%s)
-limit=${LIMIT_S:-585}
-exec > >(tee -a "$OUT/check.log") 2>&1
-step() { echo "[$(($(date +%s) - start)) s] $*"; }
-left() { echo $((limit - ($(date +%s) - start))); }
-source lab/scripts/ab_common.sh  # sqlite_args
+source lab/scripts/ab_common.sh  # sqlite_args, call_log
+call_log || exit 1
 nvidia-smi --query-gpu=name,clocks.max.sm,power.limit,driver_version --format=csv > "$OUT/gpu.txt"
 jobs=$(nproc)
 

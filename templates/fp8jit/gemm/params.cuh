@@ -60,7 +60,8 @@ struct GemmParams {
   TensorMap tma_a;  // A [M, K] FP8, K-major, box 128 x BLOCK_M, 128-byte swizzle
   TensorMap tma_b;  // B [N, K] FP8, K-major, box 128 x BLOCK_N
   // D [M, N], box BLOCK_N x (BLOCK_M / consumer warpgroups), or with swizzled slabs
-  // (GemmGeometry::swizzled_slab) 128 bytes x that and the 128-byte swizzle; used when tma_store.
+  // (GemmGeometry::panel_bytes) a panel's bytes x that and the swizzle of that width; used when
+  // tma_store.
   TensorMap tma_d;
   // Block and group scaling, where the scale layouts allow it (scale_tma): A's column-major
   // scales come in by TMA with the stage (box BLOCK_M x 1), and so do group scaling's column-major
