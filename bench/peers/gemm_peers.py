@@ -56,7 +56,7 @@ def parse_args(argv=None):
     p.add_argument("--shipped-base", default=None,
                    help="the tuned rows the --lib-base build reads (default: FP8JIT_SHIPPED_TUNING, else those "
                         "installed beside it; 'off' for none)")
-    p.add_argument("--base-title", default="fp8jit base", help="the --lib-base build's name in the report")
+    p.add_argument("--base-title", default=None, help="the --lib-base build's name in the report (default: fp8jit base)")
     p.add_argument("--lists", default="deepseek-v3,open-models",
                    help="shape lists: names in bench/shapes (deepseek-v3 = deepseek_v3.csv) or CSV paths")
     p.add_argument("--scales", default=",".join(pc.SCALES), help="block,tensor,tensor-fast")
@@ -93,14 +93,20 @@ def parse_args(argv=None):
             raise pc.InputError("--iters must be >= 1, --warmup >= 0, --flush-mib in [1, 65536]")
         if a.jobs < 0 or a.max_seconds < 0:
             raise pc.InputError("--jobs and --max-seconds must be >= 0")
-        if a.lib_base and not os.path.isfile(a.lib_base):
-            raise pc.InputError(f"--lib-base {a.lib_base}: no such file")
+        if a.lib_base is not None and not os.path.isfile(a.lib_base):
+            raise pc.InputError(f"--lib-base '{a.lib_base}': no such file")
+        if a.lib_base is None and (a.shipped_base is not None or a.base_title is not None):
+            raise pc.InputError("--shipped-base and --base-title describe the --lib-base build: give --lib-base")
         if a.lib_base and "fp8jit" not in a.provider_list:
             raise pc.InputError("--lib-base needs the fp8jit provider (the build it is compared with)")
+        if a.shipped_base is not None and a.shipped_base != "off" and not os.path.isdir(a.shipped_base):
+            raise pc.InputError(f"--shipped-base '{a.shipped_base}': not a folder (or 'off' for no tuned rows)")
+        if a.base_title is not None and not a.base_title.strip():
+            raise pc.InputError("--base-title: empty")
     except pc.InputError as e:
         p.error(str(e))
     if a.lib_base:
-        pc.enable_baseline(a.base_title)
+        pc.enable_baseline(a.base_title or "fp8jit base")
     return a
 
 
@@ -470,14 +476,13 @@ def git_commit():
 
 
 def base_library(a):
-    """The --lib-base build's runtime: a disk cache of its own beside the first build's, no
-    tuning database, and the tuned rows --shipped-base names (a build outside the tree finds
-    none beside it)."""
+    """The --lib-base build's runtime and where its tuned rows come from: a disk cache of its own
+    beside the first build's, no tuning database, and the rows --shipped-base names (a build
+    outside the tree finds none beside it)."""
     cache = (os.environ.get("FP8JIT_CACHE_DIR") or "/tmp/fp8jit-peers-cache").rstrip("/") + "-base"
-    shipped = a.shipped_base or os.environ.get("FP8JIT_SHIPPED_TUNING") or fj.Fp8jit.INSTALLED_ROWS
-    if shipped == "off":
-        shipped = ""
-    return fj.Fp8jit(a.lib_base, cache_dir=cache, shipped_tuning=shipped)
+    rows = a.shipped_base or os.environ.get("FP8JIT_SHIPPED_TUNING") or "installed"
+    shipped = {"off": "", "installed": fj.Fp8jit.INSTALLED_ROWS}.get(rows, rows)
+    return fj.Fp8jit(a.lib_base, cache_dir=cache, shipped_tuning=shipped), rows
 
 
 def main(argv=None):
@@ -521,12 +526,12 @@ def main(argv=None):
             provider_errors["fp8jit"] = short_error(e)
     if a.lib_base:
         try:
-            p = Fp8jitProvider(torch, a.lib_base, lib=base_library(a))
+            lib, rows = base_library(a)
+            p = Fp8jitProvider(torch, a.lib_base, lib=lib)
             log(f"fp8jit base {p.version} from {p.lib.path}; cache {p.lib.cache_dir() or '(none)'}")
             p.precompile(all_shapes, a.scale_list)
             providers[pc.BASELINE] = p
-            meta_prov[pc.BASELINE] = (f"{p.version} (C ABI via ctypes, {p.lib.path}, tuned rows "
-                                      f"{a.shipped_base or os.environ.get('FP8JIT_SHIPPED_TUNING') or 'installed'})")
+            meta_prov[pc.BASELINE] = f"{p.version} (C ABI via ctypes, {p.lib.path}, tuned rows {rows})"
         except Exception as e:  # noqa: BLE001
             provider_errors[pc.BASELINE] = short_error(e)
     if "deepgemm" in a.provider_list:

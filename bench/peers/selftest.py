@@ -282,11 +282,16 @@ def test_baseline():
     import gemm_peers as gp
     before = (pc.PROVIDERS, pc.PEERS, list(pc.CSV_FIELDS))
     try:
-        for bad in (["--lib-base", "/no/such/libfp8jit.so"], ["--lib-base", __file__, "--providers", "cublaslt"]):
+        for bad in (["--lib-base", "/no/such/libfp8jit.so"], ["--lib-base", __file__, "--providers", "cublaslt"],
+                    ["--lib-base", ""], ["--lib-base", "x" * 100000], ["--lib-base"],
+                    ["--lib-base", __file__, "--shipped-base", "/no/such/rows"],
+                    ["--lib-base", __file__, "--shipped-base", ""], ["--lib-base", __file__, "--base-title", " "],
+                    ["--shipped-base", "off"], ["--base-title", "tree"]):
             with contextlib.redirect_stderr(io.StringIO()):
                 check(raises(SystemExit, gp.parse_args, ["--out", "/tmp/x"] + bad) is not None, f"{bad} refused")
             check(pc.PROVIDERS == before[0], f"{bad}: no baseline enabled")
-        a = gp.parse_args(["--out", "/tmp/x", "--lib-base", __file__, "--base-title", "fp8jit tree"])
+        a = gp.parse_args(["--out", "/tmp/x", "--lib-base", __file__, "--base-title", "fp8jit tree",
+                           "--shipped-base", "off"])
         check(a.lib_base == __file__ and pc.PROVIDERS[-1] == pc.BASELINE and pc.PEERS[-1] == pc.BASELINE,
               f"baseline added last: {pc.PROVIDERS} {pc.PEERS}")
         pc.enable_baseline("again")
@@ -612,6 +617,12 @@ def test_library():
                     mapped = {line.split()[-1] for line in f if "libfp8jit" in line}
                 check(copy in mapped and os.path.realpath(path) in mapped, f"two libraries mapped: {mapped}")
                 check(picks[0] == picks[1] and one.lib._handle != two.lib._handle, f"two runtimes: {picks}")
+            import types
+            import gemm_peers as gp
+            for shipped, want in (("off", "off"), (os.path.join(ROOT, "share", "fp8jit", "tuning"), None)):
+                lib, rows = gp.base_library(types.SimpleNamespace(lib_base=copy, shipped_base=shipped))
+                with lib:
+                    check(lib.path == copy and rows == (want or shipped), f"base_library rows {rows}")
         except fj.Fp8jitError as e:
             check(False, f"a second copy of {path}: {e}")
 
@@ -648,17 +659,23 @@ def test_shipped_gain():
     check(raises(SystemExit, sg.parse_args, []) is not None, "shipped_gain.py without --out refused")
 
 
-def main():
-    for t in (test_shapes, test_arithmetic, test_events, test_report, test_best_deepgemm, test_deepgemm2_setup,
-              test_gemm_peers_args, test_baseline, test_grouped_peers_args, test_shipped_gain,
-              test_header, test_c_compiler, test_library):
+def run_tests(tests, *args):
+    """Runs each test (a test that raises is one failure, the rest still run), prints the count;
+    the exit status: 1 if any check failed. lab/selftest.py runs its tests through it too."""
+    for t in tests:
         try:
-            t()
+            t(*args)
         except Exception as e:  # noqa: BLE001
             FAILURES.append(f"{t.__name__}: {type(e).__name__}: {e}")
             print(f"FAIL: {t.__name__} raised {type(e).__name__}: {e}")
     print(f"{CHECKS[0]} checks, {len(FAILURES)} failed")
     return 1 if FAILURES else 0
+
+
+def main():
+    return run_tests((test_shapes, test_arithmetic, test_events, test_report, test_best_deepgemm,
+                      test_deepgemm2_setup, test_gemm_peers_args, test_baseline, test_grouped_peers_args,
+                      test_shipped_gain, test_header, test_c_compiler, test_library))
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "lab"))
-from cubin_text import text_sections  # noqa: E402
+from cubin_text import text_sections_of  # noqa: E402
 
 # runtime/jit/nvrtc.cpp's nvrtc_options for sm_90a cubins; BASE_OPTIONS="..." replaces them (e.g.
 # without --minimal, to time what it saves).
@@ -81,16 +81,6 @@ def compile_once(nvrtc, source, headers, options):
     return seconds, cubin, log.value.decode(errors="replace")
 
 
-def text_of(cubin, tag):
-    path = f"/tmp/nvrtc_options_{os.getpid()}_{tag}.cubin"
-    with open(path, "wb") as f:
-        f.write(cubin)
-    try:
-        return text_sections(path)
-    finally:
-        os.remove(path)
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--fp8jit", default=os.path.join(ROOT, "build", "fp8jit"))
@@ -98,21 +88,36 @@ def main():
     ap.add_argument("--variant", action="append", default=[], help="NAME=OPTION [OPTION...]")
     ap.add_argument("specs", nargs="+")
     a = ap.parse_args()
-    variants = [("base", [])] + [(v.split("=", 1)[0], v.split("=", 1)[1].split()) for v in a.variant]
+    if not 1 <= a.rounds <= 999:
+        ap.error(f"--rounds {a.rounds}: 1 to 999")
+    if not os.path.isfile(a.fp8jit):
+        ap.error(f"--fp8jit {a.fp8jit}: no such file (build the CLI: cmake --build BUILD --target fp8jit_cli)")
+    variants = [("base", [])]
+    for v in a.variant:
+        name, _, opts = v.partition("=")
+        if not name or name in dict(variants) or not opts.split():
+            ap.error(f"--variant '{v}': NAME=OPTION [OPTION...], a new name and at least one option")
+        variants.append((name, opts.split()))
+    sources = {}
+    for spec in a.specs:
+        r = subprocess.run([a.fp8jit, "emit", "--spec", spec], capture_output=True)
+        if r.returncode != 0:
+            ap.error(f"spec {spec[:200]!r}: fp8jit emit refused it: {r.stderr.decode(errors='replace').strip()[:400]}")
+        sources[spec] = r.stdout
     nvrtc = load_nvrtc()
     headers = template_headers()
     print("| spec | " + " | ".join(f"{n} s" for n, _ in variants) + " | same code as base |")
     print("| --- |" + " ---: |" * len(variants) + " --- |")
     medians = {n: [] for n, _ in variants}
     for spec in a.specs:
-        source = subprocess.run([a.fp8jit, "emit", "--spec", spec], check=True, capture_output=True).stdout
+        source = sources[spec]
         times = {n: [] for n, _ in variants}
         code = {}
         for _ in range(a.rounds):
             for n, extra in variants:
                 s, cubin, _ = compile_once(nvrtc, source, headers, BASE_OPTIONS + extra)
                 times[n].append(s)
-                code.setdefault(n, text_of(cubin, n))
+                code.setdefault(n, text_sections_of(cubin, n))
         name = source.split(b"\n", 1)[0].split(b" ")[1].decode()
         same = ", ".join(f"{n}: {'yes' if code[n] == code['base'] else 'NO'}" for n, _ in variants[1:])
         for n, _ in variants:

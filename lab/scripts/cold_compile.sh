@@ -11,6 +11,15 @@ set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 1
 OUT=${OUT:-/tmp/fp8jit-cold-compile}
 B=${BUILD_DIR:-build-gpu}
+lists=${LISTS-bench/shapes/deepseek_v3.csv bench/shapes/open_models.csv}
+# Bad settings stop it before anything is written or built.
+[[ ${ROUNDS:-1} =~ ^[1-9][0-9]{0,2}$ ]] || { echo "cold_compile.sh: ROUNDS='${ROUNDS}': 1 to 999" >&2; exit 2; }
+[ -n "${lists// /}" ] || { echo "cold_compile.sh: LISTS is empty" >&2; exit 2; }
+for list in $lists; do
+  [ -f "$list" ] || { echo "cold_compile.sh: LISTS: '$list': no such file" >&2; exit 2; }
+done
+# shellcheck disable=SC2086
+grep -qE '^[0-9]+,[0-9]+,[0-9]+' $lists || { echo "cold_compile.sh: no m,n,k row in LISTS" >&2; exit 2; }
 mkdir -p "$OUT"
 if [ ! -x "$B/fp8jit" ]; then
   source lab/scripts/ab_common.sh  # sqlite_args
@@ -19,7 +28,7 @@ if [ ! -x "$B/fp8jit" ]; then
     { tail -20 "$OUT/build.log"; exit 1; }
 fi
 specs=()
-for list in ${LISTS:-bench/shapes/deepseek_v3.csv bench/shapes/open_models.csv}; do
+for list in $lists; do
   while IFS=, read -r m n k _; do
     case $m in '' | \#* | m) continue ;; esac
     for scale in block tensor tensor-fast; do

@@ -16,9 +16,26 @@ import math
 import sys
 
 
+KEY = ("list", "m", "n", "k", "scale")
+
+
 def rows(path):
-    with open(path, newline="") as f:
-        return {(r["list"], r["m"], r["n"], r["k"], r["scale"]): r for r in csv.DictReader(f)}
+    """The CSV's rows by (list, m, n, k, scale); exits (status 2) naming the file where it cannot
+    be read or is not a gemm_peers.csv."""
+    try:
+        with open(path, newline="") as f:
+            reader = csv.DictReader(f)
+            need = set(KEY) | {"fp8jit_us", "fp8jit_status", "config_fp8jit"}
+            if not reader.fieldnames or not need <= set(reader.fieldnames):
+                fail(f"{path}: not a gemm_peers.csv (columns {', '.join(sorted(need))} needed)")
+            return {tuple(r[c] for c in KEY): r for r in reader}
+    except (OSError, UnicodeDecodeError, csv.Error) as e:
+        fail(f"{path}: {e}")
+
+
+def fail(message):
+    print(f"peers_ab.py: {message}", file=sys.stderr)
+    sys.exit(2)
 
 
 def us(r, col):
@@ -60,7 +77,7 @@ def baseline_rows(path):
     out = {}
     for k, r in rows(path).items():
         if "fp8jit_base_us" not in r:
-            sys.exit(f"{path}: no fp8jit_base columns (a run without --lib-base): give two CSVs")
+            fail(f"{path}: no fp8jit_base columns (a run without --lib-base): give two CSVs")
         t = dict(r)
         for col in ("us", "status", "rel_err"):
             t[f"fp8jit_{col}"] = r[f"fp8jit_base_{col}"]
@@ -74,6 +91,8 @@ def main(tree_csv, patch_csv):
         tree, patch = baseline_rows(tree_csv), rows(tree_csv)
     else:
         tree, patch = rows(tree_csv), rows(patch_csv)
+    if not any(k in patch for k in tree):
+        fail("the two runs share no (list, M, N, K, scale) line")
     keys = [k for k in tree if k in patch]
     groups = {}
     lines = ["| list | M | N | K | scale | fp8jit tile (patch) | tree µs | patch µs | tree / patch "
@@ -113,5 +132,6 @@ def main(tree_csv, patch_csv):
 
 if __name__ == "__main__":
     if len(sys.argv) not in (2, 3):
-        sys.exit(__doc__)
+        print(__doc__, file=sys.stderr)
+        sys.exit(2)
     main(sys.argv[1], sys.argv[2] if len(sys.argv) == 3 else None)

@@ -1,0 +1,155 @@
+#!/usr/bin/env python3
+"""The GPU-free checks of lab/'s own tools, run by CI (ctest lab_tools_selftest): their answers
+on good input, and on wrong, empty, huge and missing input a usage error (exit status 2) that
+writes nothing.
+
+  lab/cubin_text.py           two cubins' machine code compared (a real cubin from the CLI)
+  lab/scripts/peers_ab.py     two peers CSVs, or one with --lib-base columns, joined per line
+  lab/probes/nvrtc_options.py cold NVRTC compiles under extra options (a quantize kernel)
+  lab/scripts/cold_compile.sh and lab/scripts/patch_check.sh: their argument checks
+
+Usage: FP8JIT_CLI=build/fp8jit python3 lab/selftest.py
+"""
+import csv
+import os
+import subprocess
+import sys
+import tempfile
+
+LAB = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(LAB)
+sys.path.insert(0, os.path.join(ROOT, "bench", "peers"))
+from selftest import check, run_tests  # noqa: E402  (the peer benchmark's check counting)
+
+CLI = os.environ.get("FP8JIT_CLI") or os.path.join(ROOT, "build", "fp8jit")
+QUANTIZE = ('{"config":{"threads":64,"unroll":1,"vec":4},"family":"quantize","problem":{"format":"e4m3",'
+            '"granularity":"tensor","input":"bf16","transpose":0}}')
+
+
+def run(argv, env=None):
+    e = dict(os.environ, **(env or {}))
+    r = subprocess.run(argv, capture_output=True, text=True, env=e, cwd=ROOT, timeout=300)
+    return r.returncode, r.stdout, r.stderr
+
+
+def py(tool, *args, env=None):
+    return run([sys.executable, os.path.join(LAB, tool), *args], env=env)
+
+
+def test_cubin_text(d):
+    cubin = os.path.join(d, "q.cubin")
+    rc, _, err = run([CLI, "compile", "--spec", QUANTIZE, "--cubin", cubin])
+    check(rc == 0 and os.path.getsize(cubin) > 0, f"the CLI compiles a quantize cubin: {err[-300:]}")
+    with open(cubin, "rb") as f:
+        data = bytearray(f.read())
+    check(py("cubin_text.py", cubin, cubin)[0] == 0, "a cubin has its own machine code")
+    # Another cubin whose .text differs in one byte: different code.
+    sys.path.insert(0, LAB)
+    from cubin_text import text_sections_of
+    sections = text_sections_of(bytes(data))
+    check(len(sections) >= 1 and all(sections.values()), f"the cubin's .text sections: {list(sections)}")
+    name, body = next(iter(sections.items()))
+    at = bytes(data).find(body)
+    data[at] ^= 0xFF
+    other = os.path.join(d, "other.cubin")
+    with open(other, "wb") as f:
+        f.write(data)
+    check(py("cubin_text.py", cubin, other)[0] == 1, f"a changed byte of {name} is different code")
+    notelf = os.path.join(d, "not.cubin")
+    with open(notelf, "w") as f:
+        f.write("not an ELF file")
+    cut = os.path.join(d, "cut.cubin")
+    with open(cut, "wb") as f:
+        f.write(bytes(data[:80]))
+    empty = os.path.join(d, "empty.cubin")
+    open(empty, "wb").close()
+    for bad in ([cubin, notelf], [cubin, cut], [cubin, empty], [cubin, os.path.join(d, "missing")],
+                [cubin, "x" * 5000], [cubin], []):
+        rc, _, err = py("cubin_text.py", *bad)
+        check(rc == 2 and err.strip(), f"cubin_text.py {[b[:40] for b in bad]}: exit {rc}, want 2 with a message")
+
+
+def write_csv(path, rows, base=False):
+    fields = ["list", "label", "m", "n", "k", "scale", "fp8jit_us", "fp8jit_status", "fp8jit_rel_err",
+              "deepgemm_best_us", "cublaslt_us", "cublaslt_status", "config_fp8jit"]
+    if base:
+        fields += ["fp8jit_base_us", "fp8jit_base_status", "fp8jit_base_rel_err", "config_fp8jit_base"]
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=fields)
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: r.get(k, "") for k in fields})
+
+
+def row(m, us, dg, base=None, scale="block"):
+    r = {"list": "l", "m": m, "n": 2048, "k": 768, "scale": scale, "fp8jit_us": us, "fp8jit_status": "ok",
+         "deepgemm_best_us": dg, "config_fp8jit": "gemm_sm90_e4m3e4m3_bf16_block_128x96x128_s6_g8_tma"}
+    if base is not None:
+        r.update(fp8jit_base_us=base, fp8jit_base_status="ok", config_fp8jit_base=r["config_fp8jit"])
+    return r
+
+
+def test_peers_ab(d):
+    tree, patch, one = (os.path.join(d, f) for f in ("tree.csv", "patch.csv", "one.csv"))
+    write_csv(tree, [row(700, 7.6, 5.44), row(64, 4.0, 3.0)])
+    write_csv(patch, [row(700, 6.8, 5.44), row(64, 4.0, 3.3)])
+    rc, out, err = py("scripts/peers_ab.py", tree, patch)
+    check(rc == 0 and "| l | block | 2 | " in out, f"two runs joined: {err[-300:]}")
+    gain = (7.6 / 6.8 * 1.0) ** 0.5
+    check(f"| {gain:.4f} |" in out and "| 1.118 |" in out, "tree / patch per list and per line")
+    write_csv(one, [row(700, 6.8, 5.44, base=7.6), row(64, 4.0, 3.3, base=4.0)], base=True)
+    rc, out, _ = py("scripts/peers_ab.py", one)
+    check(rc == 0 and f"| l | block | 2 | {gain:.4f} | 1.0000 | - |" in out,
+          f"one --lib-base run: the same gains, no drift between runs: {out[:900]}")
+    garbage = os.path.join(d, "garbage.csv")
+    with open(garbage, "w") as f:
+        f.write("a,b\n1,2\n")
+    other = os.path.join(d, "other.csv")
+    write_csv(other, [row(1, 1.0, 1.0, scale="tensor")])
+    empty = os.path.join(d, "empty.csv")
+    open(empty, "w").close()
+    for bad in ([tree], [garbage, patch], [tree, empty], [tree, os.path.join(d, "missing.csv")], [tree, other],
+                ["x" * 5000], [], [tree, patch, one]):
+        rc, out, err = py("scripts/peers_ab.py", *bad)
+        check(rc == 2 and err.strip() and not out, f"peers_ab.py {[os.path.basename(b)[:30] for b in bad]}: exit {rc}")
+
+
+def test_nvrtc_options(d):
+    rc, out, err = py("probes/nvrtc_options.py", "--fp8jit", CLI, "--rounds", "1",
+                      "--variant", "nomin=-DNOTHING_DEFINED=1", QUANTIZE)
+    check(rc == 0 and "| quant_sm90_bf16_e4m3_tensor_v4_t64_u1 |" in out, f"a quantize kernel timed: {err[-400:]}")
+    check("nomin: yes" in out and "base: 1 kernels" in out, f"same code and a summary: {out[-300:]}")
+    for bad in (["--rounds", "0", QUANTIZE], ["--rounds", "1000", QUANTIZE], ["--rounds", "x", QUANTIZE],
+                ["--variant", "=-DX", QUANTIZE], ["--variant", "a=", QUANTIZE], ["--variant", "base=-DX", QUANTIZE],
+                ["--variant", "noequals", QUANTIZE], ["--fp8jit", os.path.join(d, "nope"), QUANTIZE],
+                ['{"family":"gemm"}'], ["x" * 5000], []):
+        rc, out, err = py("probes/nvrtc_options.py", *(["--fp8jit", CLI] if "--fp8jit" not in bad else []), *bad)
+        check(rc == 2 and err.strip(), f"nvrtc_options.py {[b[:30] for b in bad]}: exit {rc}, want 2")
+
+
+def test_script_arguments(d):
+    out = os.path.join(d, "never")
+    for env in ({"ROUNDS": "0"}, {"ROUNDS": "many"}, {"ROUNDS": "9" * 50}, {"LISTS": ""}, {"LISTS": " "},
+                {"LISTS": "/no/such.csv"}, {"LISTS": os.path.join(ROOT, "README.md")}):
+        rc, _, err = run(["bash", "lab/scripts/cold_compile.sh"], dict(env, OUT=out, BUILD_DIR=os.path.join(d, "nb")))
+        check(rc == 2 and err.strip() and not os.path.exists(out), f"cold_compile.sh {env}: exit {rc}, nothing written")
+    for args, env in ((["/no/such.patch"], {}), (["x" * 5000], {}), ([""], {}),
+                      ([os.path.join(ROOT, "README.md"), "/no/such/list.txt"], {}),
+                      ([os.path.join(ROOT, "README.md")], {"PEERS_RUNS": "3"}),
+                      ([os.path.join(ROOT, "README.md")], {"PEERS_RUNS": ""})):
+        rc, _, err = run(["bash", "lab/scripts/patch_check.sh", *args], dict(env, OUT=out))
+        check(rc == 2 and err.strip() and not os.path.exists(out), f"patch_check.sh {[a[:30] for a in args]} {env}: exit {rc}")
+    rc, _, _ = run(["bash", "lab/scripts/patch_check.sh"], {"OUT": out})
+    check(rc != 0 and not os.path.exists(out), "patch_check.sh without PATCH refused")
+
+
+def main():
+    if not os.path.isfile(CLI):
+        print(f"lab/selftest.py: {CLI}: no CLI (set FP8JIT_CLI)", file=sys.stderr)
+        return 2
+    with tempfile.TemporaryDirectory() as d:
+        return run_tests((test_cubin_text, test_peers_ab, test_nvrtc_options, test_script_arguments), d)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
