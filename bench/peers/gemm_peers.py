@@ -409,6 +409,7 @@ def run_shape(torch, a, shape, list_name, providers, timer):
                 combos.append((scale, pname, fn))
     refs.clear()
     if combos:
+        time_same_size_copies(torch, a, shape, rows, timer)
         for _, _, fn in combos:
             timer.warm(fn, a.warmup)
         try:
@@ -427,6 +428,28 @@ def run_shape(torch, a, shape, list_name, providers, timer):
                 r["kernels"] = names
     del inp, outs
     return [rows[s] for s in a.scale_list]
+
+
+def time_same_size_copies(torch, a, shape, rows, timer):
+    """rows[scale]["copy_us"] for M <= DECODE_MAX_M: the kernel time of a device-to-device copy
+    moving as many bytes as the GEMM in that scale mode must (modes of equal bytes share one),
+    timed as the providers are, right after them. A failure leaves the rows without it."""
+    if shape.m > pc.DECODE_MAX_M:
+        return
+    sizes = {s: pc.matched_copy_bytes(shape.m, shape.n, shape.k, s) for s in a.scale_list}
+    fns = {}
+    for n in dict.fromkeys(sizes.values()):
+        src = torch.empty(n, dtype=torch.uint8, device="cuda").random_(0, 255)
+        fns[n] = lambda src=src, dst=torch.empty_like(src): dst.copy_(src)
+    try:
+        for fn in fns.values():
+            timer.warm(fn, a.warmup)
+        timed = dict(zip(fns, timer.time(list(fns.values()), a.iters)))
+    except Exception as e:  # noqa: BLE001 - the GEMMs' times stand without it
+        log(f"  {shape}: same-size copy not timed: {short_error(e, 400)}")
+        return
+    for scale, n in sizes.items():
+        rows[scale]["copy_us"] = pc.median(timed[n][0])
 
 
 def cublaslt_block(torch, prov, inp, D, ref):

@@ -162,6 +162,14 @@ def copy_bandwidth(copy_bytes, seconds):
     return 2 * copy_bytes / seconds
 
 
+def matched_copy_bytes(m, n, k, scale):
+    """The size of a device-to-device copy that moves as many bytes (read + written) as the GEMM
+    must: half of them each way. Timed beside the GEMM, it is the roofline at that size, launch
+    and ramp included, which a copy of 1 GiB does not see: a kernel of a few microseconds cannot
+    reach the large copy's bandwidth, whatever it computes."""
+    return max(1, (gemm_bytes(m, n, k, scale) + 1) // 2)
+
+
 def roofline_fraction(m, n, k, scale, us, bandwidth):
     """Fraction of the copy bandwidth the GEMM's bytes reach in `us` microseconds."""
     if not us or not bandwidth or us <= 0:
@@ -295,6 +303,14 @@ def row_roofline(row, provider, bandwidth):
     return roofline_fraction(row["m"], row["n"], row["k"], row["scale"], result_of(row, provider)["us"], bandwidth)
 
 
+def row_copy_share(row, provider):
+    """The same-size copy's time over the provider's (1: as fast as moving its bytes can be at
+    that size), for M <= DECODE_MAX_M rows timed with their copy."""
+    if row["m"] > DECODE_MAX_M or not timed_ok(row, provider) or not row.get("copy_us"):
+        return None
+    return row["copy_us"] / result_of(row, provider)["us"]
+
+
 def shape_text(row):
     return f"{row['m']}x{row['n']}x{row['k']}"
 
@@ -307,7 +323,7 @@ def summarize(rows, bandwidth):
     out = {}
     for scale in dict.fromkeys(r["scale"] for r in rows):
         mine = [r for r in rows if r["scale"] == scale]
-        s = {"rows": len(mine), "vs": {}, "roofline": {}}
+        s = {"rows": len(mine), "vs": {}, "roofline": {}, "copy_share": {}}
         for peer in PEERS:
             pairs = [(row_ratio(r, peer), r) for r in mine]
             pairs = [(x, r) for x, r in pairs if x is not None]
@@ -327,6 +343,9 @@ def summarize(rows, bandwidth):
             fr = [x for x in fr if x is not None]
             if fr:
                 s["roofline"][p] = {"geomean": geomean(fr), "shapes": len(fr), "min": min(fr), "max": max(fr)}
+            cs = [x for x in (row_copy_share(r, p) for r in mine) if x is not None]
+            if cs:
+                s["copy_share"][p] = {"geomean": geomean(cs), "shapes": len(cs), "min": min(cs), "max": max(cs)}
         s["flagged"] = [f"{shape_text(r)} {PROVIDER_TITLES[p]}: {result_of(r, p)['status']}"
                         + (f" ({result_of(r, p)['note']})" if result_of(r, p).get("note") else "")
                         for r in mine for p in PROVIDERS if result_of(r, p)["status"] not in NEUTRAL_STATUSES]
@@ -400,12 +419,14 @@ def markdown_section(title, rows, summary, bandwidth, level=2):
                    + f" | {roof_text} | {_md_escape(check_text(r))} |")
     out += ["", f"{h}# {title}: summary", "",
             "| scale | " + " | ".join(f"vs {PEER_TITLES[p]}: geomean (shapes), worst, below 1" for p in PEERS)
-            + f" | roofline M <= {DECODE_MAX_M} geomean: {roof_title} | flagged |",
-            "| --- |" + " --- |" * (len(PEERS) + 2)]
+            + f" | roofline M <= {DECODE_MAX_M} geomean: {roof_title}"
+            + f" | same-size copy / time, M <= {DECODE_MAX_M} geomean: {roof_title} | flagged |",
+            "| --- |" + " --- |" * (len(PEERS) + 3)]
     for scale, s in summary.items():
         vs = [vs_cell(s["vs"].get(peer), peer) for peer in PEERS]
         roof = " / ".join(_fmt(s["roofline"].get(p, {}).get("geomean"), ".2f") or "-" for p in PROVIDERS)
-        out.append(f"| {scale} | " + " | ".join(vs) + f" | {roof} | {len(s['flagged'])} |")
+        share = " / ".join(_fmt(s["copy_share"].get(p, {}).get("geomean"), ".2f") or "-" for p in PROVIDERS)
+        out.append(f"| {scale} | " + " | ".join(vs) + f" | {roof} | {share} | {len(s['flagged'])} |")
     flagged = [f for s in summary.values() for f in s["flagged"]]
     if flagged:
         out += ["", "Flagged: " + "; ".join(_md_escape(f) for f in flagged[:40])
@@ -426,6 +447,10 @@ def markdown(title, sections, bandwidth, meta_lines=()):
             "names which, its summary how many shapes each won). Roofline (M <= "
             f"{DECODE_MAX_M}) = bytes of A, B, D and scales / the device-to-device copy bandwidth "
             f"({_fmt(bandwidth and bandwidth / 1e12, '.2f')} TB/s, read + write, same run) / kernel time. "
+            "Same-size copy / time (M <= "
+            f"{DECODE_MAX_M}): the kernel time of a device-to-device copy that moves as many bytes (read + "
+            "written) as the GEMM must, timed with the shape's calls, over the provider's time: the "
+            "roofline at that size, launch and ramp included. "
             f"! marks a result whose relative error against the float64 reference is above {ERROR_LIMIT:g}; "
             "n/a: the provider has no such scale mode.", ""]
     for list_title, rows, summary in sections:
@@ -438,6 +463,7 @@ def csv_fields():
         [f"{p}_{x}" for p in PROVIDERS for x in ("us", "status", "rel_err")] + \
         [f"{BEST_DEEPGEMM}_us", BEST_DEEPGEMM] + \
         [f"ratio_{p}" for p in PEERS] + [f"roofline_{p}" for p in PROVIDERS] + \
+        ["copy_us"] + [f"copy_share_{p}" for p in PROVIDERS] + \
         [f"config_{p}" for p in PROVIDERS] + [f"kernels_{p}" for p in PROVIDERS] + [f"note_{p}" for p in PROVIDERS]
 
 
@@ -450,12 +476,14 @@ def csv_text(rows, bandwidth):
     w.writeheader()
     for r in rows:
         d = {x: r.get(x, "") for x in ("list", "label", "m", "n", "k", "scale")}
+        d["copy_us"] = _fmt(r.get("copy_us"), ".3f")
         for p in PROVIDERS:
             res = result_of(r, p)
             d[f"{p}_us"] = _fmt(res.get("us"), ".3f")
             d[f"{p}_status"] = res["status"]
             d[f"{p}_rel_err"] = _fmt(res.get("rel_err"), ".3e")
             d[f"roofline_{p}"] = _fmt(row_roofline(r, p, bandwidth), ".4f")
+            d[f"copy_share_{p}"] = _fmt(row_copy_share(r, p), ".4f")
             d[f"config_{p}"] = res.get("config") or ""
             d[f"kernels_{p}"] = " + ".join(res.get("kernels") or [])
             d[f"note_{p}"] = res.get("note") or ""
@@ -516,6 +544,8 @@ def summary_lines(summaries):
                               if v else "-"))
             roof = "/".join(_fmt(s["roofline"].get(p, {}).get("geomean"), ".2f") or "-" for p in PROVIDERS)
             parts.append(f"roofline M<={DECODE_MAX_M} {'/'.join(SHORT_TITLES[p] for p in PROVIDERS)} {roof}")
+            share = "/".join(_fmt(s["copy_share"].get(p, {}).get("geomean"), ".2f") or "-" for p in PROVIDERS)
+            parts.append(f"same-size copy {share}")
             parts.append(f"flagged {len(s['flagged'])}")
             out.append("  ".join(parts))
     return out

@@ -99,6 +99,8 @@ def test_arithmetic():
     b = pc.gemm_bytes(m, n, k, "block")
     check(close(pc.roofline_fraction(m, n, k, "block", 10.0, 3e12), b / 3e12 / 10e-6), "roofline fraction")
     check(pc.roofline_fraction(m, n, k, "block", None, 3e12) is None, "roofline without a time")
+    check(pc.matched_copy_bytes(m, n, k, "block") == (b + 1) // 2 and pc.matched_copy_bytes(1, 1, 1, "tensor") == 6,
+          "the same-size copy moves the GEMM's bytes, half each way")
     check(close(pc.geomean([1, 4]), 2.0) and pc.geomean([None]) is None, "geomean")
     check(raises(ValueError, pc.geomean, [1, 0]) is not None, "geomean refuses 0")
     check(close(pc.speed_ratio(12.0, 10.0), 1.2) and pc.speed_ratio(None, 1) is None, "ratio = peer / fp8jit")
@@ -150,7 +152,14 @@ def test_report():
             _row("a", 128, 4096, 7168, "tensor", _us(20.0, None, "skipped", "error"))]
     rows[1]["providers"]["cublaslt"]["status"] = "bad"
     rows[1]["providers"]["cublaslt"]["rel_err"] = 0.5
+    rows[0]["copy_us"] = 5.0
+    rows[1]["copy_us"] = 50.0  # M > 128: no share
     s = pc.summarize(rows, bw)
+    share = s["block"]["copy_share"]
+    check(share["fp8jit"]["shapes"] == 1 and close(share["fp8jit"]["geomean"], 0.5)
+          and close(share["deepgemm"]["geomean"], 5 / 12) and "deepgemm2" not in share,
+          f"same-size copy share: copy time / provider time, M <= 128 and timed only {share}")
+    check(s["tensor"]["copy_share"] == {}, "no copy timed, no share")
     vs = s["block"]["vs"]
     check(close(vs["deepgemm"]["geomean"], math.sqrt(1.2 * 0.9)), f"DeepGEMM geomean {vs['deepgemm']}")
     check(vs["deepgemm"]["worst_shape"] == "4096x7168x2048" and vs["deepgemm"]["below_1"] == 1, "worst shape")
@@ -171,6 +180,9 @@ def test_report():
             got = list(csv.DictReader(f))
         check(len(got) == 5 and got[0]["ratio_deepgemm"] == "1.2000", f"CSV rows {len(got)}")
         check(got[0]["roofline_fp8jit"] != "" and got[1]["roofline_fp8jit"] == "", "CSV roofline only M <= 128")
+        check(got[0]["copy_us"] == "5.000" and got[0]["copy_share_fp8jit"] == "0.5000"
+              and got[1]["copy_share_fp8jit"] == "" and got[2]["copy_us"] == "", "CSV same-size copy")
+        check("same-size copy / time" in md and "| 0.50 / 0.42 / - / 0.45 |" in md, "markdown same-size copy")
         with open(os.path.join(d, "t.json")) as f:
             js = json.load(f)
         check(js["meta"]["x"] is None and set(js["summary"]) == {"a", "b"} and len(js["rows"]) == 5, "JSON")

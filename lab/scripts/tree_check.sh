@@ -2,13 +2,17 @@
 # The first device call of a session: is the tree as it is correct on the GPU, and where does it
 # stand against its peers? Builds build-gpu (GPU tests, CLI), build-peers (libfp8jit.so) and
 # DeepGEMM 2.6.1's extension at once, then the GPU tests (GTESTS), then the peers benchmark
-# (bench/peers/run.sh) with the time left. Returns at most six files, within the device tool's
-# eight: $OUT/check.log (each step, its time, a failed build's tail), $OUT/gpu.txt, $OUT/gtests.txt,
-# $OUT/peers/gemm_peers.{md,csv} and $OUT/peers/run.log.
+# (bench/peers/run.sh) with the time left. Returns at most eight files, the device tool's limit:
+# $OUT/check.log (each step, its time, a failed build's tail), $OUT/gpu.txt, $OUT/gtests.txt,
+# $OUT/peers/gemm_peers.{md,csv}, $OUT/peers/run.log and, when asked, $OUT/first_call.md and
+# $OUT/memcheck.txt.
 # Usage (repo root, on the device): OUT=... bash lab/scripts/tree_check.sh
 # Environment: GTESTS (gtest filter, default 'GemmGpu.*:GroupedGemmGpu.*'; empty skips the tests),
 # LIMIT_S (seconds the whole call may take, default 585: under the device tool's 600),
-# PEERS=0 skips the peers; PEERS_COMMIT (the commit the report names; default .carry/commit).
+# PEERS=0 skips the peers; PEERS_COMMIT (the commit the report names; default .carry/commit);
+# FIRST_CALL=1: every default kernel's first call, cold and from the disk cache, and its SASS
+# (lab/probes/first_call.py); MEMCHECK=1: tests/gpu/memcheck.sh. Both run before the peers, whose
+# reserve (PEERS_RESERVE_S, default 150) then grows by 90 s and 100 s.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 1
 OUT=${OUT:?set OUT to the output folder}
@@ -36,7 +40,10 @@ step "build-gpu done"
 if [ $status = 0 ] && [ -n "${GTESTS-GemmGpu.*:GroupedGemmGpu.*}" ]; then
   filter=${GTESTS-GemmGpu.*:GroupedGemmGpu.*}
   # The peers need about two minutes: the tests get what is left before that.
-  budget=$(($(left) - ${PEERS_RESERVE_S:-150}))
+  reserve=${PEERS_RESERVE_S:-150}
+  [ "${FIRST_CALL:-0}" = 1 ] && reserve=$((reserve + 90))
+  [ "${MEMCHECK:-0}" = 1 ] && reserve=$((reserve + 100))
+  budget=$(($(left) - reserve))
   [ "${PEERS:-1}" = 0 ] && budget=$(left)
   step "GPU tests '$filter' within ${budget} s"
   timeout "$budget" ./build-gpu/tests/fp8jit_gpu_tests --gtest_filter="$filter" > "$OUT/gtests.txt" 2>&1
@@ -47,7 +54,25 @@ if [ $status = 0 ] && [ -n "${GTESTS-GemmGpu.*:GroupedGemmGpu.*}" ]; then
 fi
 
 wait "$peers_pid" || { step "build-peers failed:"; tail -30 /tmp/tree_check_peers.log; }
+# Every build is done before the first calls compile: their NVRTC times are the host's at rest.
 wait "$dg2_pid"; tail -1 /tmp/tree_check_dg2.log
+if [ "${FIRST_CALL:-0}" = 1 ]; then
+  step "first calls of the default kernels (cold, disk cache, SASS)"
+  CUDA_CACHE_DISABLE=1 timeout 120 python3 lab/probes/first_call.py --lib build-peers/libfp8jit.so \
+    --out "$OUT/first_call.md" > /tmp/tree_check_first_call.log 2>&1
+  rc=$?
+  tail -4 "$OUT/first_call.md" 2>/dev/null || tail -5 /tmp/tree_check_first_call.log
+  step "first calls rc $rc"
+  [ $rc = 0 ] || status=1
+fi
+if [ "${MEMCHECK:-0}" = 1 ] && [ -x build-gpu/fp8jit ]; then
+  step "memcheck"
+  timeout 150 bash tests/gpu/memcheck.sh build-gpu > "$OUT/memcheck.txt" 2>&1
+  rc=$?
+  cat "$OUT/memcheck.txt"
+  step "memcheck rc $rc"
+  [ $rc = 0 ] || status=1
+fi
 if [ "${PEERS:-1}" != 0 ] && [ "$(left)" -gt 30 ]; then
   commit=${PEERS_COMMIT:-$(cat .carry/commit 2>/dev/null || git rev-parse HEAD 2>/dev/null || echo unknown)}
   step "peers (commit $commit) within $(left) s"

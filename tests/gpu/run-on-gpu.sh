@@ -62,14 +62,7 @@ for spec in '{"family":"quantize","problem":{"input":"bf16","format":"e4m3","gra
 done
 if [ "$MODE" != "quick" ]; then
   step "compute-sanitizer"
-  compute-sanitizer --tool memcheck ./$B/fp8jit quantize --m 300 --k 1000 --iters 1 2>&1 | tail -3
-  compute-sanitizer --tool memcheck ./$B/fp8jit quantize --m 300 --k 1000 --granularity 128x128 --transpose --iters 1 2>&1 | tail -3
-  for scale in block tensor rowwise group; do
-    compute-sanitizer --tool memcheck --print-limit 3 ./$B/fp8jit gemm --m 65 --n 24 --k 144 --scale $scale --iters 1 2>&1 | tail -12
-  done
-  compute-sanitizer --tool memcheck ./$B/fp8jit gemm --m 130 --n 200 --k 272 --out fp32 --iters 1 2>&1 | tail -2
-  # Split-K summed inside clusters (distributed shared memory).
-  compute-sanitizer --tool memcheck ./$B/fp8jit gemm --m 64 --n 2112 --k 7168 --scale block --iters 1 2>&1 | tail -2
+  bash tests/gpu/memcheck.sh "$B" || status=1
 fi
 if [ "$MODE" != "quick" ] && [ "${BENCH:-1}" != 0 ]; then
   step "bench"
