@@ -83,6 +83,20 @@ TuneResult tune_grouped_gemm(const GroupedGemmArgs& a, const GemmTuneHooks& hook
       problem, a.groups, a.expected_m, a.n, a.k, sms_of(dev, a.max_sms), dev.max_smem_optin, options.top_k);
   const GroupedReference ref(a);  // once per sweep, group by group
   Bench bench = timed_bench(hooks, options);
+  if (!options.more_group_rows.empty()) {
+    if (!hooks.run_on_rows)
+      throw_invalid("more_group_rows", std::to_string(options.more_group_rows.size()) + " tables",
+                    "this runtime cannot launch on another group table");
+    bench.time = [&options, &hooks, own = bench.time](const KernelSpec& s) {
+      std::vector<Timing> t = {own(s)};
+      for (const int* rows : options.more_group_rows) {
+        GemmTuneHooks on_table = hooks;
+        on_table.run = [&hooks, rows](const KernelSpec& k) { hooks.run_on_rows(k, rows); };
+        t.push_back(timed_bench(on_table, options).time(s));
+      }
+      return geometric_mean(t);
+    };
+  }
   bench.verify = [&](const KernelSpec& s) -> std::string {
     ref.poison_d();
     hooks.run(s);

@@ -17,6 +17,8 @@ struct GemmTuneHooks {
   // Launches the tuned arguments with a compiled candidate on the null stream, asynchronously.
   // Throws on a launch failure.
   std::function<void(const KernelSpec&)> run;
+  // Grouped only (TuneOptions::more_group_rows): the same launch with another group table.
+  std::function<void(const KernelSpec&, const int* group_rows)> run_on_rows;
 };
 
 // Sweeps the ranked candidates for `args` (checked and normalized by the caller; device operands,
@@ -27,6 +29,8 @@ TuneResult tune_gemm(const GemmArgs& args, const GemmTuneHooks& hooks, const Tun
 // The same for a grouped gemm (`args` normalized: expected_m filled in): the candidates of
 // grouped_gemm_candidates, each run on poisoned D and checked group by group against the float64
 // reference (GroupedReference), rows outside the groups included. The group table must be valid.
+// With TuneOptions::more_group_rows, each candidate is timed on those tables too
+// (hooks.run_on_rows) and its time is the geometric mean over all of them.
 TuneResult tune_grouped_gemm(const GroupedGemmArgs& args, const GemmTuneHooks& hooks,
                              const TuneOptions& options);
 

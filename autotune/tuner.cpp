@@ -1,14 +1,15 @@
 #include "autotune/tuner.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <mutex>
 
+#include "common/parallel.hpp"
+#include "common/stats.hpp"
 #include "generator/families/gemm_geometry.hpp"
 #include "generator/family.hpp"
 #include "generator/gemm_cost.hpp"
-#include "common/parallel.hpp"
-#include "common/stats.hpp"
 
 namespace fp8jit {
 
@@ -30,6 +31,19 @@ Timing summarize(std::vector<double> s) {
   t.median_us = sorted_quantile(s, 0.5);
   t.p20_us = sorted_quantile(s, 0.2);
   t.p80_us = sorted_quantile(s, 0.8);
+  return t;
+}
+
+Timing geometric_mean(const std::vector<Timing>& timings) {
+  Timing t;
+  if (timings.empty()) return t;
+  double m = 0, p20 = 0, p80 = 0;
+  for (const Timing& x : timings)
+    m += std::log(x.median_us), p20 += std::log(x.p20_us), p80 += std::log(x.p80_us);
+  const double n = static_cast<double>(timings.size());
+  t.median_us = std::exp(m / n);
+  t.p20_us = std::exp(p20 / n);
+  t.p80_us = std::exp(p80 / n);
   return t;
 }
 

@@ -34,6 +34,10 @@ std::optional<std::size_t> confirm_winner(TuneResult& r, const Bench& bench, con
 // Median, 20th and 80th percentile of samples in microseconds (samples are not modified).
 Timing summarize(std::vector<double> samples_us);
 
+// One candidate's timings on several inputs as one: the geometric mean of each quantile (so that
+// no input's scale outweighs another's); empty: all zero.
+Timing geometric_mean(const std::vector<Timing>& timings);
+
 // gemm candidates for a problem and shape, best predicted first: every valid config ranked by a
 // wave-quantisation and tile-efficiency model; the heuristic default is always included.
 // top_k = 0 keeps all.

@@ -99,6 +99,27 @@ void launch_with(Runtime& rt, const GemmArgs& a, const KernelSpec& s) {
 void launch_with(Runtime& rt, const GroupedGemmArgs& a, const KernelSpec& s) {
   rt.grouped_gemm(a, s, nullptr);
 }
+// TuneOptions::more_group_rows: the grouped launch on another table; dense gemms have none.
+std::function<void(const KernelSpec&, const int*)> table_runner(Runtime&, const GemmArgs&,
+                                                                const TuneOptions& o) {
+  if (!o.more_group_rows.empty())
+    throw_invalid("more_group_rows", std::to_string(o.more_group_rows.size()) + " tables",
+                  "group tables are for grouped gemms; a dense gemm is tuned on its own operands");
+  return {};
+}
+std::function<void(const KernelSpec&, const int*)> table_runner(Runtime& rt,
+                                                                const GroupedGemmArgs& a,
+                                                                const TuneOptions& o) {
+  for (std::size_t i = 0; i < o.more_group_rows.size(); ++i)
+    if (!o.more_group_rows[i])
+      throw_invalid(fmt::format("more_group_rows[{}]", i), "nullptr", "a device group table");
+  return [&rt, &a](const KernelSpec& s, const int* rows) {
+    GroupedGemmArgs b = a;
+    b.group_rows = rows;
+    launch_with(rt, b, s);
+  };
+}
+
 // A dense route keeps the split-K count of its arguments; grouped kernels never split K.
 const GemmArgs* split_args(const GemmArgs& a) {
   return &a;
@@ -298,7 +319,8 @@ struct Runtime::Impl {
     Args a = args;
     a.max_sms = budget(a.max_sms);  // the candidates are ranked, timed and stored for the budget
     const GemmTuneHooks hooks{[this](const KernelSpec& s) { kernels.cubin(s); },
-                              [&rt, &a](const KernelSpec& s) { launch_with(rt, a, s); }};
+                              [&rt, &a](const KernelSpec& s) { launch_with(rt, a, s); },
+                              table_runner(rt, a, options)};
     TuneOptions o = options;
     if (o.jobs <= 0) o.jobs = jobs();
     TuneResult r = sweep_of(a, hooks, o);

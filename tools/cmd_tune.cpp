@@ -150,19 +150,28 @@ TunedRow tune_shape(Runtime& rt, const GemmShape& s, const GemmProblem& problem,
                             [&](const TuneOptions& t) { return rt.tune(g, t); });
 }
 
-// A grouped row is tuned on a seeded random routing of its shape (tools/grouped_operands.hpp);
-// the database keys it by layout, groups, expected rows per group, N and K.
+// A grouped row is tuned on a seeded random routing of its shape (tools/grouped_operands.hpp), a
+// masked one on a second, wider draw as well (uniform_masked_routing); the database keys it by
+// layout, groups, expected rows per group, N and K.
 TunedRow tune_grouped_shape(Runtime& rt, const GroupedShape& s, GemmProblem problem,
                             const TuneOptions& topt, Progress& progress, unsigned seed) {
   problem.layout = s.layout;
   GroupedGemmArgs g = grouped_gemm_args(problem, s);
   GroupedOperands keep = make_grouped_operands(rt, g, seed);
+  TuneOptions t = topt;
+  std::unique_ptr<DeviceBuffer> second_table;
+  if (s.layout == GemmLayout::masked) {
+    const std::vector<int> rows = uniform_masked_routing(s, seed + 1);
+    second_table = std::make_unique<DeviceBuffer>(4 * rows.size());
+    second_table->upload(rows.data(), 4 * rows.size());
+    t.more_group_rows = {static_cast<const int*>(second_table->get())};
+  }
   const std::string label = fmt::format("{} {} groups x{} rows (expected {}) x{}x{}",
                                         to_string(s.layout), s.groups, s.m, g.expected_m, s.n, s.k);
   const std::string cells = fmt::format("{} | {} | {} | {} | {} | {}", to_string(s.layout),
                                         s.groups, s.m, g.expected_m, s.n, s.k);
-  return tune_with_progress(label, cells, topt, progress,
-                            [&](const TuneOptions& t) { return rt.tune(g, t); });
+  return tune_with_progress(label, cells, t, progress,
+                            [&](const TuneOptions& o) { return rt.tune(g, o); });
 }
 
 // The results as a Markdown table; 1 when a shape had no passing candidate.

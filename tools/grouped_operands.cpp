@@ -82,6 +82,14 @@ std::vector<int> random_routing(const GroupedShape& s, unsigned seed) {
   return s.layout == GemmLayout::masked ? masked_routing(s, rng) : contiguous_routing(s, rng);
 }
 
+std::vector<int> uniform_masked_routing(const GroupedShape& s, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<std::int64_t> rows(0, 2 * expected_rows(s));
+  std::vector<int> table(static_cast<std::size_t>(s.groups));
+  for (int& r : table) r = static_cast<int>(std::min(rows(rng), s.m));
+  return table;
+}
+
 GroupedGemmArgs grouped_gemm_args(const GemmProblem& p, const GroupedShape& s) {
   GroupedGemmArgs g;
   g.layout = s.layout;

@@ -18,6 +18,11 @@ namespace fp8jit::cli {
 // full group (s.m).
 std::vector<int> random_routing(const GroupedShape& s, unsigned seed);
 
+// A second, wider draw of masked rows per group: uniform in [0, 2 x expected_rows(s)], within
+// [0, s.m] (the peers benchmark draws them so). `fp8jit tune` times masked candidates on both
+// (TuneOptions::more_group_rows), so that a winner must hold on two routings.
+std::vector<int> uniform_masked_routing(const GroupedShape& s, unsigned seed);
+
 // The arguments of a grouped shape and problem, without operands: leading dimensions dense,
 // expected_m filled in (expected_rows), scale layouts as the dense CLI uses them.
 GroupedGemmArgs grouped_gemm_args(const GemmProblem& problem, const GroupedShape& s);

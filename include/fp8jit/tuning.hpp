@@ -46,6 +46,14 @@ struct TuneOptions {
   int finalists = 3;
   double min_gain = 0.02;
   std::function<void(const TuneProgress&)> progress;
+  // Grouped gemms: more group tables of the same shape (device pointers, as
+  // GroupedGemmArgs::group_rows; the kernels clamp what is out of range) on which each candidate
+  // is timed too. Its time is then the geometric mean of its medians over every table, the
+  // arguments' own first, so that the winner must hold on each routing, not on one: a masked
+  // winner on one draw of rows per group ran 9-10 % behind another tile on two other draws (H200,
+  // 32 experts x 64 rows). Only the arguments' own table is checked against the reference. Not
+  // for dense gemms (an error there).
+  std::vector<const int*> more_group_rows;
 };
 
 struct TuneResult {

@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <filesystem>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -17,7 +16,9 @@
 #include "common/parallel.hpp"
 #include "fp8jit/reference.hpp"
 #include "fp8jit/runtime.hpp"
+#include "tests/common/expect_error.hpp"
 #include "tests/common/gpu_env.hpp"
+#include "tests/common/temp_dir.hpp"
 #include "tests/gpu/gemm_operands.hpp"
 
 namespace fp8jit::test {
@@ -455,6 +456,14 @@ TEST(GroupedGemmGpu, TablesOutOfRangeAreClampedAndReported) {
   }
 }
 
+// A runtime of its own for a tuning test: its kernel cache and database in `dir`.
+RuntimeOptions tuning_options(const TempDir& dir) {
+  RuntimeOptions options;
+  options.cache_dir = dir.path() + "/cache";
+  options.db_path = dir.path() + "/tuning.sqlite";
+  return options;
+}
+
 // Tuning a grouped shape stores its winner under the layout, the group count and the expected M:
 // a fresh runtime on the same database picks it, also for a nearby expected M (the nearest tuned
 // row) where the winner's tiles are as tall as the heuristic's there (autotune/lookup.cpp,
@@ -463,12 +472,8 @@ TEST(GroupedGemmGpu, TablesOutOfRangeAreClampedAndReported) {
 // 64-row ones, so either height of winner meets one nearby M it stands in for.
 TEST(GroupedGemmGpu, TunedWinnerIsFoundByAFreshRuntimeAndTheNearestExpectedM) {
   FP8JIT_REQUIRE_GPU();
-  char tmpl[] = "/tmp/fp8jit-grouped-tune-XXXXXX";
-  ASSERT_NE(mkdtemp(tmpl), nullptr);
-  const std::string dir = tmpl;
-  RuntimeOptions options;
-  options.cache_dir = dir + "/cache";
-  options.db_path = dir + "/tuning.sqlite";
+  const TempDir dir("fp8jit-grouped-tune");
+  const RuntimeOptions options = tuning_options(dir);
   Case c{GemmLayout::masked, ScaleMode::block, DType::bf16, {40, 7, 64, 0}, 128, 512, 1024};
   Grouped o = make_grouped(c, 11);
   o.args.expected_m = 32;
@@ -484,7 +489,7 @@ TEST(GroupedGemmGpu, TunedWinnerIsFoundByAFreshRuntimeAndTheNearestExpectedM) {
   Runtime fresh(options);
   EXPECT_EQ(spec_name(fresh.select(o.args)), spec_name(winner));
   RuntimeOptions untuned = options;
-  untuned.db_path = dir + "/untuned.sqlite";  // never created: lookups without a database
+  untuned.db_path = dir.path() + "/untuned.sqlite";  // never created: lookups without a database
   Runtime heuristic(untuned);
   int stood_in = 0;
   for (const std::int64_t expected : {40, 16}) {
@@ -499,7 +504,52 @@ TEST(GroupedGemmGpu, TunedWinnerIsFoundByAFreshRuntimeAndTheNearestExpectedM) {
   }
   EXPECT_GE(stood_in, 1) << "no nearby M where " << spec_name(winner) << " stands in";
   run_and_check(c, o, &winner);
-  std::filesystem::remove_all(dir);
+}
+
+// Tuning on more group tables (TuneOptions::more_group_rows): each candidate's time is the
+// geometric mean of its medians on the arguments' table and on the others, so a second table
+// with no rows in any group (the kernel then exits at once) brings every candidate's time below
+// its time on the first table alone; the winner still computes the first table's result. A null
+// table, or tables for a dense gemm, are refused before anything runs.
+TEST(GroupedGemmGpu, TuningOnMoreTablesTimesEveryCandidateOnEach) {
+  FP8JIT_REQUIRE_GPU();
+  const TempDir dir("fp8jit-grouped-tables");
+  Runtime rt(tuning_options(dir));
+  Case c{GemmLayout::masked, ScaleMode::block, DType::bf16, {120, 7, 128, 64}, 128, 2048, 4096};
+  Grouped o = make_grouped(c, 12);
+  o.args.expected_m = 80;
+  const std::vector<int> none(c.table.size(), 0);
+  DeviceMem empty(4 * none.size());
+  empty.upload(none.data(), 4 * none.size());
+  TuneOptions alone;
+  alone.top_k = 3;
+  alone.finalists = 0;
+  TuneOptions both = alone;
+  both.more_group_rows = {empty.as<int>()};
+  const TuneResult r1 = rt.tune(o.args, alone);
+  const TuneResult r2 = rt.tune(o.args, both);
+  ASSERT_EQ(r1.candidates.size(), r2.candidates.size());
+  int compared = 0;
+  for (std::size_t i = 0; i < r1.candidates.size(); ++i) {
+    const CandidateResult &a = r1.candidates[i], &b = r2.candidates[i];
+    ASSERT_EQ(spec_name(a.spec), spec_name(b.spec));
+    if (a.status != CandidateStatus::passed || b.status != CandidateStatus::passed) continue;
+    ++compared;
+    EXPECT_LT(b.timing.median_us, 0.9 * a.timing.median_us) << spec_name(a.spec);
+    EXPECT_GT(b.timing.median_us, 0);
+  }
+  EXPECT_GE(compared, 1) << "no candidate passed both sweeps";
+  ASSERT_TRUE(r2.best.has_value());
+  run_and_check(c, o, &r2.candidates[*r2.best].spec);
+
+  TuneOptions null_table = alone;
+  null_table.more_group_rows = {nullptr};
+  EXPECT_NE(invalid_message([&] { rt.tune(o.args, null_table); }).find("more_group_rows[0]"),
+            std::string::npos);
+  GemmArgs dense;  // refused for the tables before its operands are looked at
+  dense.m = 128, dense.n = 256, dense.k = 512;
+  EXPECT_NE(invalid_message([&] { rt.tune(dense, both); }).find("more_group_rows"),
+            std::string::npos);
 }
 
 }  // namespace
