@@ -292,19 +292,17 @@ bool takes_tall_tile(const GemmProblem& p, GemmLayout launch, const GemmConfig& 
 // rows rounded up to its tiles, leave more than 5 % more tile area unused (as the dense rule).
 // H100, CUDA events (lab/probes/grouped_probe.sh), 128x256 g16 -> 256x128 g8: 8 groups of 4096
 // rows, N 4096, K 7168 1342.7 -> 1237.8 µs; N 7168, K 2048 715.6 -> 677.6; 4 x 2048 (4096x7168)
-// 342.8 -> 319.6; 16 x 1024 674.0 -> 622.5; 32 x 2048 (7168x2048) 1430.8 -> 1324.1.
-// Masked groups from 256 expected rows over 32 K blocks or more as well, where one 256-row tile
-// covers a group's rows as two 128-row ones do: H200, CUDA events, two routings (G80), 8 x 256
-// rows, 4096x7168: 128x256 139.0 / 136.5 µs -> 128.0 / 127.9; not at 16 K blocks (7168x2048:
-// 73.0 / 72.0 against 73.8 / 72.1) nor at 128 rows (16 x 128: 7-15 % slower). Untimed: the
-// other scale modes and outputs.
+// 342.8 -> 319.6; 16 x 1024 674.0 -> 622.5; 32 x 2048 (7168x2048) 1430.8 -> 1324.1. Not for
+// masked layouts: there 256x128 depends on the rows per group as much as on their mean (H200,
+// 4096x7168: 8 x 256 expected rows 137 -> 128 µs on two draws of rows, but 16 x 256 249 -> 285
+// over two others), so their tuned rows decide. Untimed: the other scale modes and outputs.
 bool takes_grouped_tall_tile(const GemmProblem& p, std::int64_t groups, std::int64_t expected_m,
                              std::int64_t n, std::int64_t k_blocks, const GemmConfig& chosen,
                              int sm_count) {
-  if (p.scale != ScaleMode::block || p.out != DType::bf16) return false;
-  const bool contiguous = p.layout == GemmLayout::contiguous && expected_m >= 1024 && k_blocks >= 16;
-  const bool masked = p.layout == GemmLayout::masked && expected_m >= 256 && k_blocks >= 32;
-  return (contiguous || masked) && tall_tile_waves_allow(groups, expected_m, n, chosen, sm_count);
+  if (p.layout != GemmLayout::contiguous || p.scale != ScaleMode::block || p.out != DType::bf16 ||
+      expected_m < 1024 || k_blocks < 16)
+    return false;
+  return tall_tile_waves_allow(groups, expected_m, n, chosen, sm_count);
 }
 
 // Swapped operands up to 16 rows, streaming tiles where streaming_config finds a wave of them
@@ -373,7 +371,7 @@ KernelSpec default_gemm_spec(const GemmProblem& problem, std::int64_t m, std::in
 // Grouped GEMMs run their groups' tiles in one persistent grid, without split-K: the dense
 // heuristic's tile for the stacked rows (every group's expected rows, rounded up to whole tiles),
 // with 64-row tiles where groups are decode-sized (grouped_short_tile_max_rows), 256x128 where
-// groups are large (takes_grouped_tall_tile), and no pair
+// contiguous groups are large (takes_grouped_tall_tile), and no pair
 // along M: in the kernel as it is, pairs sharing B ran 0-9 % slower than the same tile alone on
 // every masked and contiguous case of the MoE suite timed (H100, lab/probes/grouped_configs.sh;
 // masked 8 x 256 gate-up 128x192 127.9 against 121.4 µs, contiguous 4 x 8192 128x256 1402.9

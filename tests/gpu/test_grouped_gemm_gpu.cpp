@@ -117,14 +117,14 @@ Grouped make_grouped(const Case& c, unsigned seed) {
   return o;
 }
 
-// The float64 reference of group g over all of A's rows (A against B_g): rows_of(c) x n doubles.
-std::vector<unsigned char> reference_of_group(const Grouped& o, const Case& c, std::int64_t g) {
+// Group g's GEMM as a dense one: all of A's rows against B_g, into D.
+GemmArgs dense_of_group(const Grouped& o, const Case& c, std::int64_t g) {
   GemmArgs r;
   r.a = o.args.a;
   r.a_format = o.args.a_format;
   r.b = static_cast<const unsigned char*>(o.args.b) + g * c.n * c.k;
   r.b_format = o.args.b_format;
-  r.d = o.args.d;  // checked by the reference's argument checks, never written
+  r.d = o.args.d;
   r.d_dtype = c.out;
   r.m = rows_of(c);
   r.n = c.n;
@@ -136,6 +136,13 @@ std::vector<unsigned char> reference_of_group(const Grouped& o, const Case& c, s
   r.scale_b = o.args.scale_b + g * o.sb_per_group;
   r.scale_b_size = o.sb_per_group;
   r.scale_b_layout = o.args.scale_b_layout;
+  return r;
+}
+
+// The float64 reference of group g over all of A's rows (A against B_g): rows_of(c) x n doubles
+// (D is checked by the reference's argument checks, never written).
+std::vector<unsigned char> reference_of_group(const Grouped& o, const Case& c, std::int64_t g) {
+  const GemmArgs r = dense_of_group(o, c, g);
   DeviceMem ref(r.m * r.n * 8);
   reference::gemm_on_device(r, ref.as<double>(), nullptr);
   return ref.download();
@@ -546,8 +553,7 @@ TEST(GroupedGemmGpu, TuningOnMoreTablesTimesEveryCandidateOnEach) {
   null_table.more_group_rows = {nullptr};
   EXPECT_NE(invalid_message([&] { rt.tune(o.args, null_table); }).find("more_group_rows[0]"),
             std::string::npos);
-  GemmArgs dense;  // refused for the tables before its operands are looked at
-  dense.m = 128, dense.n = 256, dense.k = 512;
+  const GemmArgs dense = dense_of_group(o, c, 0);  // valid: refused for the tables alone
   EXPECT_NE(invalid_message([&] { rt.tune(dense, both); }).find("more_group_rows"),
             std::string::npos);
 }
