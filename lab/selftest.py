@@ -7,10 +7,12 @@ writes nothing.
   lab/scripts/peers_ab.py     two peers CSVs, or one with --lib-base columns, joined per line
   lab/probes/nvrtc_options.py cold NVRTC compiles under extra options (a quantize kernel)
   lab/scripts/cold_compile.sh and lab/scripts/patch_check.sh: their argument checks
+  lab/scripts/merge_shipped_rows.py  re-tuned rows merged into a shipped tuning document
 
 Usage: FP8JIT_CLI=build/fp8jit python3 lab/selftest.py
 """
 import csv
+import json
 import os
 import subprocess
 import sys
@@ -143,12 +145,50 @@ def test_script_arguments(d):
     check(rc != 0 and not os.path.exists(out), "patch_check.sh without PATCH refused")
 
 
+def shipped_row(m, block_n, us):
+    problem = {"a_format": "e4m3", "layout": "masked", "scale": "block"}
+    return {"gpu": "G|9.0|132", "op": "gemm", "problem_key": json.dumps(problem), "m": m, "n": 4096,
+            "k": 7168, "space_hash": "h", "best_us": us,
+            "best_config": {"config": {"block_m": 128, "block_n": block_n, "stages": 3, "group_m": 16},
+                            "family": "gemm", "problem": problem}}
+
+
+def test_merge_shipped_rows(d):
+    shipped, new = os.path.join(d, "ship.json"), os.path.join(d, "new.json")
+    # The shipped file's own odd layout (as clang-format left it) must survive around the change.
+    rows = [shipped_row(16, 128, 1.0), shipped_row(32, 256, 2.0)]
+    text = ('{\n  "format": "fp8jit-tuning",\n  "version": 3,\n  "rows":\n      [\n        '
+            + ",\n        ".join(json.dumps(r) for r in rows) + "\n      ]\n}\n")
+    with open(shipped, "w") as f:
+        f.write(text)
+    with open(new, "w") as f:
+        json.dump({"format": "fp8jit-tuning", "version": 3,
+                   "rows": [shipped_row(32, 192, 1.5), shipped_row(64, 128, 3.0)]}, f)
+    rc, out, err = py("scripts/merge_shipped_rows.py", shipped, new)
+    with open(shipped) as f:
+        merged = f.read()
+    got = json.loads(merged)["rows"]
+    check(rc == 0 and [(r["m"], r["best_config"]["config"]["block_n"]) for r in got] == [(16, 128), (32, 192), (64, 128)],
+          f"replaced in place, added at the end: {out} {err}")
+    check(merged.startswith(text[:text.index(json.dumps(rows[1]))]) and "replaced" in out and "added" in out,
+          "the untouched rows' text kept byte for byte")
+    for args in ([], [shipped], [shipped, os.path.join(d, "missing.json")], [os.path.join(d, "missing.json"), new]):
+        before = open(shipped).read()
+        rc, _, err = py("scripts/merge_shipped_rows.py", *args)
+        check(rc == 2 and err.strip() and open(shipped).read() == before, f"merge_shipped_rows.py {len(args)} args refused")
+    with open(new, "w") as f:
+        f.write("{not json")
+    rc, _, _ = py("scripts/merge_shipped_rows.py", shipped, new)
+    check(rc == 2 and open(shipped).read() == merged and not os.path.exists(shipped + ".tmp"), "bad JSON refused")
+
+
 def main():
     if not os.path.isfile(CLI):
         print(f"lab/selftest.py: {CLI}: no CLI (set FP8JIT_CLI)", file=sys.stderr)
         return 2
     with tempfile.TemporaryDirectory() as d:
-        return run_tests((test_cubin_text, test_peers_ab, test_nvrtc_options, test_script_arguments), d)
+        return run_tests((test_cubin_text, test_peers_ab, test_nvrtc_options, test_script_arguments,
+                          test_merge_shipped_rows), d)
 
 
 if __name__ == "__main__":
