@@ -301,6 +301,16 @@ FP8JIT_API fp8jit_status fp8jit_grouped_gemm_select(fp8jit_runtime* runtime,
 FP8JIT_API fp8jit_status fp8jit_grouped_gemm_tune(fp8jit_runtime* runtime,
                                                   const fp8jit_grouped_gemm_args* args,
                                                   size_t top_k);
+/* As fp8jit_grouped_gemm_tune, each candidate also timed on `table_count` more group tables of
+ * the same shape (device int32 arrays laid out as args->group_rows; the kernels clamp what is out
+ * of range): its time is the geometric mean of its medians over every table, so that the winner
+ * holds for each routing, not one (a masked winner on one draw of rows per group can run 10 %
+ * behind another tile on the next). Only args->group_rows is checked against the reference.
+ * `tables` may be NULL only with table_count 0; at most 64 tables. Needs a GPU. */
+FP8JIT_API fp8jit_status fp8jit_grouped_gemm_tune_on_tables(fp8jit_runtime* runtime,
+                                                            const fp8jit_grouped_gemm_args* args,
+                                                            size_t top_k, const int* const* tables,
+                                                            size_t table_count);
 
 /* The kernel fp8jit_gemm would use for these arguments (tuning database row, nearest tuned M, or
  * the heuristic), as its name, NUL-terminated, into buf (capacity bytes; too small:

@@ -195,6 +195,21 @@ TEST(GroupedGemmArgs, CAbiTuneRefusesBeforeTheGpu) {
   EXPECT_NE(std::string(fp8jit_last_error()).find("args"), std::string::npos) << fp8jit_last_error();
   EXPECT_EQ(fp8jit_grouped_gemm_tune(nullptr, &a, 4), FP8JIT_ERROR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(fp8jit_last_error()).find("runtime"), std::string::npos) << fp8jit_last_error();
+  // More group tables to time on: a count without its array, or far too many, are refused
+  // before anything else is looked at.
+  const fp8jit_grouped_gemm_args ok = masked_c_args();
+  EXPECT_EQ(fp8jit_grouped_gemm_tune_on_tables(rt, &ok, 4, nullptr, 1),
+            FP8JIT_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(fp8jit_last_error()).find("tables = NULL"), std::string::npos)
+      << fp8jit_last_error();
+  const int* one[1] = {ok.group_rows};
+  EXPECT_EQ(fp8jit_grouped_gemm_tune_on_tables(rt, &ok, 4, one, 65), FP8JIT_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(fp8jit_last_error()).find("table_count = 65"), std::string::npos)
+      << fp8jit_last_error();
+  EXPECT_EQ(fp8jit_grouped_gemm_tune_on_tables(rt, nullptr, 4, one, 1),
+            FP8JIT_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(fp8jit_last_error()).find("args"), std::string::npos)
+      << fp8jit_last_error();
 
   fp8jit_grouped_gemm_args c = masked_c_args();
   c.expected_m = c.m + 1;  // more rows per group than a group holds
