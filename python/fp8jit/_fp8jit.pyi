@@ -73,7 +73,7 @@ def dequantize(q: int, format: str, m: int, k: int, ldq: int, scales: int, granu
 def gemm(a: int, a_format: str, lda: int, b: int, b_format: str, ldb: int, d: int, d_dtype: str, ldd: int, m: int, n: int, k: int, scale_mode: str, scale_a: int, scale_a_size: int, scale_a_layout: str, scale_b: int, scale_b_size: int, scale_b_layout: str, bias: int, fast_accum: bool, max_sms: int, stream: int) -> None:
     """fp8jit::Runtime::gemm on device pointers (GemmArgs)."""
 
-def tune_gemm(a: int, a_format: str, lda: int, b: int, b_format: str, ldb: int, d: int, d_dtype: str, ldd: int, m: int, n: int, k: int, scale_mode: str, scale_a: int, scale_a_size: int, scale_a_layout: str, scale_b: int, scale_b_size: int, scale_b_layout: str, bias: int, fast_accum: bool, max_sms: int, top_k: int, warmup: int, iters: int, jobs: int) -> tuple[list[tuple[str, str, float, float, float, str]], int | None]:
+def tune_gemm(a: int, a_format: str, lda: int, b: int, b_format: str, ldb: int, d: int, d_dtype: str, ldd: int, m: int, n: int, k: int, scale_mode: str, scale_a: int, scale_a_size: int, scale_a_layout: str, scale_b: int, scale_b_size: int, scale_b_layout: str, bias: int, fast_accum: bool, max_sms: int, top_k: int, warmup: int, iters: int, jobs: int, more_group_rows: Sequence[int] = []) -> tuple[list[tuple[str, str, float, float, float, str]], int | None]:
     """
     fp8jit::Runtime::tune on device pointers (GemmArgs; D is overwritten): (candidates, best).
     """
@@ -81,7 +81,7 @@ def tune_gemm(a: int, a_format: str, lda: int, b: int, b_format: str, ldb: int, 
 def grouped_gemm(layout: str, groups: int, group_rows: int, a: int, a_format: str, lda: int, b: int, b_format: str, ldb: int, d: int, d_dtype: str, ldd: int, m: int, n: int, k: int, expected_m: int, scale_mode: str, scale_a: int, scale_a_size: int, scale_a_layout: str, scale_b: int, scale_b_size: int, scale_b_layout: str, status: int, fast_accum: bool, max_sms: int, stream: int) -> None:
     """fp8jit::Runtime::grouped_gemm on device pointers (GroupedGemmArgs)."""
 
-def tune_grouped_gemm(layout: str, groups: int, group_rows: int, a: int, a_format: str, lda: int, b: int, b_format: str, ldb: int, d: int, d_dtype: str, ldd: int, m: int, n: int, k: int, expected_m: int, scale_mode: str, scale_a: int, scale_a_size: int, scale_a_layout: str, scale_b: int, scale_b_size: int, scale_b_layout: str, status: int, fast_accum: bool, max_sms: int, top_k: int, warmup: int, iters: int, jobs: int) -> tuple[list[tuple[str, str, float, float, float, str]], int | None]:
+def tune_grouped_gemm(layout: str, groups: int, group_rows: int, a: int, a_format: str, lda: int, b: int, b_format: str, ldb: int, d: int, d_dtype: str, ldd: int, m: int, n: int, k: int, expected_m: int, scale_mode: str, scale_a: int, scale_a_size: int, scale_a_layout: str, scale_b: int, scale_b_size: int, scale_b_layout: str, status: int, fast_accum: bool, max_sms: int, top_k: int, warmup: int, iters: int, jobs: int, more_group_rows: Sequence[int] = []) -> tuple[list[tuple[str, str, float, float, float, str]], int | None]:
     """
     fp8jit::Runtime::tune on device pointers (GroupedGemmArgs; D is overwritten): (candidates, best).
     """

@@ -467,12 +467,24 @@ def grouped_gemm(layout: str, a, b, scale_a, scale_b, group_rows, *, expected_m:
 
 def tune_grouped(layout: str, a, b, scale_a, scale_b, group_rows, *, expected_m: int = 0, scale: str = "block",
                  out_dtype: Any = None, fast_accum: bool = False, out: Any = None, top_k: int = 32, warmup: int = 3,
-                 iters: int = 20, jobs: int = 0, max_sms: int = 0) -> TuneResult:
+                 iters: int = 20, jobs: int = 0, max_sms: int = 0, more_group_rows: Any = ()) -> TuneResult:
     """``tune`` for ``grouped_gemm``: keyed by layout, group count, expected rows per group, N and
     K. The group table must be one the kernel would not clamp (every candidate is checked group
-    by group)."""
+    by group). ``more_group_rows``: more tables like ``group_rows`` (other routings of the same
+    shape) on which every candidate is timed too; its time is then the geometric mean over all,
+    so that the winner holds for each routing (only ``group_rows`` is checked)."""
     options = _tune_options(top_k, warmup, iters, jobs)
+    if isinstance(more_group_rows, (str, bytes)) or not hasattr(more_group_rows, "__iter__"):
+        raise ValueError(f"more_group_rows: expected a sequence of tensors, got {type(more_group_rows).__name__}")
+    more_group_rows = list(more_group_rows)
     T = _torch()
     dev, _, args = _grouped_operands(T, layout, a, b, scale_a, scale_b, group_rows, expected_m, scale, out_dtype,
                                      fast_accum, None, out, max_sms)
-    return _tune_on(T, dev, _fp8jit.tune_grouped_gemm, args, options)
+    more = []
+    for i, t in enumerate(more_group_rows):
+        _check_cuda(T, t, f"more_group_rows[{i}]", dev)
+        if t.dtype != group_rows.dtype or t.shape != group_rows.shape or not t.is_contiguous():
+            raise ValueError(f"more_group_rows[{i}]: {t.dtype} {tuple(t.shape)}, expected a contiguous "
+                             f"{group_rows.dtype} {tuple(group_rows.shape)} as group_rows")
+        more.append(_ptr(t))
+    return _tune_on(T, dev, _fp8jit.tune_grouped_gemm, args, options + (more,))

@@ -191,12 +191,13 @@ struct Entry<Make> {
     nb::gil_scoped_release unlocked;
     run(a, stream_of(stream));
   }
-  static std::pair<std::vector<Candidate>, std::optional<std::size_t>> tune(P... p,
-                                                                            std::int64_t top_k,
-                                                                            int warmup, int iters,
-                                                                            int jobs) {
+  // more_group_rows: device pointers of more group tables (TuneOptions::more_group_rows).
+  static std::pair<std::vector<Candidate>, std::optional<std::size_t>> tune(
+      P... p, std::int64_t top_k, int warmup, int iters, int jobs,
+      const std::vector<std::uintptr_t>& more_group_rows) {
     const Args a = Make(p...);
-    const TuneOptions o = tune_options(top_k, warmup, iters, jobs);
+    TuneOptions o = tune_options(top_k, warmup, iters, jobs);
+    for (std::uintptr_t t : more_group_rows) o.more_group_rows.push_back(ptr<int>(t));
     nb::gil_scoped_release unlocked;
     return tune_result(default_runtime().tune(a, o));
   }
@@ -225,12 +226,12 @@ void bind_operations(nb::module_& m) {
         "fp8jit::Runtime::gemm on device pointers (GemmArgs).");
   m.def(
       "tune_gemm", &Entry<&gemm_args>::tune, FP8JIT_GEMM_ARGS, "top_k"_a, "warmup"_a, "iters"_a,
-      "jobs"_a,
+      "jobs"_a, "more_group_rows"_a = std::vector<std::uintptr_t>{},
       "fp8jit::Runtime::tune on device pointers (GemmArgs; D is overwritten): (candidates, best).");
   m.def("grouped_gemm", &Entry<&grouped_args>::launch, FP8JIT_GROUPED_ARGS, "stream"_a,
         "fp8jit::Runtime::grouped_gemm on device pointers (GroupedGemmArgs).");
   m.def("tune_grouped_gemm", &Entry<&grouped_args>::tune, FP8JIT_GROUPED_ARGS, "top_k"_a,
-        "warmup"_a, "iters"_a, "jobs"_a,
+        "warmup"_a, "iters"_a, "jobs"_a, "more_group_rows"_a = std::vector<std::uintptr_t>{},
         "fp8jit::Runtime::tune on device pointers (GroupedGemmArgs; D is overwritten): "
         "(candidates, best).");
 #undef FP8JIT_GEMM_ARGS

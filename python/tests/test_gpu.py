@@ -322,6 +322,16 @@ def test_tune_grouped_masked():
                             sb.view(groups, n // 128, k // 128), counts, expected_m=32, top_k=3, warmup=1, iters=5)
     assert r.best is not None and r.best["status"] == "passed"
     assert r.best["spec"]["problem"]["layout"] == "masked"
+    # Timed on a second routing too (the first is the one checked); a table unlike group_rows is refused.
+    other = torch.tensor([64, 0, 50, 9], dtype=torch.int32, device=DEV)
+    r2 = fp8jit.tune_grouped("masked", a.view(groups, m_max, k), b.view(groups, n, k), sa,
+                             sb.view(groups, n // 128, k // 128), counts, expected_m=32, top_k=3, warmup=1, iters=5,
+                             more_group_rows=[other])
+    assert r2.best is not None and r2.best["status"] == "passed"
+    with pytest.raises(ValueError, match="more_group_rows"):
+        fp8jit.tune_grouped("masked", a.view(groups, m_max, k), b.view(groups, n, k), sa,
+                            sb.view(groups, n // 128, k // 128), counts, expected_m=32, top_k=3,
+                            more_group_rows=[other[:3]])
 
 
 def test_bad_tensors_raise_value_error_and_launch_nothing():

@@ -117,6 +117,9 @@ def test_tune_checks_its_options_before_anything_else():
             fp8jit.tune(object(), object(), object(), object(), **kw)
         with pytest.raises(ValueError, match=match):
             fp8jit.tune_grouped("masked", object(), object(), object(), object(), object(), **kw)
+    for bad in ("t", 3, object()):  # more tables: a sequence of them, refused before any tensor is read
+        with pytest.raises(ValueError, match="more_group_rows"):
+            fp8jit.tune_grouped("masked", object(), object(), object(), object(), object(), more_group_rows=bad)
     args = (16, "e4m3", 128, 16, "e4m3", 128, 16, "bf16", 128, 128, 128, 128, "block", 16, 1, "row_major", 16, 1,
             "row_major", 0, False, 0)
     with pytest.raises(ValueError, match="iters"):
