@@ -16,16 +16,19 @@ double tolerance_of(DType out, bool fast_accum) {
   return out == DType::fp32 && !fast_accum ? 1e-3 : 4e-3;
 }
 
+// The median and spread of a launch's time (TuneOptions' warm-up and iterations).
+Timing timed(const std::function<void()>& launch, const TuneOptions& options) {
+  std::vector<double> us;
+  for (double ms : time_samples_ms(launch, options.warmup, options.iters)) us.push_back(ms * 1e3);
+  return summarize(us);
+}
+
 // Compiles through the hooks and times hooks.run; the caller adds the verification.
 Bench timed_bench(const GemmTuneHooks& hooks, const TuneOptions& options) {
   Bench bench;
   bench.compile = hooks.compile;
-  bench.time = [run = hooks.run, warmup = options.warmup,
-                iters = options.iters](const KernelSpec& s) {
-    const std::vector<double> ms = time_samples_ms([&] { run(s); }, warmup, iters);
-    std::vector<double> us;
-    for (double x : ms) us.push_back(x * 1e3);
-    return summarize(us);
+  bench.time = [&hooks, &options](const KernelSpec& s) {
+    return timed([&] { hooks.run(s); }, options);
   };
   return bench;
 }
@@ -87,14 +90,11 @@ TuneResult tune_grouped_gemm(const GroupedGemmArgs& a, const GemmTuneHooks& hook
     if (!hooks.run_on_rows)
       throw_invalid("more_group_rows", std::to_string(options.more_group_rows.size()) + " tables",
                     "this runtime cannot launch on another group table");
-    bench.time = [&options, &hooks, own = bench.time](const KernelSpec& s) {
-      std::vector<Timing> t = {own(s)};
-      for (const int* rows : options.more_group_rows) {
-        GemmTuneHooks on_table = hooks;
-        on_table.run = [&hooks, rows](const KernelSpec& k) { hooks.run_on_rows(k, rows); };
-        t.push_back(timed_bench(on_table, options).time(s));
-      }
-      return geometric_mean(t);
+    bench.time = [&options, &hooks](const KernelSpec& s) {
+      std::vector<Timing> t = {timed([&] { hooks.run(s); }, options)};
+      for (const int* rows : options.more_group_rows)
+        t.push_back(timed([&] { hooks.run_on_rows(s, rows); }, options));
+      return geometric_mean_timing(t);
     };
   }
   bench.verify = [&](const KernelSpec& s) -> std::string {

@@ -1,7 +1,6 @@
 #include "autotune/tuner.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <map>
 #include <mutex>
 
@@ -34,17 +33,14 @@ Timing summarize(std::vector<double> s) {
   return t;
 }
 
-Timing geometric_mean(const std::vector<Timing>& timings) {
-  Timing t;
-  if (timings.empty()) return t;
-  double m = 0, p20 = 0, p80 = 0;
-  for (const Timing& x : timings)
-    m += std::log(x.median_us), p20 += std::log(x.p20_us), p80 += std::log(x.p80_us);
-  const double n = static_cast<double>(timings.size());
-  t.median_us = std::exp(m / n);
-  t.p20_us = std::exp(p20 / n);
-  t.p80_us = std::exp(p80 / n);
-  return t;
+Timing geometric_mean_timing(const std::vector<Timing>& timings) {
+  std::vector<double> m, p20, p80;
+  for (const Timing& x : timings) {
+    m.push_back(x.median_us);
+    p20.push_back(x.p20_us);
+    p80.push_back(x.p80_us);
+  }
+  return {geometric_mean(m), geometric_mean(p20), geometric_mean(p80)};
 }
 
 TuneResult run_sweep(const std::vector<KernelSpec>& candidates, const Bench& bench, const TuneOptions& options) {

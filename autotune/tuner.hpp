@@ -36,7 +36,7 @@ Timing summarize(std::vector<double> samples_us);
 
 // One candidate's timings on several inputs as one: the geometric mean of each quantile (so that
 // no input's scale outweighs another's); empty: all zero.
-Timing geometric_mean(const std::vector<Timing>& timings);
+Timing geometric_mean_timing(const std::vector<Timing>& timings);
 
 // gemm candidates for a problem and shape, best predicted first: every valid config ranked by a
 // wave-quantisation and tile-efficiency model; the heuristic default is always included.

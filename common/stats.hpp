@@ -23,4 +23,13 @@ inline double median(std::vector<double> samples) {
   return sorted_quantile(samples, 0.5);
 }
 
+// The geometric mean of positive values (so that none weighs more for being larger); 0 when
+// there are none.
+inline double geometric_mean(const std::vector<double>& values) {
+  if (values.empty()) return 0;
+  double logs = 0;
+  for (double v : values) logs += std::log(v);
+  return std::exp(logs / static_cast<double>(values.size()));
+}
+
 }  // namespace fp8jit

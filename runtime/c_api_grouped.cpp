@@ -83,14 +83,14 @@ fp8jit_status fp8jit_grouped_gemm_tune(fp8jit_runtime* runtime,
 fp8jit_status fp8jit_grouped_gemm_tune_on_tables(fp8jit_runtime* runtime,
                                                  const fp8jit_grouped_gemm_args* args, size_t top_k,
                                                  const int* const* tables, size_t table_count) {
-  // More tables than this time each candidate so often that a sweep takes minutes per shape.
-  constexpr size_t kMaxTables = 64;
   return guarded([&] {
     require(runtime, "runtime", "fp8jit_grouped_gemm_tune", kRuntimeWhat);
     require(args, "args", "fp8jit_grouped_gemm_tune", "an fp8jit_grouped_gemm_args pointer");
-    if (table_count > kMaxTables)
-      fp8jit::throw_invalid("table_count", std::to_string(table_count),
-                            fmt::format("at most {} more group tables", kMaxTables));
+    // Bounded before the array is read: a huge count must not walk off its end.
+    if (table_count > fp8jit::kMaxMoreGroupTables)
+      fp8jit::throw_invalid(
+          "table_count", std::to_string(table_count),
+          fmt::format("at most {} more group tables", fp8jit::kMaxMoreGroupTables));
     if (table_count > 0 && !tables)
       fp8jit::throw_invalid("tables", "NULL",
                             fmt::format("an array of {} device group tables", table_count));

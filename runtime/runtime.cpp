@@ -99,20 +99,28 @@ void launch_with(Runtime& rt, const GemmArgs& a, const KernelSpec& s) {
 void launch_with(Runtime& rt, const GroupedGemmArgs& a, const KernelSpec& s) {
   rt.grouped_gemm(a, s, nullptr);
 }
-// TuneOptions::more_group_rows: the grouped launch on another table; dense gemms have none.
-std::function<void(const KernelSpec&, const int*)> table_runner(Runtime&, const GemmArgs&,
-                                                                const TuneOptions& o) {
+// TuneOptions::more_group_rows, checked before anything else (the device included): a dense gemm
+// has no group table, and a grouped one takes at most kMaxMoreGroupTables, none null.
+void check_tables(const GemmArgs&, const TuneOptions& o) {
   if (!o.more_group_rows.empty())
     throw_invalid("more_group_rows", std::to_string(o.more_group_rows.size()) + " tables",
                   "group tables are for grouped gemms; a dense gemm is tuned on its own operands");
-  return {};
 }
-std::function<void(const KernelSpec&, const int*)> table_runner(Runtime& rt,
-                                                                const GroupedGemmArgs& a,
-                                                                const TuneOptions& o) {
+void check_tables(const GroupedGemmArgs&, const TuneOptions& o) {
+  if (o.more_group_rows.size() > kMaxMoreGroupTables)
+    throw_invalid("more_group_rows", std::to_string(o.more_group_rows.size()) + " tables",
+                  fmt::format("at most {}", kMaxMoreGroupTables));
   for (std::size_t i = 0; i < o.more_group_rows.size(); ++i)
     if (!o.more_group_rows[i])
       throw_invalid(fmt::format("more_group_rows[{}]", i), "nullptr", "a device group table");
+}
+
+// The grouped launch on another group table (GemmTuneHooks::run_on_rows); dense gemms have none.
+std::function<void(const KernelSpec&, const int*)> table_runner(Runtime&, const GemmArgs&) {
+  return {};
+}
+std::function<void(const KernelSpec&, const int*)> table_runner(Runtime& rt,
+                                                                const GroupedGemmArgs& a) {
   return [&rt, &a](const KernelSpec& s, const int* rows) {
     GroupedGemmArgs b = a;
     b.group_rows = rows;
@@ -315,12 +323,13 @@ struct Runtime::Impl {
   // of the shape take it without asking the database again.
   template <class Args>
   TuneResult tune(Runtime& rt, const Args& args, const TuneOptions& options) {
+    check_tables(args, options);
     check_device(driver::ensure_context());
     Args a = args;
     a.max_sms = budget(a.max_sms);  // the candidates are ranked, timed and stored for the budget
     const GemmTuneHooks hooks{[this](const KernelSpec& s) { kernels.cubin(s); },
                               [&rt, &a](const KernelSpec& s) { launch_with(rt, a, s); },
-                              table_runner(rt, a, options)};
+                              table_runner(rt, a)};
     TuneOptions o = options;
     if (o.jobs <= 0) o.jobs = jobs();
     TuneResult r = sweep_of(a, hooks, o);

@@ -52,9 +52,12 @@ struct TuneOptions {
   // arguments' own first, so that the winner must hold on each routing, not on one: a masked
   // winner on one draw of rows per group ran 9-10 % behind another tile on two other draws (H200,
   // 32 experts x 64 rows). Only the arguments' own table is checked against the reference. Not
-  // for dense gemms (an error there).
+  // for dense gemms (an error there); at most kMaxMoreGroupTables.
   std::vector<const int*> more_group_rows;
 };
+
+// More tables than this would time each candidate so often that a sweep takes minutes a shape.
+inline constexpr std::size_t kMaxMoreGroupTables = 64;
 
 struct TuneResult {
   std::vector<CandidateResult> candidates;  // in the order given

@@ -141,13 +141,13 @@ TEST(TunerTiming, Percentiles) {
 // A candidate timed on several group tables (TuneOptions::more_group_rows): each quantile is the
 // geometric mean of its values, so a table twice as slow as another weighs as much as it.
 TEST(TunerTiming, GeometricMeanOverTables) {
-  const Timing t = geometric_mean({{100, 90, 110}, {400, 360, 440}});
+  const Timing t = geometric_mean_timing({{100, 90, 110}, {400, 360, 440}});
   EXPECT_DOUBLE_EQ(t.median_us, 200);
   EXPECT_DOUBLE_EQ(t.p20_us, 180);
   EXPECT_DOUBLE_EQ(t.p80_us, 220);
-  const Timing one = geometric_mean({{7, 6, 8}});
+  const Timing one = geometric_mean_timing({{7, 6, 8}});
   EXPECT_DOUBLE_EQ(one.median_us, 7);
-  EXPECT_DOUBLE_EQ(geometric_mean({}).median_us, 0);
+  EXPECT_DOUBLE_EQ(geometric_mean_timing({}).median_us, 0);
 }
 
 // One median for the tuner, the CLI's timings and the benchmarks: element n / 2 of the sorted
