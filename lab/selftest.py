@@ -143,6 +143,20 @@ def test_script_arguments(d):
         check(rc == 2 and err.strip() and not os.path.exists(out), f"patch_check.sh {[a[:30] for a in args]} {env}: exit {rc}")
     rc, _, _ = run(["bash", "lab/scripts/patch_check.sh"], {"OUT": out})
     check(rc != 0 and not os.path.exists(out), "patch_check.sh without PATCH refused")
+    # first_call.py and memcheck.sh refuse before they need a GPU (none here) and write nothing.
+    lib = os.path.join(os.path.dirname(CLI), "libfp8jit.so")
+    report = os.path.join(d, "first_call.md")
+    for args in ([], ["--lib", ""], ["--lib", "/no/such.so"], ["--lib", "x" * 5000],
+                 ["--lib", lib, "--lists", ""], ["--lib", lib, "--lists", ","], ["--lib", lib, "--lists", "/no/such.csv"],
+                 ["--lib", lib, "--lists", os.path.join(ROOT, "README.md")],
+                 ["--lib", lib, "--out", "/no/such/dir/x.md"]):
+        argv = args if "--out" in args else [*args, "--out", report]
+        rc, _, err = py("probes/first_call.py", *argv)
+        check(rc == 2 and "first_call.py: error: " in err and "unrecognized" not in err and not os.path.exists(report),
+              f"first_call.py {[a[:30] for a in args]}: exit {rc} {err[-200:]}")
+    for args in (["/no/such/build"], [""], ["x" * 5000]):
+        rc, _, err = run(["bash", "tests/gpu/memcheck.sh", *args])
+        check(rc == 2 and "memcheck.sh" in err, f"memcheck.sh {[a[:30] for a in args]}: exit {rc}")
 
 
 def shipped_row(m, block_n, us):

@@ -53,8 +53,15 @@ def parse(argv):
     for path in a.list_paths:
         if not os.path.isfile(path):
             p.error(f"--lists: {path}: no such file")
+        try:
+            if not pc.read_shapes(path):
+                p.error(f"--lists: {path}: no m,n,k rows")
+        except pc.InputError as e:
+            p.error(f"--lists: {e}")
     if not os.path.isfile(a.lib):
         p.error(f"--lib {a.lib}: no such file")
+    if a.out and not os.path.isdir(os.path.dirname(os.path.abspath(a.out))):
+        p.error(f"--out {a.out}: its folder does not exist")
     return a
 
 

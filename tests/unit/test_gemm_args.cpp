@@ -449,6 +449,17 @@ TEST(GemmArgsRuntime, SelectWithoutAGpuUsesTheH100Defaults) {
                 [&] { (void)rt.select(edit([](GemmArgs& g) { g.scale_b = nullptr; })); });
 }
 
+// TuneOptions::more_group_rows are for grouped gemms: a dense tune with tables is refused naming
+// them, before the device is looked at (so the same on a machine with a GPU and without).
+TEST(GemmArgsRuntime, DenseTuneRefusesGroupTables) {
+  Runtime rt{RuntimeOptions{}};
+  const int table = 0;
+  TuneOptions o;
+  o.more_group_rows = {&table};
+  const std::string msg = invalid_message([&] { rt.tune(valid_args(), o); });
+  EXPECT_NE(msg.find("more_group_rows"), std::string::npos) << msg;
+}
+
 // select(problem, shape) and select_grouped(...) answer without operands, as select(args) does,
 // and refuse what no GEMM could run with.
 TEST(GemmArgsRuntime, SelectWithoutOperandsMatchesSelectWithThem) {

@@ -195,8 +195,8 @@ TEST(GroupedGemmArgs, CAbiTuneRefusesBeforeTheGpu) {
   EXPECT_NE(std::string(fp8jit_last_error()).find("args"), std::string::npos) << fp8jit_last_error();
   EXPECT_EQ(fp8jit_grouped_gemm_tune(nullptr, &a, 4), FP8JIT_ERROR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(fp8jit_last_error()).find("runtime"), std::string::npos) << fp8jit_last_error();
-  // More group tables to time on: a count without its array, or far too many, are refused
-  // before anything else is looked at.
+  // More group tables to time on: a count without its array, far too many, or a null one, are
+  // refused before the device is looked at; none (a NULL array of 0) is fp8jit_grouped_gemm_tune.
   const fp8jit_grouped_gemm_args ok = masked_c_args();
   EXPECT_EQ(fp8jit_grouped_gemm_tune_on_tables(rt, &ok, 4, nullptr, 1),
             FP8JIT_ERROR_INVALID_ARGUMENT);
@@ -205,6 +205,26 @@ TEST(GroupedGemmArgs, CAbiTuneRefusesBeforeTheGpu) {
   const int* one[1] = {ok.group_rows};
   EXPECT_EQ(fp8jit_grouped_gemm_tune_on_tables(rt, &ok, 4, one, 65), FP8JIT_ERROR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(fp8jit_last_error()).find("table_count = 65"), std::string::npos)
+      << fp8jit_last_error();
+  const int* null_one[1] = {nullptr};
+  EXPECT_EQ(fp8jit_grouped_gemm_tune_on_tables(rt, &ok, 4, null_one, 1),
+            FP8JIT_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(fp8jit_last_error()).find("more_group_rows[0] = nullptr"),
+            std::string::npos)
+      << fp8jit_last_error();
+  std::vector<const int*> many(65, ok.group_rows);  // over the bound the C++ API has as well
+  {
+    Runtime cpp{RuntimeOptions{}};
+    TuneOptions o;
+    o.more_group_rows = many;
+    const std::string msg = test::invalid_message([&] { cpp.tune(valid_masked(), o); });
+    EXPECT_NE(msg.find("more_group_rows = 65 tables"), std::string::npos) << msg;
+  }
+  fp8jit_grouped_gemm_args bad = masked_c_args();
+  bad.m = 0;  // with no tables, the arguments' own error, as fp8jit_grouped_gemm_tune gives it
+  EXPECT_EQ(fp8jit_grouped_gemm_tune_on_tables(rt, &bad, 4, nullptr, 0),
+            FP8JIT_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(fp8jit_last_error()).find("invalid m = 0"), std::string::npos)
       << fp8jit_last_error();
   EXPECT_EQ(fp8jit_grouped_gemm_tune_on_tables(rt, nullptr, 4, one, 1),
             FP8JIT_ERROR_INVALID_ARGUMENT);
