@@ -36,7 +36,8 @@ double pipeline_factor(int stages) { return stages >= 4 ? 1.0 : 1.0 + 0.15 * (4 
 // shapes, on the H100 it ran 2-29 % slower than the wider tiles on 13 of 17 (4096x4096x7168 per
 // tensor 180.1 -> 188.4 µs, 8192^3 867.2 -> 968.7, 6000x8192x28672 2222 -> 2862; block 128x256
 // -> 128x128 at 8192x10240x8192 1082 -> 1223), so the model keeps them at full cost there.
-// Dense launches only: grouped kernels' pipelined 128x128 tiles are untimed.
+// Dense launches only: grouped kernels' pipelined 128x128 tiles are untimed; and promoted tiles
+// only: fast accumulation pipelines 64-row tiles, which this rule was not timed on.
 constexpr std::int64_t kPipelinedMinKBlocks = 16, kPipelinedMaxKBlocks = 31;
 constexpr std::int64_t kPipelinedNum = 22, kPipelinedDen = 25;
 
@@ -51,7 +52,7 @@ double gemm_cost(const GemmProblem& p, const GemmConfig& c, std::int64_t m, std:
   if (p.layout == GemmLayout::dense && range_blocks >= kPipelinedMinKBlocks &&
       range_blocks <= kPipelinedMaxKBlocks) {
     const GemmGeometry g = gemm_geometry(p, c);
-    if (g.pipelined && g.panel_bytes == 128)
+    if (g.pipelined && g.panel_bytes == 128 && !p.fast_accum)
       block_cost = block_cost * kPipelinedNum / kPipelinedDen;
   }
   return static_cast<double>(waves) *

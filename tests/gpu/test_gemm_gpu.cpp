@@ -439,6 +439,35 @@ TEST(GemmGpu, StraddlingTilesPipelineEverySplit) {
   run_config_cases(cases, 970, 3);
 }
 
+// Fast accumulation on 64-row tiles up to 128 columns takes the pipelined K loop (GemmGeometry::
+// pipelined): two sets of sums, each over its own K blocks, added after the loop. One K block, two,
+// odd and ragged counts, split-K summed in a cluster (the sets added before the sum), several tiles
+// per CTA (the deferred epilogue), a 2-CTA cluster, swapped operands, bias, fp16 and fp32 out,
+// e5m2, rowwise, and a K of 16384.
+TEST(GemmGpu, FastAccumulationSumsInTwoSets) {
+  FP8JIT_REQUIRE_GPU();
+  const Fp8Format e4 = Fp8Format::e4m3, e5 = Fp8Format::e5m2;
+  const GemmProblem fast{e4, e4, DType::bf16, ScaleMode::tensor, false, true};
+  const std::vector<ConfigCase> cases = {
+      {fast, {64, 32, 16, 8}, {37, 1000, 128}},  // one K block: the second set unused
+      {fast, {64, 32, 16, 8}, {64, 1000, 256}},
+      {{e4, e5, DType::fp16, ScaleMode::tensor, true, true}, {64, 64, 6, 8}, {100, 1500, 400}},
+      {{e5, e4, DType::fp32, ScaleMode::rowwise, true, true}, {64, 128, 6, 8}, {130, 1000, 1040}},
+      {fast, {64, 16, 16, 8}, {128, 2112, 7168}},
+      {{e4, e4, DType::fp32, ScaleMode::tensor, false, true}, {64, 64, 6, 8}, {64, 2112, 7184}},
+      {fast, {64, 64, 6, 8}, {1000, 3000, 1152}},
+      {{e4, e4, DType::bf16, ScaleMode::rowwise, false, true},
+       {64, 64, 6, 8, 1, 2},
+       {130, 1250, 1536}},
+      {fast, {64, 32, 16, 8}, {64, 7168, 16384}},
+      {{e4, e4, DType::bf16, ScaleMode::tensor, true, true},
+       {64, 8, 16, 8, 1, 1, GemmEpilogue::any, 1},
+       {1, 6144, 4096}},
+  };
+  for (const ConfigCase& c : cases) ASSERT_TRUE(gemm_geometry(c.p, c.c).pipelined) << c.c.block_n;
+  run_config_cases(cases, 1600, 3);
+}
+
 // Promotion's FFMA runs rewritten by the cubin post-pass, settings read once per process: the
 // cases run in a second process with FP8JIT_FFMA_REUSE=1 (a hint on every FFMA that shares its
 // factor with the next, runtime/sass/ffma_reuse.hpp).

@@ -120,7 +120,7 @@ TEST(GemmGeometryScales, GroupedTallTilesLoadAsScalesInTwoBoxes) {
 // Pipelined promotion (a second set of wgmma temporaries) exactly for promoted tiles of one pass
 // and one m64 slab per warpgroup up to 128 columns, with block scaling widths dividing 128 and
 // 64-row tiles up to 112 wide; the kernel takes the fact from here, and so does the cost model.
-TEST(GemmGeometryPipelined, OnePassPromotedTilesUpTo128Columns) {
+TEST(GemmGeometryPipelined, OnePassTilesUpTo128Columns) {
   const GemmProblem block{Fp8Format::e4m3, Fp8Format::e4m3, DType::bf16, ScaleMode::block};
   const GemmProblem tensor{Fp8Format::e4m3, Fp8Format::e4m3, DType::bf16, ScaleMode::tensor};
   const GemmProblem rowwise{Fp8Format::e4m3, Fp8Format::e4m3, DType::bf16, ScaleMode::rowwise};
@@ -143,7 +143,10 @@ TEST(GemmGeometryPipelined, OnePassPromotedTilesUpTo128Columns) {
   EXPECT_FALSE(pipelined(tensor, {128, 136, 6, 8}));  // no room for a second set
   EXPECT_FALSE(pipelined(block, {128, 256, 3, 8}));   // column halves
   EXPECT_FALSE(pipelined(block, {256, 64, 4, 8}));    // two m64 slabs per warpgroup
-  EXPECT_FALSE(pipelined(fast, {128, 128, 6, 8}));    // nothing to promote
+  EXPECT_TRUE(pipelined(fast, {64, 32, 16, 8}));      // two sets of sums, added after the loop
+  EXPECT_TRUE(pipelined(fast, {64, 128, 6, 8}));
+  EXPECT_FALSE(pipelined(fast, {64, 136, 6, 8}));   // no room for a second set
+  EXPECT_FALSE(pipelined(fast, {128, 128, 6, 8}));  // two warpgroups take turns instead
 }
 
 // A straddling tile's split between its two blocks of B is data (a select per column group) only

@@ -179,6 +179,8 @@ struct Sm90GemmConsumer : T {
   // run time inside the promotion, it put a branch between a wait and its reads (C7517). Widths
   // of many splits take kSplit -1 instead: one loop, each column group selecting its factor (a
   // select, no branch; GemmGeometry::split_as_data). Other scale modes have no split (kSplit 0).
+  // Fast accumulation runs the same loop with nothing to promote: each set sums its own K blocks,
+  // so the wgmmas of kb never wait on those of kb - 1.
   template <int kSplit>
   static FP8JIT_DEVICE void k_loop_pipelined(const GemmParams& p, const Smem& s, const GemmUnit& w,
                                              const At& t, const Self& me, int& ring_stage,
@@ -195,13 +197,15 @@ struct Sm90GemmConsumer : T {
       const float* sb;
       int stage;
     } cur{}, prev{};
-    auto issue = [&](int kb, float(&into)[kAccSlabs][kChunkAccum]) {
+    // Fast accumulation sums K in both sets (`keep` past each set's first block) and adds the
+    // second into the first after the loop.
+    auto issue = [&](int kb, float(&into)[kAccSlabs][kChunkAccum], bool keep) {
       prev = cur;
       barrier::wait(&s.full[stage], phase);
       const float* st = s.scales + stage * kStageScales;
-      read_stage_scales(p, w, st, kb, t.slab_y, t.r0, cur.bs);
+      if constexpr (kPromote) read_stage_scales(p, w, st, kb, t.slab_y, t.r0, cur.bs);
       issue_wgmmas(me.a_lo0 + stage * (kStageA >> 4), me.b_lo0 + stage * (kStageB >> 4), into,
-                   false, 0);
+                   !kPromote && keep, 0);
       if constexpr (kDeferEpilogue)
         if (kb == t.first && d.pending) store_pending(p, me, d);  // under these wgmmas
       cur.sb = st + kScalesB + (t.col0 - t.tn * BLOCK_N);
@@ -216,7 +220,9 @@ struct Sm90GemmConsumer : T {
     auto promote = [&](const float(&from)[kAccSlabs][kChunkAccum], const Issued& q) {
       if constexpr (!gemm_scales_per_column(SCALE))
         if (me.lane == 0) release(s, q.stage);
-      if constexpr (SCALE == kBlockScale && kSplit < 0)
+      if constexpr (!kPromote)
+        return;
+      else if constexpr (SCALE == kBlockScale && kSplit < 0)
         Promotion::promote_selected(from, out, q.bs, t.split_j);
       else if constexpr (SCALE == kBlockScale)
         Promotion::template promote_split<kSplit>(from, out, q.bs);
@@ -226,18 +232,18 @@ struct Sm90GemmConsumer : T {
         if (me.lane == 0) release(s, q.stage);
     };
     if (t.first < t.last) {
-      issue(t.first, acc);
+      issue(t.first, acc, false);
       int kb = t.first + 1;
       for (; kb + 1 < t.last; kb += 2) {
-        issue(kb, acc2);
+        issue(kb, acc2, kb > t.first + 1);
         warpgroup::wait<1>();
         promote(acc, prev);
-        issue(kb + 1, acc);
+        issue(kb + 1, acc, true);
         warpgroup::wait<1>();
         promote(acc2, prev);
       }
       if (kb < t.last) {  // an even count: the last block into the second set
-        issue(kb, acc2);
+        issue(kb, acc2, kb > t.first + 1);
         warpgroup::wait<1>();
         promote(acc, prev);
         warpgroup::wait<0>();
@@ -246,6 +252,10 @@ struct Sm90GemmConsumer : T {
         warpgroup::wait<0>();
         promote(acc, cur);
       }
+      if constexpr (!kPromote)
+        if (t.last - t.first > 1)
+#pragma unroll
+          for (int i = 0; i < kChunkAccum; ++i) acc[0][i] += acc2[0][i];
     }
     ring_stage = stage;
     ring_phase = phase;

@@ -51,7 +51,8 @@ struct GemmGeometry {
   // 128-row tiles it replaces on an H100).
   bool slab_passes;
   int passes;       // wgmma batches per K block, each promoted before the next: chunks or slabs
-  // Promotion of K block kb - 1 under kb's wgmmas, from a second set of temporaries: tiles of one
+  // Promotion of K block kb - 1 under kb's wgmmas, from a second set of temporaries (fast
+  // accumulation: a second set of sums, on 64-row tiles, see gemm_geometry): tiles of one
   // pass (one m64 slab per warpgroup, one column chunk) up to 128 columns, where that set (64
   // registers at most) still fits beside the sums. A block-scaled 64-row tile straddling two blocks
   // of B (a width not dividing 128) needs the split between them inside the loop: chosen there by a
@@ -126,6 +127,8 @@ constexpr bool gemm_sums_splits_in_cluster(int block_m, int block_n, int stages,
 // Grouped layouts keep kGemmGroupedRegisters fewer.
 constexpr int gemm_max_accumulators(const GemmTile& t) {
   const int grouped = t.grouped ? kGemmGroupedRegisters : 0;
+  // Fast 64-row tiles up to 128 columns hold two sets of sums (GemmGeometry::pipelined).
+  if (t.fast_accum && t.block_m == 64 && t.block_n <= 128) return 128;
   if (t.fast_accum) return (t.block_m == 256 ? 144 : 120) - grouped;
   if (gemm_scales_per_column(t.scale)) return (t.block_m == 256 ? 128 : 160) - grouped;
   return 208 - grouped;
@@ -207,10 +210,17 @@ constexpr GemmGeometry gemm_geometry(const GemmTile& t) {
                   2 * sums > g.max_accumulators;
   g.passes = g.slab_passes ? g.mma_m : g.chunks;
   const bool straddles = t.scale == kBlockScale && 128 % t.block_n != 0;
-  g.pipelined = promote && g.passes == 1 && g.mma_m == 1 && t.block_n <= 128 &&
+  // Fast accumulation: 64-row tiles only. There the one warpgroup drained the tensor cores between
+  // K blocks (H200, same tile: 128x2112x7168 at 64x32 s16 14.6 -> 12.5 µs, 64x4096x14336 27.6 ->
+  // 25.6, 64x2112x7168 at 64x16 13.3 -> 12.3; no line slower); 128-row tiles' two warpgroups
+  // taking turns already keep them busy, and without turns ran slower (4096x32768x512 at 128x128
+  // 146.2 -> 153.6, 128x7168x16384 44.7 -> 45.2).
+  g.pipelined = g.passes == 1 && g.mma_m == 1 && t.block_n <= 128 && (promote || g.math_wgs == 1) &&
                 !(straddles && (t.block_m != 64 || t.block_n > 112));
   g.split_as_data = g.pipelined && straddles && t.block_n / gemm_gcd(t.block_n, 128) > 3;
-  g.accumulators = sums + (promote ? (g.slab_passes ? sums / g.mma_m : sums / g.chunks) : 0);
+  g.accumulators = sums + (promote       ? (g.slab_passes ? sums / g.mma_m : sums / g.chunks)
+                           : g.pipelined ? sums
+                                         : 0);
   // ptxas: the bias epilogue of 240- and 256-wide precise tiles spills (4-72 bytes).
   g.bias_spills = g.chunks == 2 && t.bias && t.block_n > kGemmChunkedBiasMaxN;
   // The registers a cluster's rank and multicast addressing take spill group scaling (any tile)

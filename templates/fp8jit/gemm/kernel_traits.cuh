@@ -233,7 +233,7 @@ struct Sm90GemmTraits {
   static constexpr bool kDeferEpilogue =
       Epilogue::kCanPack && !kSwapAB &&
       kMmaM * (kAccum + Epilogue::kPacked) +
-              (kPromote ? (kPipelinePromotion ? 2 : 1) * kAccSlabs * kChunkAccum : 0) <=
+              ((kPromote ? 1 : 0) + (kPipelinePromotion ? 1 : 0)) * kAccSlabs * kChunkAccum <=
           kDeferRegisters - (Scheduler::kGrouped ? kGemmGroupedRegisters : 0);
 };
 
