@@ -16,6 +16,7 @@
 #include "common/parallel.hpp"
 #include "fp8jit/reference.hpp"
 #include "fp8jit/runtime.hpp"
+#include "generator/families/gemm_geometry.hpp"
 #include "tests/common/expect_error.hpp"
 #include "tests/common/gpu_env.hpp"
 #include "tests/common/temp_dir.hpp"
@@ -34,6 +35,7 @@ struct Case {
   std::int64_t m;          // contiguous, indexed: rows of A; masked: m_max
   std::int64_t n, k;
   std::int64_t indexed_groups = 0;  // indexed: G
+  bool fast = false;                // fast accumulation (tensor and rowwise scaling)
 };
 
 std::int64_t groups_of(const Case& c) {
@@ -86,6 +88,7 @@ Grouped make_grouped(const Case& c, unsigned seed) {
   g.k = c.k;
   g.d_dtype = c.out;
   g.scale_mode = c.scale;
+  g.fast_accum = c.fast;
   g.scale_a_layout = seed % 2 ? ScaleLayout::col_major_tma : ScaleLayout::row_major;
   g.scale_b_layout = seed % 3 ? ScaleLayout::row_major : ScaleLayout::col_major_tma;
   const std::int64_t rows = rows_of(c);
@@ -148,8 +151,9 @@ std::vector<unsigned char> reference_of_group(const Grouped& o, const Case& c, s
   return ref.download();
 }
 
-double tolerance(DType out) {
-  return out == DType::fp32 ? 1e-3 : 4e-3;
+// Fast accumulation is held to 4e-3 whatever D's type, as in the dense tests.
+double tolerance(const Case& c) {
+  return c.out == DType::fp32 && !c.fast ? 1e-3 : 4e-3;
 }
 
 // Runs the grouped GEMM on poisoned D (with `spec`, or the runtime's choice) and checks every
@@ -175,7 +179,7 @@ double run_and_check(const Case& c, Grouped& o, const KernelSpec* spec) {
     const double err = reference::relative_error(
         dh.data() + first * row_bytes, c.n, c.out,
         reinterpret_cast<const double*>(ref.data()) + first * c.n, last - first, c.n);
-    EXPECT_LE(err, tolerance(c.out)) << "group " << g << " rows [" << first << ", " << last << ")";
+    EXPECT_LE(err, tolerance(c)) << "group " << g << " rows [" << first << ", " << last << ")";
     worst = std::max(worst, err);
   }
   for (std::int64_t r = 0; r < rows; ++r) {
@@ -215,7 +219,7 @@ void run_specs(const std::vector<std::pair<Case, KernelSpec>>& runs, unsigned se
 }
 
 GemmProblem problem_of(const Case& c) {
-  return {Fp8Format::e4m3, Fp8Format::e4m3, c.out, c.scale, false, false, c.layout};
+  return {Fp8Format::e4m3, Fp8Format::e4m3, c.out, c.scale, false, c.fast, c.layout};
 }
 
 // Ragged tables: empty groups, a group of one row, sizes off the tile, rows before the first and
@@ -274,6 +278,41 @@ TEST(GroupedGemmGpu, ConfigsOnRaggedGroups) {
       runs.push_back({c, make_gemm_spec(problem_of(c), cfg)});
     }
   run_specs(runs, 50);
+}
+
+// Fast accumulation on every layout, per tensor and per row: the runtime's choice, a 64-row tile
+// (two sets of sums over alternate K blocks, GemmGeometry::pipelined) and a 128-row one (two
+// warpgroups taking turns), over odd and even K-block counts, with ragged groups.
+TEST(GroupedGemmGpu, FastAccumulationOnEveryLayout) {
+  FP8JIT_REQUIRE_GPU();
+  const std::vector<GemmConfig> configs = {{64, 64, 6, 8, 1, 1}, {128, 128, 4, 8, 1, 1}};
+  std::vector<std::pair<Case, KernelSpec>> runs;
+  std::vector<Case> defaults;
+  for (GemmLayout layout : {GemmLayout::contiguous, GemmLayout::masked, GemmLayout::indexed})
+    for (ScaleMode scale : {ScaleMode::tensor, ScaleMode::rowwise}) {
+      const DType out = scale == ScaleMode::tensor ? DType::bf16 : DType::fp32;
+      const std::int64_t k = scale == ScaleMode::tensor ? 640 : 512;
+      Case c = layout == GemmLayout::contiguous
+                   ? Case{layout, scale, out, {0, 300, 300, 301, 700, 1100}, 1100, 512, k}
+               : layout == GemmLayout::masked
+                   ? Case{layout, scale, out, {256, 0, 130, 3}, 256, 384, k}
+                   : indexed_case(scale, out, {300, 1, 0, 129, 64}, 384, k, 0);
+      c.fast = true;
+      for (const GemmConfig& cfg : configs) {
+        const KernelSpec spec = make_gemm_spec(problem_of(c), cfg);
+        ASSERT_EQ(gemm_geometry(problem_of(c), cfg).pipelined, cfg.block_m == 64);
+        runs.push_back({c, spec});
+      }
+      defaults.push_back(c);
+    }
+  run_specs(runs, 1700);
+  unsigned seed = 1750;
+  for (const Case& c : defaults) {
+    Grouped o = make_grouped(c, seed++);
+    SCOPED_TRACE(testing::Message() << to_string(c.layout) << " " << to_string(c.scale) << " "
+                                    << spec_name(default_runtime().select(o.args)));
+    run_and_check(c, o, nullptr);
+  }
 }
 
 // 256-row tiles' A scales by TMA come in two boxes of 132 rows 128 apart, from the group's first
@@ -395,7 +434,7 @@ TEST(GroupedGemmGpu, BadRowIndicesArePaddingAndReported) {
     EXPECT_LE(reference::relative_error(dh.data() + first * row_bytes, c.n, c.out,
                                         reinterpret_cast<const double*>(ref.data()) + first * c.n,
                                         last - first, c.n),
-              tolerance(c.out))
+              tolerance(c))
         << "group " << g;
   }
   for (int r : {100, 110, 127, 190, 191, 228, 255})
@@ -450,7 +489,7 @@ TEST(GroupedGemmGpu, TablesOutOfRangeAreClampedAndReported) {
           reference::relative_error(dh.data() + first * row_bytes, b.c.n, b.c.out,
                                     reinterpret_cast<const double*>(ref.data()) + first * b.c.n,
                                     last - first, b.c.n),
-          tolerance(b.c.out))
+          tolerance(b.c))
           << "group " << g;
     }
     // Masked: rows past a clamped group's m_max belong to the next group and hold its values;
