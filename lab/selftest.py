@@ -154,6 +154,10 @@ def test_script_arguments(d):
         rc, _, err = py("probes/first_call.py", *argv)
         check(rc == 2 and "first_call.py: error: " in err and "unrecognized" not in err and not os.path.exists(report),
               f"first_call.py {[a[:30] for a in args]}: exit {rc} {err[-200:]}")
+    for env in ({}, {"ROWS": ""}, {"ROWS": "^nothing"}, {"ROWS": "("}, {"ROWS": "x" * 5000},
+                {"ROWS": "^masked", "SUITE": "/no/such.csv"}, {"ROWS": "^masked", "SUITE": os.path.join(ROOT, "README.md")}):
+        rc, _, err = run(["bash", "lab/scripts/tune_rows.sh"], dict(env, OUT=out))
+        check(rc == 2 and "tune_rows.sh: " in err and not os.path.exists(out), f"tune_rows.sh {env}: exit {rc}")
     for args in (["/no/such/build"], [""], ["x" * 5000]):
         rc, _, err = run(["bash", "tests/gpu/memcheck.sh", *args])
         check(rc == 2 and "memcheck.sh" in err, f"memcheck.sh {[a[:30] for a in args]}: exit {rc}")
