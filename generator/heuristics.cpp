@@ -187,7 +187,7 @@ std::optional<KernelSpec> swapped_gemm_spec(const GemmProblem& problem, std::int
 // 37x5120x32768 and 64x7168x16384 on the H200, 60.7 -> 69.1 and 41.2 -> 42.5 µs, with a loop
 // copy per split; 64x40 with the split as data too, 65.9 -> 69.1 in the CLI's timing). Since these
 // narrow tiles promote one K block under the next one's wgmmas (the kernel's
-// kPipelinePromotion: 64x32 at 128x2112x7168 block 15.8 -> 13.8 µs) a full wave of them beats
+// kPipelinedKLoop: 64x32 at 128x2112x7168 block 15.8 -> 13.8 µs) a full wave of them beats
 // split-K over fewer, wider tiles. H200, CUDA events, the heuristic before -> this rule (G66):
 // 128x2112x7168 block 15.1 -> 13.8 (64x32), per tensor 14.9 -> 12.5; 128x4096x7168 19.1 -> 17.2
 // (64x64), per tensor 18.9 -> 16.7; 64x4096x7168 17.6 -> 16.8 (64x32); 64x2112x7168 13.5 -> 13.1

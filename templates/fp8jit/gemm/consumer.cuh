@@ -22,7 +22,7 @@ struct Sm90GemmConsumer : T {
       T::BLOCK_K, T::BLOCK_M, T::BLOCK_N, T::FA, T::FB, T::SCALE, T::kAccSlabs, T::kAccum,
       T::kAlignA, T::kBlockScaleMaps, T::kCanSumSplitsInCluster, T::kChunkAccum, T::kChunkN,
       T::kChunks, T::kCluster, T::kDeferEpilogue, T::kEpiSlab, T::kMathWGs, T::kMmaM,
-      T::kOverlapHalves, T::kPasses, T::kPipelinePromotion, T::kProbeNextStage, T::kPromote,
+      T::kOverlapHalves, T::kPasses, T::kPipelinedKLoop, T::kProbeNextStage, T::kPromote,
       T::kRowsPerWG, T::kScalesB, T::kSlabPasses, T::kSplitAsData, T::kStageA, T::kStageB,
       T::kStageScales, T::kStages, T::kTakeTurns, T::kTurnBarrier, T::kTurnThreads,
       T::kUniformWarpgroup, T::split_cluster, T::splits, T::store_by_tma, T::tma_store;
@@ -134,13 +134,13 @@ struct Sm90GemmConsumer : T {
                  h.pending);  // an empty K range (more splits than K blocks) yields zeros
       if constexpr (kDeferEpilogue)
         if (t.first == t.last && d.pending) store_pending(p, me, d);  // no wgmmas to hide it under
-      if constexpr (kPipelinePromotion && kSplitAsData)
+      if constexpr (kPipelinedKLoop && kSplitAsData)
         k_loop_pipelined<-1>(p, s, w, t, me, stage, phase, d, acc, out);  // the split as data
-      else if constexpr (kPipelinePromotion && SCALE == kBlockScale)
+      else if constexpr (kPipelinedKLoop && SCALE == kBlockScale)
         Promotion::dispatch_split(t.split_j, [&](auto split) {
           k_loop_pipelined<decltype(split)::value>(p, s, w, t, me, stage, phase, d, acc, out);
         });
-      else if constexpr (kPipelinePromotion)
+      else if constexpr (kPipelinedKLoop)
         k_loop_pipelined<0>(p, s, w, t, me, stage, phase, d, acc, out);
       else
         k_loop(p, s, w, t, me, stage, phase, d, h, acc, out, tiles, stage_half0_kb);

@@ -172,11 +172,12 @@ struct Sm90GemmTraits {
   static FP8JIT_DEVICE bool split_cluster(const GemmParams& p) {
     return !kTmaEpilogue && p.split_cluster;
   }
-  // Promotion under the next K block's wgmmas (Sm90GemmConsumer, GemmGeometry::pipelined). With two
+  // K block kb's wgmmas issued before kb - 1's are waited for, into a second set of temporaries
+  // (or, with fast accumulation, of sums): Sm90GemmConsumer, GemmGeometry::pipelined. With two
   // math warpgroups each then keeps the tensor cores busy by itself, so they run free: 128x128
   // at 4096x4096x7168 (H200, CUDA events) block 205.7 -> 185.0 µs, per tensor 187.7 -> 171.8
   // (its default then, 128x208, took 177.9); 8192^3 block 919 -> 840.
-  static constexpr bool kPipelinePromotion = Geometry::get().pipelined;
+  static constexpr bool kPipelinedKLoop = Geometry::get().pipelined;
   static constexpr bool kSplitAsData = Geometry::get().split_as_data;
   // Two consumer warpgroups take turns issuing their wgmmas, one K block at a time (hardware
   // barriers kTurnBarrier + wg; 1 and 2 are the epilogue's). Issued together, the two batches
@@ -185,7 +186,7 @@ struct Sm90GemmTraits {
   // MMAs. Warpgroup 1 opens with an arrival so that warpgroup 0 goes first, and warpgroup 0
   // closes with the matching wait, leaving both barriers balanced at exit. Not where promotion
   // is pipelined: there turns only held each warpgroup's next wgmmas back.
-  static constexpr bool kTakeTurns = kMathWGs == 2 && !kPipelinePromotion;
+  static constexpr bool kTakeTurns = kMathWGs == 2 && !kPipelinedKLoop;
   static constexpr int kTurnBarrier = 3;
   static constexpr int kTurnThreads = 2 * warpgroup::kThreads;
 
@@ -233,7 +234,7 @@ struct Sm90GemmTraits {
   static constexpr bool kDeferEpilogue =
       Epilogue::kCanPack && !kSwapAB &&
       kMmaM * (kAccum + Epilogue::kPacked) +
-              ((kPromote ? 1 : 0) + (kPipelinePromotion ? 1 : 0)) * kAccSlabs * kChunkAccum <=
+              ((kPromote ? 1 : 0) + (kPipelinedKLoop ? 1 : 0)) * kAccSlabs * kChunkAccum <=
           kDeferRegisters - (Scheduler::kGrouped ? kGemmGroupedRegisters : 0);
 };
 
