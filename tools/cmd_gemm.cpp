@@ -91,6 +91,7 @@ GemmArgs gemm_args_from(const GemmOptions& o) {
   g.a_format = p.a_format;
   g.b_format = p.b_format;
   g.fast_accum = p.fast_accum;
+  g.scale_a_layout = *parse_scale_layout(o.scale_layout_a);  // admitted by the option's check
   return g;
 }
 
@@ -190,6 +191,10 @@ void add_gemm_commands(CLI::App& app) {
   add_problem_options(g, *go);
   add_choice(g, "--a-format", go->a_format, {"e4m3", "e5m2"}, "FP8 format of A");
   add_choice(g, "--b-format", go->b_format, {"e4m3", "e5m2"}, "FP8 format of B");
+  add_choice(g, "--scale-layout-a", go->scale_layout_a, {"col_major_tma", "row_major"},
+             "layout of A's scales (block and group scaling: its 1x128 groups): col_major_tma, read "
+             "by TMA, or row_major (DeepSeek-V3 kernel.py's act_quant, fp8jit.quantize's default), "
+             "copied by the kernel's producer warp");
   g->add_option("--iters", go->iters, "timed iterations")->check(integer_in(1, 100000))->capture_default_str();
   g->add_option("--config", go->config,
                 "JSON of gemm config fields that replace the runtime's choice, e.g. '{\"block_n\":160,\"stages\":5}'");

@@ -60,6 +60,7 @@ int run_grouped_gemm(const GemmOptions& o, const GroupedShape& s) {
   GemmProblem problem = problem_from(o);
   problem.layout = s.layout;
   GroupedGemmArgs g = grouped_gemm_args(problem, s);
+  g.scale_a_layout = *parse_scale_layout(o.scale_layout_a);  // admitted by the option's check
   require_gpu();
   Runtime rt;
   const GroupedOperands operands = make_grouped_operands(rt, g, 1);

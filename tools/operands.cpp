@@ -32,7 +32,6 @@ void quantize_random(Runtime& rt, std::int64_t rows, std::int64_t k, Fp8Format f
 
 GemmOperands make_gemm_operands(Runtime& rt, GemmArgs& g) {
   const Granularity ga = gemm_scale_granularity_a(g.scale_mode), gb = gemm_scale_granularity_b(g.scale_mode);
-  g.scale_a_layout = ScaleLayout::col_major_tma;
   g.scale_b_layout = g.scale_mode == ScaleMode::group ? ScaleLayout::col_major_tma : ScaleLayout::row_major;
   g.scale_a_size = scale_count(ga, g.scale_a_layout, g.m, g.k);
   g.scale_b_size = scale_count(gb, g.scale_b_layout, g.n, g.k);

@@ -18,8 +18,9 @@ struct GemmOperands {
 void quantize_random(Runtime& rt, std::int64_t rows, std::int64_t k, Fp8Format f, Granularity g,
                      ScaleLayout layout, void* q, float* scales, unsigned seed);
 
-// Fills g's operand pointers, scale layouts and sizes and D (g.m, n, k, formats, d_dtype and
-// scale_mode must be set). The buffers live as long as the returned object.
+// Fills g's operand pointers, B's scale layout, the scale sizes and D (g.m, n, k, formats,
+// d_dtype, scale_mode and scale_a_layout must be set). The buffers live as long as the returned
+// object.
 GemmOperands make_gemm_operands(Runtime& rt, GemmArgs& g);
 
 }  // namespace fp8jit::cli

@@ -61,9 +61,11 @@ echo "$header" | tee "$OUT/variants.md"
 echo "|$(printf ' --- |%.0s' $(seq 1 $((5 + ${#names[@]}))))" | tee -a "$OUT/variants.md"
 while read -r m n k scale config; do
   [ -z "$m" ] || [ "${m:0:1}" = "#" ] && continue
-  # SCALE-fast: the same scale mode with fast accumulation (--fast-accum).
-  args=(gemm --m "$m" --n "$n" --k "$k" --scale "${scale%-fast}" --iters 30)
-  [ "$scale" != "${scale%-fast}" ] && args+=(--fast-accum)
+  # SCALE-fast: the same scale mode with fast accumulation (--fast-accum); SCALE-rowscales: A's
+  # scales row-major (--scale-layout-a row_major); both suffixes may follow one scale mode.
+  args=(gemm --m "$m" --n "$n" --k "$k" --scale "${scale%%-*}" --iters 30)
+  [[ "$scale" == *-fast* ]] && args+=(--fast-accum)
+  [[ "$scale" == *-rowscales* ]] && args+=(--scale-layout-a row_major)
   [ -n "$config" ] && args+=(--config "$config")
   row="| $m | $n | $k | $scale | ${config:-default} |"
   for name in "${names[@]}"; do

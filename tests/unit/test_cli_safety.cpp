@@ -40,6 +40,7 @@ TEST_F(CliSafety, EverySubcommandHasHelp) {
   }
   // Each lists its own options.
   EXPECT_NE(run({"gemm", "--help"}).out.find("--fast-accum"), std::string::npos);
+  EXPECT_NE(run({"gemm", "--help"}).out.find("--scale-layout-a"), std::string::npos);
   EXPECT_NE(run({"tune", "--help"}).out.find("--top-k"), std::string::npos);
   EXPECT_NE(run({"compile", "--help"}).out.find("--cubin"), std::string::npos);
   for (const char* sub : {"list", "show", "export", "import", "prune", "rebuild"}) {
@@ -75,6 +76,9 @@ TEST_F(CliSafety, IntegersAreTypedAndRanged) {
 
 TEST_F(CliSafety, ChoicesAndCombinations) {
   expect_refused({"gemm", "--scale", "blockwise"}, 2, {"--scale", "blockwise", "block"});
+  expect_refused({"gemm", "--scale-layout-a", "col_major"}, 2,
+                 {"--scale-layout-a", "col_major", "col_major_tma", "row_major"});
+  expect_refused({"gemm", "--scale-layout-a", ""}, 2, {"--scale-layout-a"});
   expect_refused({"tune", "--suite", "deepseek-v3", "--shapes", "x.csv"}, 2, {"--suite", "--shapes", "excludes"});
   expect_refused({"tune"}, 1, {"--suite/--shapes", "<missing>"});
   expect_refused({"bench", "--suite", "deepseek-v3", "--shapes", "x.csv"}, 2, {"excludes"});
