@@ -79,6 +79,8 @@ TEST_F(CliSafety, ChoicesAndCombinations) {
   expect_refused({"gemm", "--scale-layout-a", "col_major"}, 2,
                  {"--scale-layout-a", "col_major", "col_major_tma", "row_major"});
   expect_refused({"gemm", "--scale-layout-a", ""}, 2, {"--scale-layout-a"});
+  expect_refused({"gemm", "--scale-layout-a", std::string(5000, 'x')}, 2, {"--scale-layout-a"});
+  expect_refused({"gemm", "--scale-layout-a"}, 2, {"--scale-layout-a"});
   expect_refused({"tune", "--suite", "deepseek-v3", "--shapes", "x.csv"}, 2, {"--suite", "--shapes", "excludes"});
   expect_refused({"tune"}, 1, {"--suite/--shapes", "<missing>"});
   expect_refused({"bench", "--suite", "deepseek-v3", "--shapes", "x.csv"}, 2, {"excludes"});

@@ -255,7 +255,9 @@ struct Sm90GemmConsumer : T {
       if constexpr (!kPromote)
         if (t.last - t.first > 1)
 #pragma unroll
-          for (int i = 0; i < kChunkAccum; ++i) acc[0][i] += acc2[0][i];
+          for (int mm = 0; mm < kAccSlabs; ++mm)
+#pragma unroll
+            for (int i = 0; i < kChunkAccum; ++i) acc[mm][i] += acc2[mm][i];
     }
     ring_stage = stage;
     ring_phase = phase;

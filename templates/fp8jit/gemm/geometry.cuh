@@ -125,10 +125,19 @@ constexpr bool gemm_sums_splits_in_cluster(int block_m, int block_n, int stages,
 // scales); fast accumulation spills past 256x144 and, with one m64 slab, at 128x256 (bf16 out
 // with bias: the 128-operand wgmma), so it stops at 240 columns.
 // Grouped layouts keep kGemmGroupedRegisters fewer.
+// Fast accumulation pipelines its K loop (GemmGeometry::pipelined) on 64-row tiles up to 128
+// columns only: there the one warpgroup drained the tensor cores between K blocks (H200, same
+// tile: 128x2112x7168 at 64x32 s16 14.6 -> 12.5 µs, 64x4096x14336 27.6 -> 25.6, 64x2112x7168 at
+// 64x16 13.3 -> 12.3; no line slower); 128-row tiles' two warpgroups taking turns already keep
+// them busy, and without turns ran slower (4096x32768x512 at 128x128 146.2 -> 153.6,
+// 128x7168x16384 44.7 -> 45.2). Such tiles hold two sets of sums, 128 registers at most.
+constexpr bool gemm_fast_pipelines(const GemmTile& t) {
+  return t.fast_accum && t.block_m == 64 && t.block_n <= 128;
+}
+
 constexpr int gemm_max_accumulators(const GemmTile& t) {
   const int grouped = t.grouped ? kGemmGroupedRegisters : 0;
-  // Fast 64-row tiles up to 128 columns hold two sets of sums (GemmGeometry::pipelined).
-  if (t.fast_accum && t.block_m == 64 && t.block_n <= 128) return 128;
+  if (gemm_fast_pipelines(t)) return 128;
   if (t.fast_accum) return (t.block_m == 256 ? 144 : 120) - grouped;
   if (gemm_scales_per_column(t.scale)) return (t.block_m == 256 ? 128 : 160) - grouped;
   return 208 - grouped;
@@ -210,13 +219,9 @@ constexpr GemmGeometry gemm_geometry(const GemmTile& t) {
                   2 * sums > g.max_accumulators;
   g.passes = g.slab_passes ? g.mma_m : g.chunks;
   const bool straddles = t.scale == kBlockScale && 128 % t.block_n != 0;
-  // Fast accumulation: 64-row tiles only. There the one warpgroup drained the tensor cores between
-  // K blocks (H200, same tile: 128x2112x7168 at 64x32 s16 14.6 -> 12.5 µs, 64x4096x14336 27.6 ->
-  // 25.6, 64x2112x7168 at 64x16 13.3 -> 12.3; no line slower); 128-row tiles' two warpgroups
-  // taking turns already keep them busy, and without turns ran slower (4096x32768x512 at 128x128
-  // 146.2 -> 153.6, 128x7168x16384 44.7 -> 45.2).
-  g.pipelined = g.passes == 1 && g.mma_m == 1 && t.block_n <= 128 && (promote || g.math_wgs == 1) &&
-                !(straddles && (t.block_m != 64 || t.block_n > 112));
+  g.pipelined = promote ? g.passes == 1 && g.mma_m == 1 && t.block_n <= 128 &&
+                              !(straddles && (t.block_m != 64 || t.block_n > 112))
+                        : gemm_fast_pipelines(t);
   g.split_as_data = g.pipelined && straddles && t.block_n / gemm_gcd(t.block_n, 128) > 3;
   g.accumulators = sums + (promote       ? (g.slab_passes ? sums / g.mma_m : sums / g.chunks)
                            : g.pipelined ? sums
