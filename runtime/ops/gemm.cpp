@@ -41,28 +41,27 @@ void encode_block_scale_map(dev::GemmParams& p, dev::TensorMap* map, const float
   p.scale_tx += 4 * box_cols * box_rows;
 }
 
-// The kernel's 1x128 scales of B, one per column (group scaling; swapped block scaling: the
-// problem's A's), by TMA with the stage (p.tma_sb, box block_n, scale_column_map; sets
-// p.sb_by_rows): false where no map reads them, leaving the cp.async path.
-bool encode_column_scale_map(dev::GemmParams& p, ScaleLayout layout, const float* scale,
-                             std::int64_t cols, int block_n) {
-  const ScaleColumnMap m = scale_column_map(&p.tma_sb, layout, scale, cols, p.k_blocks, block_n);
-  p.sb_by_rows = m == ScaleColumnMap::by_rows;
-  return m != ScaleColumnMap::none;
+// The kernel's column-major 1x128 scales of B, one per column (group scaling; swapped block
+// scaling: the problem's A's), by TMA with the stage (p.tma_sb, box block_n x 1): false where
+// the driver declines the map, leaving the cp.async path.
+bool encode_column_scale_map(dev::GemmParams& p, const float* scale, std::int64_t cols,
+                             int block_n) {
+  return try_encode(&p.tma_sb, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, scale, p.k_blocks, cols, p.sb_cs,
+                    block_n, 1, CU_TENSOR_MAP_SWIZZLE_NONE) == CUDA_SUCCESS;
 }
 
 // Tensor maps for the scales of block and group scaling where TMA can read them (see
-// GemmParams): A's where scale_column_map maps them, and group scaling's B where it maps them too
-// (both or neither: p.scale_tma covers the two). Otherwise the kernel copies every scale with
-// cp.async.
+// GemmParams): A's when column-major, and group scaling's B when column-major too (both or
+// neither: p.scale_tma covers the two). Otherwise the kernel copies every scale with cp.async.
 void encode_scale_maps(dev::GemmParams& p, const GemmArgs& a, const GemmConfig& c, const GemmGeometry& g) {
   const bool block = a.scale_mode == ScaleMode::block;
   if (!block && a.scale_mode != ScaleMode::group) return;
+  if (!block && (a.scale_b_layout != ScaleLayout::col_major_tma || !aligned16(a.scale_b))) return;
   if (!encode_scale_map_a(p, g, a.scale_a_layout, a.scale_a, a.m, g.scale_box_a)) return;
   if (block)
     encode_block_scale_map(p, &p.tma_sb, a.scale_b, ceil_div(a.n, 128), p.sb_rs, p.sb_cs, true);
-  if (!block && !encode_column_scale_map(p, a.scale_b_layout, a.scale_b, a.n, c.block_n)) {
-    p.scale_tma = 0;  // no map of B's scales: the cp.async path for both
+  if (!block && !encode_column_scale_map(p, a.scale_b, a.n, c.block_n)) {
+    p.scale_tma = 0;  // a map the driver declines: the cp.async path
     p.scale_tx = 0;
   }
 }
@@ -179,7 +178,8 @@ void swapped_block_scales(dev::GemmParams& p, const GemmArgs& a, const GemmConfi
   scale_strides(a.scale_a_layout, a.m, p.k_blocks, p.sb_rs, p.sb_cs);
   p.scale_tma = 0;
   p.scale_tx = 0;
-  if (!encode_column_scale_map(p, a.scale_a_layout, a.scale_a, a.m, c.block_n)) return;
+  if (a.scale_a_layout != ScaleLayout::col_major_tma || !aligned16(a.scale_a)) return;
+  if (!encode_column_scale_map(p, a.scale_a, a.m, c.block_n)) return;
   p.scale_tma = 1;
   p.scale_tx = 4 * c.block_n;
   encode_block_scale_map(p, &p.tma_sa, a.scale_b, ceil_div(a.n, 128), p.sa_rs, p.sa_cs, false);

@@ -88,7 +88,7 @@ CUresult encode_with_driver(dev::TensorMap* out, const TensorMapKey& k) {
   const cuuint64_t dims[2] = {static_cast<cuuint64_t>(k.cols), static_cast<cuuint64_t>(k.rows)};
   const cuuint64_t strides_bytes[1] = {static_cast<cuuint64_t>(k.ld) * k.esize};
   const cuuint32_t box[2] = {static_cast<cuuint32_t>(k.box_cols), static_cast<cuuint32_t>(k.box_rows)};
-  const cuuint32_t elem_strides[2] = {static_cast<cuuint32_t>(k.col_stride), 1};
+  const cuuint32_t elem_strides[2] = {1, 1};
   return driver::api().cuTensorMapEncodeTiled(reinterpret_cast<CUtensorMap*>(out), k.type, 2,
                                               const_cast<void*>(k.base), dims, strides_bytes, box, elem_strides,
                                               CU_TENSOR_MAP_INTERLEAVE_NONE, k.swizzle,
@@ -97,13 +97,10 @@ CUresult encode_with_driver(dev::TensorMap* out, const TensorMapKey& k) {
 
 }  // namespace
 
-CUresult try_encode(dev::TensorMap* out, CUtensorMapDataType type, std::size_t esize,
-                    const void* base, std::int64_t rows, std::int64_t cols, std::int64_t ld,
-                    int box_cols, int box_rows, CUtensorMapSwizzle swizzle, int col_stride) {
-  const TensorMapKey key{base,      rows,     cols,
-                         ld,        box_cols, box_rows,
-                         type,      swizzle,  static_cast<std::uint32_t>(esize),
-                         col_stride};
+CUresult try_encode(dev::TensorMap* out, CUtensorMapDataType type, std::size_t esize, const void* base,
+                    std::int64_t rows, std::int64_t cols, std::int64_t ld, int box_cols, int box_rows,
+                    CUtensorMapSwizzle swizzle) {
+  const TensorMapKey key{base, rows, cols, ld, box_cols, box_rows, type, swizzle, static_cast<std::uint32_t>(esize)};
   return TensorMapCache::local().get(key, out, encode_with_driver);
 }
 
@@ -130,30 +127,12 @@ void encode_operand_maps(dev::GemmParams& p, const GemmGeometry& g, const void* 
          CU_TENSOR_MAP_SWIZZLE_128B);
 }
 
-ScaleColumnMap scale_column_map(dev::TensorMap* map, ScaleLayout layout, const float* scales,
-                                std::int64_t rows, std::int64_t k_blocks, int box) {
-  if (!aligned16(scales)) return ScaleColumnMap::none;
-  long long rs = 0, cs = 0;
-  scale_strides(layout, rows, k_blocks, rs, cs);
-  if (layout == ScaleLayout::col_major_tma)
-    return try_encode(map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, scales, k_blocks, rows, cs, box, 1,
-                      CU_TENSOR_MAP_SWIZZLE_NONE) == CUDA_SUCCESS
-               ? ScaleColumnMap::by_columns
-               : ScaleColumnMap::none;
-  // Row-major rows of whole 16 bytes only (a multiple of 4 K blocks): TMA addresses no others.
-  if (rs % kScaleRowBoxBlocks != 0) return ScaleColumnMap::none;
-  return try_encode(map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, scales, rows, k_blocks, rs,
-                    kScaleRowBoxBlocks, box, CU_TENSOR_MAP_SWIZZLE_NONE,
-                    kScaleRowBoxBlocks) == CUDA_SUCCESS
-             ? ScaleColumnMap::by_rows
-             : ScaleColumnMap::none;
-}
-
 bool encode_scale_map_a(dev::GemmParams& p, const GemmGeometry& g, ScaleLayout layout, const float* scale_a,
                         std::int64_t rows, int box_rows) {
-  const ScaleColumnMap m = scale_column_map(&p.tma_sa, layout, scale_a, rows, p.k_blocks, box_rows);
-  if (m == ScaleColumnMap::none) return false;
-  p.sa_by_rows = m == ScaleColumnMap::by_rows;
+  if (layout != ScaleLayout::col_major_tma || !aligned16(scale_a)) return false;
+  if (try_encode(&p.tma_sa, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, scale_a, p.k_blocks, rows, p.sa_cs, box_rows, 1,
+                 CU_TENSOR_MAP_SWIZZLE_NONE) != CUDA_SUCCESS)
+    return false;
   p.scale_tx = g.scale_tma_bytes;
   p.scale_tma = 1;
   return true;

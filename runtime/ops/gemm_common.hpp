@@ -81,9 +81,9 @@ void fill_shape_params(dev::GemmParams& p, const GemmConfig& c, const Args& a, s
 // A 2-D tensor map: `cols` x `rows` elements of `esize` bytes, rows `ld` elements apart; from the
 // calling thread's cache when these arguments were encoded before (TensorMapCache). try_encode
 // returns the driver's answer; encode throws on failure.
-CUresult try_encode(dev::TensorMap* out, CUtensorMapDataType type, std::size_t esize,
-                    const void* base, std::int64_t rows, std::int64_t cols, std::int64_t ld,
-                    int box_cols, int box_rows, CUtensorMapSwizzle swizzle, int col_stride = 1);
+CUresult try_encode(dev::TensorMap* out, CUtensorMapDataType type, std::size_t esize, const void* base,
+                    std::int64_t rows, std::int64_t cols, std::int64_t ld, int box_cols, int box_rows,
+                    CUtensorMapSwizzle swizzle);
 void encode(dev::TensorMap* out, CUtensorMapDataType type, std::size_t esize, const void* base, std::int64_t rows,
             std::int64_t cols, std::int64_t ld, int box_cols, int box_rows, CUtensorMapSwizzle swizzle);
 
@@ -94,23 +94,9 @@ bool aligned16(const void* p);
 // tile per CTA) for A [rows_a, k] and B [rows_b, k].
 void encode_operand_maps(dev::GemmParams& p, const GemmGeometry& g, const void* a, std::int64_t rows_a,
                          std::int64_t lda, const void* b, std::int64_t rows_b, std::int64_t ldb, std::int64_t k);
-// A map that brings one K block's column of 1x128 scales (`box` of `rows` rows, packed) with each
-// stage, from either scale layout: column-major, a box box x 1 down the column; row-major, a box
-// kScaleRowBoxBlocks K blocks wide (16 bytes, TMA's least inner box) with that traversal stride,
-// which delivers the one float of each row the stage needs, in the same packed order, so the
-// kernel's shared layout and byte count are the same and only its coordinates change (by_rows:
-// K block first). Where neither applies (a row-major row not of whole 16 bytes, a scale base
-// not on 16 bytes, a map the driver declines), none: the kernel's cp.async path reads any
-// layout, but ran 1.05-1.65x slower than TMA on the H200 (s28: 64x2112x7168 block 13.0 -> 21.5
-// µs, 4096x4096x7168 171.3 -> 237.8), as a warp of 32 lanes issues each stage's copies in
-// place of one thread's TMA load.
-enum class ScaleColumnMap { none, by_columns, by_rows };
-inline constexpr int kScaleRowBoxBlocks = 4;
-ScaleColumnMap scale_column_map(dev::TensorMap* map, ScaleLayout layout, const float* scales,
-                                std::int64_t rows, std::int64_t k_blocks, int box);
-// A's 1x128 scales by TMA with the stage (p.tma_sa by scale_column_map, box box_rows over
-// `rows` rows; sets p.scale_tma, p.scale_tx and p.sa_by_rows) where it gives a map; false leaves
-// the kernel's cp.async path.
+// A's column-major 1x128 scales by TMA with the stage (p.tma_sa, box box_rows x 1 over `rows`
+// rows; sets p.scale_tma and p.scale_tx), where the layout and the driver allow it; false leaves
+// the kernel's cp.async path, which reads any layout.
 bool encode_scale_map_a(dev::GemmParams& p, const GemmGeometry& g, ScaleLayout layout, const float* scale_a,
                         std::int64_t rows, int box_rows);
 

@@ -15,8 +15,7 @@ std::size_t TensorMapCache::set_of(const TensorMapKey& k) {
   mix(static_cast<std::uint64_t>(k.cols));
   mix(static_cast<std::uint64_t>(k.ld));
   mix(static_cast<std::uint64_t>(k.box_cols) << 32 | static_cast<std::uint32_t>(k.box_rows));
-  mix(static_cast<std::uint64_t>(k.type) << 40 | static_cast<std::uint64_t>(k.swizzle) << 20 |
-      static_cast<std::uint64_t>(k.col_stride) << 8 | k.esize);
+  mix(static_cast<std::uint64_t>(k.type) << 40 | static_cast<std::uint64_t>(k.swizzle) << 20 | k.esize);
   // A multiply carries only low bits upwards, and device pointers have no low bits (256-byte
   // aligned at least): the finaliser of MurmurHash3 brings every bit down to the set index.
   h ^= h >> 33;

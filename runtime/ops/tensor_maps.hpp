@@ -25,9 +25,6 @@ struct TensorMapKey {
   CUtensorMapDataType type = CU_TENSOR_MAP_DATA_TYPE_UINT8;
   CUtensorMapSwizzle swizzle = CU_TENSOR_MAP_SWIZZLE_NONE;
   std::uint32_t esize = 1;  // bytes per element
-  // TMA's traversal stride along the columns (elementStrides[0]): a box `box_cols` wide delivers
-  // every col_stride-th of its columns, packed (scale_column_map in gemm_common.hpp).
-  int col_stride = 1;
   bool operator==(const TensorMapKey&) const = default;
 };
 

@@ -63,10 +63,10 @@ struct GemmParams {
   // (GemmGeometry::panel_bytes) a panel's bytes x that and the swizzle of that width; used when
   // tma_store.
   TensorMap tma_d;
-  // Block and group scaling, where the scale layouts allow it (scale_tma): A's scales come in by
-  // TMA with the stage (a column of BLOCK_M; sa_by_rows), and so do group scaling's scales of B
-  // (a column of BLOCK_N; sb_by_rows) and, where sb_map says so, block scaling's 128x128 scales of
-  // B (swapped block scaling: of its A, in tma_sa); without a map the producer loads B's two block
+  // Block and group scaling, where the scale layouts allow it (scale_tma): A's column-major
+  // scales come in by TMA with the stage (box BLOCK_M x 1), and so do group scaling's column-major
+  // scales of B (box BLOCK_N x 1) and, where sb_map says so, block scaling's 128x128 scales of B
+  // (swapped block scaling: of its A, in tma_sa); without a map the producer loads B's two block
   // scales itself (ld.global or cp.async), and every scale otherwise the producer warp copies
   // with cp.async.
   TensorMap tma_sa, tma_sb;
@@ -90,11 +90,6 @@ struct GemmParams {
   float* workspace;
   int scale_tma;  // 1: scales by TMA (tma_sa, tma_sb); 0: by cp.async
   int scale_tx;  // bytes the scale boxes (A's, group scaling's B, sb_map's) deliver per stage
-  // tma_sa (A's 1x128 scales) and tma_sb (a column of B's per stage: group and swapped block
-  // scaling) read row-major scales: the K block is the map's first coordinate (the host's
-  // scale_column_map: one float per row out of a box 4 K blocks wide, packed as a column-major
-  // map delivers them).
-  int sa_by_rows, sb_by_rows;
   int sb_hi;  // block scaling: index of the tile's second 128-block scale among B's staged scales
   // Block scaling's 128x128 scales of B (swapped block scaling: of its A) by TMA with the stage
   // (tma_sb, swapped tma_sa), where their layout allows a map and scale_tma: kScaleMapKInner (K

@@ -26,19 +26,12 @@ struct Sm90GemmScaleLoads {
   static FP8JIT_DEVICE void load_scales_tma(const GemmParams& p, float* dst, u64* bar, const GemmUnit& w, int kb) {
     if constexpr (SCALE != kSwappedBlockScale) {
       const int row = kAlignA ? w.row0 & ~3 : w.row0;
-      load_column(dst, &p.tma_sa, bar, row, kb, p.sa_by_rows);
+      tma::load_2d(dst, &p.tma_sa, bar, row, kb);
       constexpr int kSecond = kScalesB - kBoxA;  // a multiple of 4 rows: its box starts on 16 bytes
-      if constexpr (kSecond > 0)
-        load_column(dst + kSecond, &p.tma_sa, bar, row + kSecond, kb, p.sa_by_rows);
+      if constexpr (kSecond > 0) tma::load_2d(dst + kSecond, &p.tma_sa, bar, row + kSecond, kb);
     }
     if constexpr (gemm_scales_per_column(SCALE))
-      load_column(dst + kScalesB, &p.tma_sb, bar, w.tn * BLOCK_N, kb, p.sb_by_rows);
-  }
-  // K block kb's column of scales from `row` on, from a map of either layout
-  // (GemmParams::sa_by_rows): the same floats in the same order either way.
-  static FP8JIT_DEVICE void load_column(float* dst, const TensorMap* map, u64* bar, int row, int kb,
-                                        int by_rows) {
-    tma::load_2d(dst, map, bar, by_rows ? kb : row, by_rows ? row : kb);
+      tma::load_2d(dst + kScalesB, &p.tma_sb, bar, w.tn * BLOCK_N, kb);
   }
 
   // Swapped block scaling: the one 128x128 block scale of the kernel's A (the problem's B) that
