@@ -82,8 +82,11 @@ TEST(GemmHeuristic, TallTilesAtLargeMAndLongK) {
 // µs, 8192x8192x512 75.1 -> 69.5; block 4096x32768x512 141.4 -> 136.6, 1024x32768x512 40.9 ->
 // 38.2; precise at 8192 columns 1.5 % slower, so not there).
 TEST(GemmHeuristic, TallTilesAtShortK) {
-  const GemmProblem fast{Fp8Format::e4m3, Fp8Format::e4m3, DType::bf16, ScaleMode::tensor, false, true};
-  auto tall = [](const GemmConfig& c) { return c.block_m == 256 && c.block_n == 128 && c.group_m == 8; };
+  const GemmProblem fast{Fp8Format::e4m3,   Fp8Format::e4m3, DType::bf16,
+                         ScaleMode::tensor, false,           true};
+  auto tall = [](const GemmConfig& c) {
+    return c.block_m == 256 && c.block_n == 128 && c.group_m == 8;
+  };
   for (auto [m, n, k] : {std::tuple<std::int64_t, std::int64_t, std::int64_t>{4096, 32768, 512},
                          {2048, 32768, 512},
                          {1024, 32768, 512},
@@ -96,7 +99,8 @@ TEST(GemmHeuristic, TallTilesAtShortK) {
     EXPECT_EQ(tall(pick(ScaleMode::tensor, m, n, k)), wide);
   }
   EXPECT_FALSE(tall(gemm_config_of(default_gemm_spec(fast, 1023, 32768, 512))));
-  EXPECT_FALSE(tall(gemm_config_of(default_gemm_spec(fast, 2048, 7168, 512))));  // waves: 4 against 7
+  EXPECT_FALSE(
+      tall(gemm_config_of(default_gemm_spec(fast, 2048, 7168, 512))));  // waves: 4 against 7
   EXPECT_FALSE(tall(pick(ScaleMode::rowwise, 4096, 32768, 512)));
   EXPECT_FALSE(tall(pick(ScaleMode::block, 4096, 32768, 512, true)));  // bias
 }
@@ -167,7 +171,8 @@ TEST(GemmHeuristic, ShortKCapsTheTileWidth) {
   // One wave of 256-wide tiles at decode M: half the width, two tiles per CTA.
   EXPECT_EQ(pick(ScaleMode::block, 128, 32768, 512).block_n, 128);
   EXPECT_EQ(pick(ScaleMode::tensor, 4096, 8192, 512).block_n, 192);
-  EXPECT_EQ(pick(ScaleMode::rowwise, 4096, 32768, 512).block_n, 192);  // 256x128 from 16384 columns: TallTilesAtShortK
+  EXPECT_EQ(pick(ScaleMode::rowwise, 4096, 32768, 512).block_n,
+            192);  // 256x128 from 16384 columns: TallTilesAtShortK
   {  // fast accumulation keeps a deferring tile narrower than 192 there (H100: 144 154.3 µs
      // against 166.6 at 192), 128 rather than 144 for the same reason as above
     const GemmProblem fast{Fp8Format::e4m3,   Fp8Format::e4m3, DType::bf16,
