@@ -384,6 +384,7 @@ TEST(GemmGpu, TallTilesAtShortKByDefault) {
   for (const auto& [p, s] : cases) {
     Operands o = make_operands(p, s.m, s.n, s.k, seed++);
     GemmArgs probe = o.args;
+    probe.d = o.a->get();  // select checks D's pointer; run_and_compare allocates the real D
     const KernelSpec chosen = default_runtime().select(probe);
     SCOPED_TRACE(testing::Message() << spec_name(chosen) << " m=" << s.m << " n=" << s.n << " k=" << s.k);
     EXPECT_EQ(gemm_config_of(chosen).block_m, 256);
