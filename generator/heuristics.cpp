@@ -196,6 +196,10 @@ std::optional<KernelSpec> swapped_gemm_spec(const GemmProblem& problem, std::int
 // 15.2 -> 14.4; 64x7168x16384 55.8 -> 56.8 (the same 64x64 tile, deeper); 64x5120x8192 at 64x40
 // per tensor 28.3 -> 25.4, fast 28.3 -> 26.1, block 28.9 -> 27.8. Not at 32 K blocks
 // (37x2048x4096 at 64x16: 11.0 -> 11.7), nor over two waves (128x4096x7168 at 64x32: 22.1).
+// Fast accumulation up to 128 columns where no narrower width gives the wave: its 64-row tiles
+// pipeline their K loop that wide (gemm_fast_pipelines, G81), and at 128x7168x16384 a wave of
+// 64x112 s8 ran 42.0 µs against 44.8 for the 128-row default (H200, CUDA events, s28;
+// lab/configs/fast_64row_waves.txt). Not precise scaling: its 64x112 ran 54.8 there.
 constexpr int kStreamingMinKBlocks = 48;
 std::optional<GemmConfig> streaming_config(const GemmProblem& problem, std::int64_t m,
                                            std::int64_t n, std::int64_t k, int sm_count) {
@@ -203,7 +207,7 @@ std::optional<GemmConfig> streaming_config(const GemmProblem& problem, std::int6
   const bool block = problem.scale == ScaleMode::block;
   int best_n = 0;
   std::int64_t best_tiles = 0;
-  for (int bn = 64; bn >= 16; bn -= 8) {
+  for (int bn = problem.fast_accum ? 128 : 64; bn >= 16; bn -= 8) {
     if (block && 128 % bn != 0) continue;
     const std::int64_t tiles = (m + 63) / 64 * ((n + bn - 1) / bn);
     if (tiles <= sm_count && 4 * tiles >= 3 * std::int64_t{sm_count} && tiles > best_tiles) {
@@ -212,7 +216,7 @@ std::optional<GemmConfig> streaming_config(const GemmProblem& problem, std::int6
     }
   }
   if (best_n == 0) return std::nullopt;
-  return GemmConfig{64, best_n, best_n == 64 ? kDeepStages : 16, 8};
+  return GemmConfig{64, best_n, best_n >= 64 ? kDeepStages : 16, 8};
 }
 
 int max_stages(const GemmConfig& c, std::int64_t m, std::int64_t n, std::int64_t k, int sm_count) {
