@@ -5,14 +5,18 @@
 // layout as column-major ones, and the warp-wide cp.async path (1.4-1.65x slower, H200 s28) is
 // left to layouts TMA cannot address at all (rows not a multiple of 16 bytes).
 // For each case it prints whether the barrier completed with the packed byte count
-// (box rows x 4 bytes) and the shared words the load wrote (poison -1 elsewhere).
+// (box rows x 4 bytes) or the whole box's, and the shared words the load wrote (poison -1
+// elsewhere). s28 (H200): case 0 faulted (illegal instruction) and ended the process, so each
+// case now runs in a process of its own, and case 5 (the plain 4-wide box, no stride: 4x the
+// shared bytes, the fallback design) tells whether the probe itself is sound.
 // Build and run on the GPU machine: nvcc -std=c++17 -arch=sm_90a -o /tmp/probe
-//   lab/probes/tma_element_stride.cu -lcuda && /tmp/probe
+//   lab/probes/tma_element_stride.cu -lcuda && for i in 0 1 2 3 4 5; do /tmp/probe $i; done
 #include <cuda.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <vector>
 
 constexpr int kWords = 1024;
@@ -56,7 +60,7 @@ struct Case {
   int rows, cols, box_x, box_y, stride_x, x, y;
 };
 
-int main() {
+int main(int argc, char** argv) {
   cuInit(0);
   const Case cases[] = {
       {"56 cols, box 4x64, stride 4, at col 5", 200, 56, 4, 64, 4, 5, 0},
@@ -64,13 +68,17 @@ int main() {
       {"56 cols, box 4x64, stride 4, rows 180.. past 200", 200, 56, 4, 64, 4, 7, 180},
       {"16 cols, box 4x128, stride 4, at col 3", 300, 16, 4, 128, 4, 3, 100},
       {"56 cols, box 8x64, stride 8, at col 9", 200, 56, 8, 64, 8, 9, 0},
+      {"56 cols, box 4x64, no stride, at col 4", 200, 56, 4, 64, 1, 4, 0},
   };
+  const int only = argc > 1 ? std::atoi(argv[1]) : -1;
+  int index = -1;
   float *g, *out;
   int* done;
   cudaMalloc(&g, 300 * 64 * 4);
   cudaMalloc(&out, kWords * 4);
   cudaMallocManaged(&done, 4);
   for (const Case& c : cases) {
+    if (++index != only && only >= 0) continue;
     std::vector<float> h(c.rows * c.cols);
     for (int r = 0; r < c.rows; ++r)
       for (int k = 0; k < c.cols; ++k) h[r * c.cols + k] = r * 1000.f + k;
@@ -85,7 +93,10 @@ int main() {
                                          CU_TENSOR_MAP_L2_PROMOTION_NONE, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     std::printf("== %s: encode rc %d\n", c.what, static_cast<int>(rc));
     if (rc != CUDA_SUCCESS) continue;
-    for (unsigned tx : {static_cast<unsigned>(c.box_y * 4), static_cast<unsigned>(c.box_y * 16)}) {
+    const unsigned packed = 4u * c.box_y * ((c.box_x + c.stride_x - 1) / c.stride_x), whole = 4u * c.box_y * c.box_x;
+    std::vector<unsigned> txs = {packed};
+    if (whole != packed) txs.push_back(whole);
+    for (unsigned tx : txs) {
       *done = -1;
       load_box<<<1, 128>>>(map, c.x, c.y, tx, out, done);
       cudaError_t e = cudaDeviceSynchronize();
