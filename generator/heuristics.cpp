@@ -196,6 +196,10 @@ std::optional<KernelSpec> swapped_gemm_spec(const GemmProblem& problem, std::int
 // 15.2 -> 14.4; 64x7168x16384 55.8 -> 56.8 (the same 64x64 tile, deeper); 64x5120x8192 at 64x40
 // per tensor 28.3 -> 25.4, fast 28.3 -> 26.1, block 28.9 -> 27.8. Not at 32 K blocks
 // (37x2048x4096 at 64x16: 11.0 -> 11.7), nor over two waves (128x4096x7168 at 64x32: 22.1).
+// Fast accumulation up to 128 columns where no narrower width gives the wave: its 64-row tiles
+// pipeline their K loop that wide (gemm_fast_pipelines, G81), and at 128x7168x16384 a wave of
+// 64x112 s8 ran 42.0 µs against 44.8 for the 128-row default (H200, CUDA events, s28;
+// lab/configs/fast_64row_waves.txt). Not precise scaling: its 64x112 ran 54.8 there.
 constexpr int kStreamingMinKBlocks = 48;
 std::optional<GemmConfig> streaming_config(const GemmProblem& problem, std::int64_t m,
                                            std::int64_t n, std::int64_t k, int sm_count) {
@@ -203,7 +207,7 @@ std::optional<GemmConfig> streaming_config(const GemmProblem& problem, std::int6
   const bool block = problem.scale == ScaleMode::block;
   int best_n = 0;
   std::int64_t best_tiles = 0;
-  for (int bn = 64; bn >= 16; bn -= 8) {
+  for (int bn = problem.fast_accum ? 128 : 64; bn >= 16; bn -= 8) {
     if (block && 128 % bn != 0) continue;
     const std::int64_t tiles = (m + 63) / 64 * ((n + bn - 1) / bn);
     if (tiles <= sm_count && 4 * tiles >= 3 * std::int64_t{sm_count} && tiles > best_tiles) {
@@ -212,7 +216,7 @@ std::optional<GemmConfig> streaming_config(const GemmProblem& problem, std::int6
     }
   }
   if (best_n == 0) return std::nullopt;
-  return GemmConfig{64, best_n, best_n == 64 ? kDeepStages : 16, 8};
+  return GemmConfig{64, best_n, best_n >= 64 ? kDeepStages : 16, 8};
 }
 
 int max_stages(const GemmConfig& c, std::int64_t m, std::int64_t n, std::int64_t k, int sm_count) {
@@ -255,6 +259,7 @@ KernelSpec fitted(const GemmProblem& problem, GemmConfig c, std::int64_t m, std:
 // against 80.8k at 4096x4096x7168, H100), meets one scale of B per K block, and loads 7-12 % fewer
 // bytes per MAC than the 128x176-208 tiles per tensor takes.
 constexpr GemmConfig kTallTile{256, 128, 2, 8};
+constexpr std::int64_t kTallShortKMinN = 16384;  // takes_tall_tile under 16 K blocks, precise
 
 // Whether kTallTile's waves over `groups` groups of `rows` rows (each rounded up to whole tiles)
 // leave at most 5 % more tile area unused than `chosen`'s: more it does not repay (below).
@@ -279,12 +284,22 @@ bool tall_tile_waves_allow(std::int64_t groups, std::int64_t rows, std::int64_t 
 // shapes): 1.04-1.12x on all (4096x7168x2048 99.7 -> 89.1 µs, 3000x4096x14336 259.6 -> 230.8,
 // 8192^3 747.7 -> 715.7). Untimed elsewhere: rowwise, group scaling and bias (whose 256-row tiles
 // stage D row by row: ptxas spills the panels). Grouped launches: takes_grouped_tall_tile.
+// Under 16 K blocks, from 1024 rows: fast accumulation always, precise from 16384 columns. H200,
+// CUDA events, default -> 256x128 s3 g8 (lab/configs/short_k_tall_modes.txt, s28): fast
+// 4096x32768x512 145.7 -> 125.6 µs, 2048x32768x512 75.4 -> 64.7, 1024x32768x512 40.7 -> 36.2,
+// 8192x8192x512 75.1 -> 69.5, 4096x24576x1536 234.6 -> 224.3; block and per tensor at 32768 and
+// 24576 columns 1.5-6.6 % faster (4096x32768x512 block 141.4 -> 136.6, 1024x32768x512 40.9 ->
+// 38.2), at 8192 and 7168 0.7-2.3 % slower (8192x8192x512 block 72.0 -> 73.1, 2048x7168x512 per
+// tensor 21.7 -> 22.2), where the waves allow it (2048x7168x512 fast: 4 against 7 of 128x128,
+// 15 % more area; 2.6 % faster all the same).
 bool takes_tall_tile(const GemmProblem& p, GemmLayout launch, const GemmConfig& chosen,
                      std::int64_t m, std::int64_t n, std::int64_t k_blocks, int sm_count) {
-  if (launch != GemmLayout::dense || p.bias || m < 2048 || k_blocks < 16 ||
+  if (launch != GemmLayout::dense || p.bias ||
       (p.scale != ScaleMode::block && p.scale != ScaleMode::tensor))
     return false;
-  return tall_tile_waves_allow(1, m, n, chosen, sm_count);
+  const bool shape_allows =
+      k_blocks >= 16 ? m >= 2048 : m >= 1024 && (p.fast_accum || n >= kTallShortKMinN);
+  return shape_allows && tall_tile_waves_allow(1, m, n, chosen, sm_count);
 }
 
 // Whether a contiguous grouped GEMM, block scaling, bf16 out, groups of 1024 expected rows or more

@@ -368,6 +368,30 @@ TEST(GemmGpu, TallTilesPromoteTheirSlabsInTurn) {
   run_config_cases(cases, 900, 3);
 }
 
+// The heuristic's 256x128 under 16 K blocks (fast accumulation at any width, precise from 16384
+// columns): the defaults at 1024-2048 rows, 2-4 K blocks, ragged N and M, every mode that takes it.
+TEST(GemmGpu, TallTilesAtShortKByDefault) {
+  FP8JIT_REQUIRE_GPU();
+  const Fp8Format e4 = Fp8Format::e4m3;
+  const std::vector<std::pair<GemmProblem, Shape>> cases = {
+      {{e4, e4, DType::bf16, ScaleMode::block}, {1024, 16384, 512}},
+      {{e4, e4, DType::bf16, ScaleMode::tensor}, {1024, 16400, 384}},
+      {{e4, e4, DType::bf16, ScaleMode::tensor, false, true}, {1024, 8192, 256}},
+      {{e4, e4, DType::fp32, ScaleMode::tensor, false, true}, {2000, 8200, 512}},
+  };
+  precompile(cases);
+  unsigned seed = 950;
+  for (const auto& [p, s] : cases) {
+    Operands o = make_operands(p, s.m, s.n, s.k, seed++);
+    GemmArgs probe = o.args;
+    probe.d = o.a->get();  // select checks D's pointer; run_and_compare allocates the real D
+    const KernelSpec chosen = default_runtime().select(probe);
+    SCOPED_TRACE(testing::Message() << spec_name(chosen) << " m=" << s.m << " n=" << s.n << " k=" << s.k);
+    EXPECT_EQ(gemm_config_of(chosen).block_m, 256);
+    EXPECT_LE(run_and_compare(o.args, 0), tolerance(p));
+  }
+}
+
 // 256-row tiles staging D in 128-byte swizzled panels (GemmGeometry::swizzled_slab): two m64 slabs
 // per warpgroup in one slab of panels, with and without slab passes, one panel (256x64) and two,
 // FP32 out, per tensor fast with a bias, rows and columns cut by M and N.

@@ -77,6 +77,34 @@ TEST(GemmHeuristic, TallTilesAtLargeMAndLongK) {
   EXPECT_EQ(gemm_config_of(default_gemm_spec(fast, 4096, 2112, 7168)).block_m, 128);
 }
 
+// Under 16 K blocks, from 1024 rows, where the waves allow it: fast accumulation at any width,
+// precise (block, per tensor) from 16384 columns (H200, s28: fast 4096x32768x512 145.7 -> 125.6
+// µs, 8192x8192x512 75.1 -> 69.5; block 4096x32768x512 141.4 -> 136.6, 1024x32768x512 40.9 ->
+// 38.2; precise at 8192 columns 1.5 % slower, so not there).
+TEST(GemmHeuristic, TallTilesAtShortK) {
+  const GemmProblem fast{Fp8Format::e4m3,   Fp8Format::e4m3, DType::bf16,
+                         ScaleMode::tensor, false,           true};
+  auto tall = [](const GemmConfig& c) {
+    return c.block_m == 256 && c.block_n == 128 && c.group_m == 8;
+  };
+  for (auto [m, n, k] : {std::tuple<std::int64_t, std::int64_t, std::int64_t>{4096, 32768, 512},
+                         {2048, 32768, 512},
+                         {1024, 32768, 512},
+                         {8192, 8192, 512},
+                         {4096, 24576, 1536}}) {
+    SCOPED_TRACE(fmt::format("{}x{}x{}", m, n, k));
+    EXPECT_TRUE(tall(gemm_config_of(default_gemm_spec(fast, m, n, k))));
+    const bool wide = n >= 16384;
+    EXPECT_EQ(tall(pick(ScaleMode::block, m, n, k)), wide);
+    EXPECT_EQ(tall(pick(ScaleMode::tensor, m, n, k)), wide);
+  }
+  EXPECT_FALSE(tall(gemm_config_of(default_gemm_spec(fast, 1023, 32768, 512))));
+  EXPECT_FALSE(
+      tall(gemm_config_of(default_gemm_spec(fast, 2048, 7168, 512))));  // waves: 4 against 7
+  EXPECT_FALSE(tall(pick(ScaleMode::rowwise, 4096, 32768, 512)));
+  EXPECT_FALSE(tall(pick(ScaleMode::block, 4096, 32768, 512, true)));  // bias
+}
+
 // Contiguous grouped GEMMs, block scaling, bf16 out: 256x128 in raster groups of 8 for groups of
 // 1024 expected rows or more over 16 K blocks or more, where the groups' rows round up to its
 // tiles no worse than 5 % (8 x 4096 rows, 4096x7168: 1342.7 -> 1237.8 µs; 16 x 1024: 674.0 ->
@@ -134,7 +162,7 @@ TEST(GemmHeuristic, OneWaveDecodeShapesTakeHalfWidthTiles) {
 // column halves; per tensor 142.2 against 162.7 at 144). With bias block scaling's widest is 208,
 // one chunk, not whole panels: capped.
 TEST(GemmHeuristic, ShortKCapsTheTileWidth) {
-  EXPECT_EQ(pick(ScaleMode::block, 4096, 32768, 512).block_n, 192);
+  EXPECT_EQ(pick(ScaleMode::block, 4096, 8192, 512).block_n, 192);
   EXPECT_EQ(pick(ScaleMode::block, 2048, 7168, 256).block_n, 192);
   // With a bias (no whole-panel 192 there): 128, not the cap's 144, whose 288-byte rows of D go
   // out in 32-byte panels (GemmGeometry::panel_bytes), which lose where stores are the work.
@@ -142,21 +170,22 @@ TEST(GemmHeuristic, ShortKCapsTheTileWidth) {
   EXPECT_EQ(pick(ScaleMode::block, 128, 2048, 512).block_n, 64);  // 16 tiles of 128: narrow fills SMs
   // One wave of 256-wide tiles at decode M: half the width, two tiles per CTA.
   EXPECT_EQ(pick(ScaleMode::block, 128, 32768, 512).block_n, 128);
-  EXPECT_EQ(pick(ScaleMode::tensor, 4096, 32768, 512).block_n, 192);
-  EXPECT_EQ(pick(ScaleMode::rowwise, 4096, 32768, 512).block_n, 192);
+  EXPECT_EQ(pick(ScaleMode::tensor, 4096, 8192, 512).block_n, 192);
+  EXPECT_EQ(pick(ScaleMode::rowwise, 4096, 32768, 512).block_n,
+            192);  // 256x128 from 16384 columns: TallTilesAtShortK
   {  // fast accumulation keeps a deferring tile narrower than 192 there (H100: 144 154.3 µs
      // against 166.6 at 192), 128 rather than 144 for the same reason as above
     const GemmProblem fast{Fp8Format::e4m3,   Fp8Format::e4m3, DType::bf16,
                            ScaleMode::tensor, false,           true};
-    EXPECT_EQ(gemm_config_of(default_gemm_spec(fast, 4096, 32768, 512)).block_n, 128);
-    EXPECT_EQ(gemm_config_of(default_gemm_spec(fast, 4096, 24576, 1536)).block_n, 192);
+    EXPECT_EQ(gemm_config_of(default_gemm_spec(fast, 512, 32768, 512)).block_n, 128);
+    EXPECT_EQ(gemm_config_of(default_gemm_spec(fast, 512, 24576, 1536)).block_n, 192);
   }
   // 192 where its waves, costed with the stages each tile gets, cost no more than 256's (H100:
   // 8192x8192x512 86.4 -> 74.6 µs); 256 where 192 needs a wave more than that pays for
   // (1024x4096x512: one wave of 256 against two of 192, 11.7 against 12.8 µs).
   EXPECT_EQ(pick(ScaleMode::block, 8192, 8192, 512).block_n, 192);
   EXPECT_EQ(pick(ScaleMode::block, 1024, 4096, 512).block_n, 256);
-  EXPECT_EQ(pick(ScaleMode::block, 1024, 16384, 1024).block_n, 256);
+  EXPECT_EQ(pick(ScaleMode::block, 1024, 8192, 1024).block_n, 256);
   for (std::int64_t m : {500, 2048, 8192})
     for (std::int64_t n : {2048, 7168, 32768}) {
       const int bn = pick(ScaleMode::block, m, n, 512).block_n;
@@ -175,10 +204,11 @@ TEST(GemmHeuristic, ShortKCapsTheTileWidth) {
 // place of 128x256 up to 12 K blocks (266.9 -> 251.8); at 16 blocks block scaling keeps 256 (at
 // 4096 rows the 256x128 of TallTilesAtLargeMAndLongK).
 TEST(GemmHeuristic, MidKTakesDeferrableTiles) {
-  EXPECT_EQ(pick(ScaleMode::tensor, 4096, 24576, 1536).block_n, 192);
-  EXPECT_EQ(pick(ScaleMode::tensor, 4096, 24576, 768).block_n, 192);
+  // (At 24576 columns precise scaling's 256x128 takes over: TallTilesAtShortK.)
+  EXPECT_EQ(pick(ScaleMode::tensor, 4096, 12288, 1536).block_n, 192);
+  EXPECT_EQ(pick(ScaleMode::tensor, 4096, 12288, 768).block_n, 192);
   EXPECT_EQ(pick(ScaleMode::rowwise, 4096, 24576, 1536).block_n, 192);
-  EXPECT_EQ(pick(ScaleMode::block, 4096, 24576, 1536).block_n, 192);
+  EXPECT_EQ(pick(ScaleMode::block, 4096, 12288, 1536).block_n, 192);
   EXPECT_EQ(pick(ScaleMode::block, 1024, 7168, 2048).block_n, 256);
   for (std::int64_t n : {2048, 7168, 16384}) {  // the rest stay deferrable
     const int bn = pick(ScaleMode::tensor, 4096, n, 1536).block_n;
@@ -199,13 +229,30 @@ TEST(GemmHeuristic, PipelinedTilesAtSixteenToThirtyOneKBlocks) {
   EXPECT_EQ(pick(ScaleMode::rowwise, 4096, 7168, 2048).block_n, 128);
   EXPECT_GT(pick(ScaleMode::rowwise, 4096, 4096, 7168).block_n, 168);
   EXPECT_GT(pick(ScaleMode::rowwise, 8192, 8192, 8192).block_n, 128);
-  EXPECT_GT(pick(ScaleMode::tensor, 4096, 32768, 512).block_n, 128);
+  EXPECT_GT(pick(ScaleMode::tensor, 4096, 8192, 512).block_n, 128);
   const GemmProblem fast{Fp8Format::e4m3,   Fp8Format::e4m3, DType::bf16,
                          ScaleMode::tensor, false,           true};
   EXPECT_GT(gemm_config_of(default_gemm_spec(fast, 1024, 7168, 2048)).block_n, 128);
   // Block scaling's 128x256 in column halves stays ahead of a pipelined 128x128 (H200: 185.0
   // against 180.0 µs at 4096x4096x7168, 103.4 against 100.3 at 4096x7168x2048).
   EXPECT_EQ(pick(ScaleMode::block, 1024, 7168, 2048).block_n, 256);
+}
+
+// Decode M over a long K, fast accumulation: a wave of 64-row tiles up to 128 columns where no
+// width up to 64 gives one (H200: 128x7168x16384 64x112 s8 42.0 µs against 44.8 at 128 rows);
+// precise scaling keeps its 128-row tile there, and where a narrow width fills the wave nothing
+// changes.
+TEST(GemmHeuristic, FastStreamingTilesUpTo128Columns) {
+  const GemmProblem fast{Fp8Format::e4m3,   Fp8Format::e4m3, DType::bf16,
+                         ScaleMode::tensor, false,           true};
+  const GemmConfig wide = gemm_config_of(default_gemm_spec(fast, 128, 7168, 16384));
+  EXPECT_EQ(wide.block_m, 64);
+  EXPECT_EQ(wide.block_n, 112);
+  EXPECT_GE(wide.stages, 6);
+  EXPECT_EQ(pick(ScaleMode::tensor, 128, 7168, 16384).block_m, 128);
+  EXPECT_EQ(gemm_config_of(default_gemm_spec(fast, 128, 4096, 7168)).block_n, 64);
+  EXPECT_EQ(gemm_config_of(default_gemm_spec(fast, 128, 2112, 7168)).block_n, 32);
+  EXPECT_EQ(gemm_config_of(default_gemm_spec(fast, 128, 7168, 2048)).block_m, 128);  // 16 K blocks
 }
 
 }  // namespace

@@ -518,12 +518,13 @@ GemmConfig check_default(const GemmProblem& p, const Shape& sh, int sms, int sme
     return c;
   }
   // 17-128 rows over 48 K blocks or more: of the 64-row tiles a multiple of 8 from 16 to 64 wide
-  // (16, 32 or 64 with block scaling), the width whose tiles come closest to the SM count in one
-  // wave, if they fill 3/4 of it; 16 stages (12 at 64 columns) or as many as fit; K in one range.
+  // (16, 32 or 64 with block scaling; up to 128 with fast accumulation), the width whose tiles
+  // come closest to the SM count in one wave, if they fill 3/4 of it; 16 stages (12 from 64
+  // columns) or as many as fit; K in one range.
   if (sh.m <= 128 && (sh.k + 127) / 128 >= 48) {
     int bn = 0;
     std::int64_t most = 0;
-    for (int w = 16; w <= 64; w += 8) {
+    for (int w = 16; w <= (p.fast_accum ? 128 : 64); w += 8) {
       if (p.scale == ScaleMode::block && 128 % w != 0) continue;
       const std::int64_t tiles = (sh.m + 63) / 64 * ((sh.n + w - 1) / w);
       if (tiles <= sms && 4 * tiles >= 3 * sms && tiles >= most) {
@@ -536,8 +537,8 @@ GemmConfig check_default(const GemmProblem& p, const Shape& sh, int sms, int sme
       EXPECT_EQ(c.block_n, bn) << spec_name(s);
       GemmConfig deeper = c;
       ++deeper.stages;
-      EXPECT_LE(c.stages, bn == 64 ? 12 : 16) << spec_name(s);
-      EXPECT_TRUE(c.stages == (bn == 64 ? 12 : 16) || gemm_geometry(p, deeper).smem_bytes > smem)
+      EXPECT_LE(c.stages, bn >= 64 ? 12 : 16) << spec_name(s);
+      EXPECT_TRUE(c.stages == (bn >= 64 ? 12 : 16) || gemm_geometry(p, deeper).smem_bytes > smem)
           << spec_name(s);
       EXPECT_EQ(gemm_split_k(sh.m, sh.n, sh.k, c, sms), 1) << spec_name(s);
       return c;
