@@ -386,7 +386,8 @@ TEST(GemmGpu, TallTilesAtShortKByDefault) {
     GemmArgs probe = o.args;
     probe.d = o.a->get();  // select checks D's pointer; run_and_compare allocates the real D
     const KernelSpec chosen = default_runtime().select(probe);
-    SCOPED_TRACE(testing::Message() << spec_name(chosen) << " m=" << s.m << " n=" << s.n << " k=" << s.k);
+    SCOPED_TRACE(testing::Message()
+                 << spec_name(chosen) << " m=" << s.m << " n=" << s.n << " k=" << s.k);
     EXPECT_EQ(gemm_config_of(chosen).block_m, 256);
     EXPECT_LE(run_and_compare(o.args, 0), tolerance(p));
   }
