@@ -29,6 +29,7 @@
 #include "runtime/ops/gemm_common.hpp"
 #include "runtime/ops/grouped_gemm.hpp"
 #include "runtime/ops/routes.hpp"
+#include "runtime/ops/scale_columns.hpp"
 #include "runtime/sass/gemm_post_passes.hpp"
 
 namespace fp8jit {
@@ -162,7 +163,8 @@ struct Runtime::Impl {
   std::shared_mutex device_mutex;
   std::unordered_map<CUcontext, CheckedDevice> checked;
 
-  // Split-K workspaces, one per (context, stream) so that concurrent streams never share one.
+  // Workspaces (split-K partial sums, then A's scales made column-major), one per (context,
+  // stream) so that concurrent streams never share one.
   // NOTE: grow-only and freed with the runtime: freeing a buffer that queued kernels may still
   // use would need a synchronisation on the launch path.
   struct Workspace {
@@ -246,9 +248,10 @@ struct Runtime::Impl {
     if (w.bytes < bytes) {
       if (w.ptr) retired.push_back({ctx, w.ptr});
       const std::size_t grown = std::max(bytes, 2 * w.bytes);
-      // The first split-K call on a stream may be inside a capture: the buffer outlives the graph.
+      // The first call on a stream that needs one may be inside a capture: the buffer outlives the
+      // graph.
       const driver::RelaxedCapture relaxed;
-      driver::check(driver::api().cuMemAlloc(&w.ptr, grown), "cuMemAlloc(split-K workspace)");
+      driver::check(driver::api().cuMemAlloc(&w.ptr, grown), "cuMemAlloc(gemm workspace)");
       w.bytes = grown;
     }
     return reinterpret_cast<float*>(w.ptr);
@@ -374,8 +377,34 @@ struct Runtime::Impl {
       splits = ops::split_count(*kernel, a, sm_count, sum);
     }
     const LoadedKernel& k = *kernel;
-    ops::launch(k, a, sm_count, splits, workspace(ctx, stream, ops::workspace_bytes(k, a, splits, sum, sm_count)), stream,
-                sum, pdl.load(std::memory_order_relaxed));
+    const bool with_pdl = pdl.load(std::memory_order_relaxed);
+    const std::size_t split_bytes =
+        (ops::workspace_bytes(k, a, splits, sum, sm_count) + 255) / 256 * 256;
+    const std::size_t column_bytes =
+        ops::scale_columns_bytes(k, a.scale_mode, a.scale_a_layout, a.m, a.k);
+    float* ws = workspace(ctx, stream, split_bytes + column_bytes);
+    if (column_bytes == 0) [[likely]] {
+      ops::launch(k, a, sm_count, splits, ws, stream, sum, with_pdl);
+      return;
+    }
+    const GemmArgs b = ops::scale_columns_first(k, a, a.m, ws + split_bytes / 4, stream, with_pdl);
+    ops::launch(k, b, sm_count, splits, ws, stream, sum, with_pdl);
+  }
+
+  // A grouped launch; row-major A scales first go column-major into the stream's workspace.
+  void run_grouped(const LoadedKernel& k, const GroupedGemmArgs& a, CUcontext ctx, int sm_count,
+                   CUstream stream) {
+    const bool with_pdl = pdl.load(std::memory_order_relaxed);
+    const std::int64_t rows = ops::total_rows(a);
+    const std::size_t column_bytes =
+        ops::scale_columns_bytes(k, a.scale_mode, a.scale_a_layout, rows, a.k);
+    if (column_bytes == 0) [[likely]] {
+      ops::launch(k, a, sm_count, stream, with_pdl);
+      return;
+    }
+    float* columns = workspace(ctx, stream, column_bytes);
+    ops::launch(k, ops::scale_columns_first(k, a, rows, columns, stream, with_pdl), sm_count,
+                stream, with_pdl);
   }
 };
 
@@ -486,14 +515,15 @@ void Runtime::grouped_gemm(const GroupedGemmArgs& args, CUstream stream) {
     log::at(log::info, "{}: {} (from the {})", what, spec_name(found.spec), to_string(found.source));
     route = impl_->remember(key, impl_->kernels.get(found.spec, what));
   }
-  ops::launch(*route.kernel, a, route.sm_count, stream, impl_->pdl.load(std::memory_order_relaxed));
+  impl_->run_grouped(*route.kernel, a, key.ctx, route.sm_count, stream);
 }
 
 void Runtime::grouped_gemm(const GroupedGemmArgs& args, const KernelSpec& spec, CUstream stream) {
   const GroupedGemmArgs a = ops::normalize(args);
   ops::check_matches(spec, a);
-  const int sms = Impl::within(impl_->check_device(driver::ensure_context()), impl_->budget(a.max_sms));
-  ops::launch(impl_->kernels.get(spec), a, sms, stream, impl_->pdl.load(std::memory_order_relaxed));
+  CUcontext ctx = driver::ensure_context();
+  const int sms = Impl::within(impl_->check_device(ctx), impl_->budget(a.max_sms));
+  impl_->run_grouped(impl_->kernels.get(spec), a, ctx, sms, stream);
 }
 
 void Runtime::gemm(const GemmArgs& args, const KernelSpec& spec, CUstream stream) {

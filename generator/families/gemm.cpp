@@ -261,6 +261,15 @@ std::string render_body(const KernelSpec& spec) {
                                        "__grid_constant__ GemmParams p) {{\n"
                                        "  Sm90GemmReduce<{}, {}>::run(p);\n}}\n",
                                        dev_elem(p.out), p.bias ? "true" : "false");
+  // A's row-major 1x128 scales go column-major (TMA's layout) first, in the same module: the
+  // runtime launches it where the caller's scales are row-major (ops::columns_of_row_major_scales).
+  const std::string columns =
+      gemm_reads_row_scales_a(p)
+          ? "\nextern \"C\" __global__ void __launch_bounds__(256) fp8jit_gemm_scale_columns(const "
+            "float* src, long long rs, long long cs, int rows, int cols, float* dst, long long ld) "
+            "{\n"
+            "  ScaleColumns::run(src, rs, cs, rows, cols, dst, ld);\n}\n"
+          : "";
   return fmt::format(
       "{}\n"
       "using Kernel = Sm90Fp8Gemm</*BLOCK_M=*/{}, /*BLOCK_N=*/{}, /*kStages=*/{}, {}, {}, {}, {}, "
@@ -269,7 +278,7 @@ std::string render_body(const KernelSpec& spec) {
       "extern \"C\" __global__ void __launch_bounds__({}, 1) fp8jit_gemm(const __grid_constant__ "
       "GemmParams p) {{\n"
       "  extern __shared__ __align__(1024) u8 smem[];\n"
-      "  Kernel::run(p, smem);\n}}\n{}",
+      "  Kernel::run(p, smem);\n}}\n{}{}",
       // The swapped kernel's A is the problem's B: their formats and block scaling swap too.
       render_wgmma(g.chunk_n, c.swap_ab ? p.b_format : p.a_format,
                    c.swap_ab ? p.a_format : p.b_format),
@@ -283,14 +292,16 @@ std::string render_body(const KernelSpec& spec) {
       : c.epilogue == GemmEpilogue::tma ? ", /*kTmaEpilogue=*/true"
       : p.layout != GemmLayout::dense   ? ", /*kTmaEpilogue=*/false, /*kSwapAB=*/false"
                                         : "",
-      render_scheduler(p, c), g.threads, reduce);
+      render_scheduler(p, c), g.threads, reduce, columns);
 }
 
 std::vector<std::string> entry_points(const KernelSpec& spec) {
-  if (gemm_problem_of(spec).layout != GemmLayout::dense ||
-      gemm_config_of(spec).epilogue == GemmEpilogue::tma)
-    return {"fp8jit_gemm"};
-  return {"fp8jit_gemm", "fp8jit_gemm_reduce"};
+  const GemmProblem p = gemm_problem_of(spec);
+  std::vector<std::string> entries = {"fp8jit_gemm"};
+  if (p.layout == GemmLayout::dense && gemm_config_of(spec).epilogue != GemmEpilogue::tma)
+    entries.emplace_back("fp8jit_gemm_reduce");
+  if (gemm_reads_row_scales_a(p)) entries.emplace_back(kGemmScaleColumnsEntry);
+  return entries;
 }
 GemmGeometry geometry_of(const KernelSpec& spec) {
   return gemm_geometry(gemm_problem_of(spec), gemm_config_of(spec));

@@ -72,4 +72,12 @@ inline int gemm_widest_block_n(const GemmProblem& p, int block_m, int max_chunks
   return dev::gemm_widest_block_n(gemm_tile(p, GemmConfig{block_m, 8, 2, 1, 1, 1}), max_chunks);
 }
 
+// Whether the problem's A has a 1x128 scale per row and K block (block and group scaling), which
+// callers may give row-major: its modules then hold fp8jit_gemm_scale_columns
+// (fp8jit/gemm/scale_columns.cuh), which the runtime runs first to give the kernel TMA's layout.
+inline bool gemm_reads_row_scales_a(const GemmProblem& p) {
+  return p.scale == ScaleMode::block || p.scale == ScaleMode::group;
+}
+inline constexpr const char* kGemmScaleColumnsEntry = "fp8jit_gemm_scale_columns";
+
 }  // namespace fp8jit

@@ -41,6 +41,9 @@ struct LoadedKernel {
   // summed inside a cluster (ops::splits_in_cluster).
   GemmConfig gemm_config;
   std::array<int, 9> split_clusters{};
+  // The gemm family's copy of row-major A scales into TMA's column-major layout
+  // (fp8jit_gemm_scale_columns, ops::scale_columns_first); null where the module has none.
+  CUfunction scale_columns = nullptr;
 };
 
 // Clusters of `size` CTAs of k.functions[0] that can be resident at once on `sms`

@@ -112,6 +112,9 @@ bool cluster_split_fits(const LoadedKernel& k, const GemmArgs& a, int splits, in
 KernelLoadHook gemm_load_hook() {
   return {"gemm", [](LoadedKernel& k) {
             k.gemm_config = gemm_config_of(k.spec);
+            const std::vector<std::string> entries = spec_entry_points(k.spec);
+            for (std::size_t i = 0; i < entries.size(); ++i)
+              if (entries[i] == kGemmScaleColumnsEntry) k.scale_columns = k.functions[i];
             // Grouped kernels and those built for TMA epilogues never split K.
             if (gemm_problem_of(k.spec).layout != GemmLayout::dense ||
                 k.gemm_config.epilogue == GemmEpilogue::tma)

@@ -139,6 +139,8 @@ struct Outcome {
   KernelResources resources, reduce;
   int threads = 0;
   bool dense = true;
+  KernelResources columns;    // fp8jit_gemm_scale_columns
+  bool row_scales_a = false;  // whether the module must hold it (block and group scaling)
 };
 
 // Compiles every spec to a cubin on all hardware threads; checks each one (an ELF cubin whose
@@ -158,6 +160,8 @@ void compile_all(const std::vector<KernelSpec>& specs, const char* what) {
       o.log = r.log;
       o.resources = cubin_resources(r.binary, "fp8jit_gemm");
       o.reduce = cubin_resources(r.binary, "fp8jit_gemm_reduce");
+      o.columns = cubin_resources(r.binary, "fp8jit_gemm_scale_columns");
+      o.row_scales_a = gemm_reads_row_scales_a(gemm_problem_of(specs[i]));
       o.threads = spec_block_threads(specs[i]);
       // Grouped launches never split K, nor do kernels built for TMA epilogues: no reduction.
       o.dense = gemm_problem_of(specs[i]).layout == GemmLayout::dense &&
@@ -187,6 +191,12 @@ void compile_all(const std::vector<KernelSpec>& specs, const char* what) {
     } else {
       EXPECT_LT(o.reduce.registers, 0)
           << o.name << ": a reduction kernel in a cubin that never splits K";
+    }
+    if (o.row_scales_a) {
+      EXPECT_GT(o.columns.registers, 0) << o.name << ": no fp8jit_gemm_scale_columns in the cubin";
+      EXPECT_EQ(o.columns.frame_bytes, 0) << o.name << ": fp8jit_gemm_scale_columns spills";
+    } else {
+      EXPECT_LT(o.columns.registers, 0) << o.name << ": a scale copy where A has no 1x128 scales";
     }
     sum += o.seconds;
     if (o.seconds > slowest) {
@@ -465,8 +475,11 @@ TEST(CompileGemmPtx, WgmmaTmaMbarrierAndSetmaxnreg) {
     for (const char* needle : {"barrier.cluster.arrive", "barrier.cluster.wait", "mapa.shared::cluster"})
       EXPECT_EQ(p.find(needle) != std::string::npos, cluster_code) << needle;
     if (!clustered && cluster_code) EXPECT_NE(p.find("ld.shared::cluster.v4.f32"), std::string::npos);
-    // Programmatic dependent launch: both entry points wait for the previous grid first.
-    EXPECT_EQ(test::expect_grid_dependency_wait_first(p), 2);
+    // Programmatic dependent launch: every entry point waits for the previous grid first (the
+    // scale copy of block and group scaling too: the scales are usually the previous kernel's).
+    const bool columns = gemm_reads_row_scales_a(gemm_problem_of(s));
+    EXPECT_EQ(p.find(".entry fp8jit_gemm_scale_columns(") != std::string::npos, columns);
+    EXPECT_EQ(test::expect_grid_dependency_wait_first(p), columns ? 3 : 2);
     // The producer gives registers up; the consumers (one or two warpgroups) take them.
     EXPECT_NE(p.find("setmaxnreg.dec.sync.aligned.u32 40;"), std::string::npos);
     EXPECT_NE(p.find(fmt::format("setmaxnreg.inc.sync.aligned.u32 {};",

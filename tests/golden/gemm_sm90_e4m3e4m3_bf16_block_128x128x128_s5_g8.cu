@@ -22,3 +22,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) fp8jit_gemm(const __grid_co
 extern "C" __global__ void fp8jit_gemm_reduce(const __grid_constant__ GemmParams p) {
   Sm90GemmReduce<kBF16, false>::run(p);
 }
+
+extern "C" __global__ void __launch_bounds__(256) fp8jit_gemm_scale_columns(const float* src, long long rs, long long cs, int rows, int cols, float* dst, long long ld) {
+  ScaleColumns::run(src, rs, cs, rows, cols, dst, ld);
+}

@@ -204,9 +204,14 @@ TEST(CodegenEntryPoints, PerTensorHasThreePassesEachDefinedOnce) {
     SCOPED_TRACE(spec_name(s));
     std::vector<std::string> want;
     if (s.family == "dequantize") want = {"fp8jit_dequantize"};
-    else if (s.family == "gemm" && s.s("layout") != "dense") want = {"fp8jit_gemm"};  // grouped: no split-K
-    else if (s.family == "gemm") want = {"fp8jit_gemm", "fp8jit_gemm_reduce"};  // split-K reduction second
-    else if (s.s("granularity") == "tensor" || (s.s("granularity") == "row" && s.i("transpose"))) {
+    else if (s.family == "gemm") {
+      want = {"fp8jit_gemm"};
+      if (s.s("layout") == "dense") want.emplace_back("fp8jit_gemm_reduce");  // grouped: no split-K
+      // A's 1x128 scales, which callers may give row-major: their column-major copy comes last.
+      if (s.s("scale") == "block" || s.s("scale") == "group")
+        want.emplace_back("fp8jit_gemm_scale_columns");
+    } else if (s.s("granularity") == "tensor" ||
+               (s.s("granularity") == "row" && s.i("transpose"))) {
       // Per row with a transposed output: row and column amaxes, the cast, the scales.
       want = {"fp8jit_amax", "fp8jit_quantize", "fp8jit_finalize"};
       per_tensor += s.s("granularity") == "tensor";
@@ -224,6 +229,9 @@ TEST(CodegenEntryPoints, PerTensorHasThreePassesEachDefinedOnce) {
       ASSERT_EQ(spec_block_threads(s), threads);
       ASSERT_NE(src.find(fmt::format("__launch_bounds__({}, 1) fp8jit_gemm(const __grid_constant__ GemmParams p)", threads)),
                 std::string::npos);
+      if (s.s("scale") == "block" || s.s("scale") == "group")
+        ASSERT_NE(src.find("  ScaleColumns::run(src, rs, cs, rows, cols, dst, ld);"),
+                  std::string::npos);
       // The reduction sums FP32 partials into D's type, adding the bias once (dense GEMMs only).
       if (s.s("layout") != "dense") continue;
       ASSERT_NE(src.find(" fp8jit_gemm_reduce(const __grid_constant__ GemmParams p)"), std::string::npos);

@@ -15,6 +15,11 @@ constexpr int kGemmUnchunkedMaxN = 208;   // precise tiles wider than this run i
 constexpr int kGemmChunkedBiasMaxN = 224; // ptxas spills the bias epilogue of wider ones
 constexpr int kGemmWarpgroupThreads = 128;
 constexpr int kGemmMaxScaleBox = 256;  // rows a TMA box holds at most (cuTensorMapEncodeTiled)
+// fp8jit_gemm_scale_columns (scale_columns.cuh): a CTA of 32 x 8 threads copies a 32 x 32 tile
+// of A's row-major scales, so that its reads and its column-major writes are whole 128-byte lines.
+constexpr int kScaleColumnsTile = 32;
+constexpr int kScaleColumnsRowsPerPass = 8;
+constexpr int kScaleColumnsSmemBytes = kScaleColumnsTile * (kScaleColumnsTile + 1) * 4;
 // Registers a grouped layout's scheduler keeps (its group and row bounds) that the register
 // budgets leave out: ptxas spilt 128x208 per tensor, 128x240 fast, 256x104 block and 128x168
 // rowwise (deferred) by 4-32 bytes at the dense budgets.

@@ -108,3 +108,4 @@ struct Sm90Fp8Gemm
 }  // namespace fp8jit
 
 #include "fp8jit/gemm/reduce.cuh"
+#include "fp8jit/gemm/scale_columns.cuh"
