@@ -14,7 +14,8 @@ Every provider's output is poisoned (NaN) before a checked call and compared wit
 reference on the dequantized operands (relative Frobenius error; above peers_core.ERROR_LIMIT is
 flagged). Timing: kernel durations from the CUDA profiler (torch.profiler / kineto, CUPTI device
 activity), so no provider's Python wrapper counts; an int32 fill of --flush-mib MiB flushes L2
-before every call and is left out; warm-up calls first, then the median of --iters calls.
+before every call and is left out; warm-up calls first, then the median of --iters calls, the
+providers of a shape taking turns call by call (a slow stretch of the GPU falls on all of them).
 
 Usage (repository root, on a Hopper GPU; bench/peers/run.sh builds the library and calls this):
   python3 bench/peers/gemm_peers.py --lib build-peers/libfp8jit.so --out DIR
@@ -169,13 +170,16 @@ class Timer:
             fn()
 
     def time(self, fns, iters):
-        """fns: callables; returns [(times_us, kernel names)] per callable."""
+        """fns: callables; returns [(times_us, kernel names)] per callable. The callables take
+        turns, one call each per round (peers_core.interleaved_call_times: a slow stretch of the
+        GPU falls on all of them, not on whichever was being timed; G83 saw one shape run 15-20 %
+        slow for two providers timed one after the other, and not for the third)."""
         torch = self.torch
         from torch.profiler import ProfilerActivity, profile
         torch.cuda.synchronize()
         with profile(activities=[ProfilerActivity.CUDA]) as prof:
-            for fn in fns:
-                for _ in range(iters):
+            for _ in range(iters):
+                for fn in fns:
                     self.flush()
                     fn()
             self.flush()  # closes the last call
@@ -186,7 +190,7 @@ class Timer:
             log("device activities seen by the profiler:",
                 "; ".join(sorted({pc.short_kernel_name(n) for n, _, _ in events})))
         groups = pc.split_by_flush(events, self.is_flush, iters * len(fns))
-        return pc.call_times(groups, iters)
+        return pc.interleaved_call_times(groups, len(fns))
 
 
 def copy_bandwidth(torch, timer, iters=10):

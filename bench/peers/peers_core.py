@@ -242,6 +242,15 @@ def call_times(groups, calls_per_combo):
     return out
 
 
+def interleaved_call_times(groups, combos):
+    """call_times for calls made in rounds (combination 0, 1, ..., combos - 1, then again): call
+    i * combos + j is combination j's i-th. Rounds spread a stretch of lower clocks (throttling,
+    another tenant) over every provider of a shape instead of the one timed in it."""
+    if combos < 1 or len(groups) % combos:
+        raise ValueError(f"{len(groups)} calls do not split into rounds of {combos} combinations")
+    return call_times([g for j in range(combos) for g in groups[j::combos]], len(groups) // combos)
+
+
 # ---- ratios and summaries -----------------------------------------------------------------------
 
 def geomean(values):

@@ -118,6 +118,13 @@ def test_events():
     timed = pc.call_times(groups, 1)
     check(close(timed[0][0][0], 0.020) and close(timed[1][0][0], 0.032), f"µs per call {timed}")
     check(timed[1][1] == ["fp8jit_gemm", "Memset"], f"kernel names {timed[1][1]}")
+    # Rounds of two combinations, three calls each: A B A B A B.
+    rounds = [[("a", 0, 1000)], [("b", 0, 5000)], [("a", 0, 2000)], [("b", 0, 6000)], [("a", 0, 3000)],
+              [("b", 0, 7000)]]
+    inter = pc.interleaved_call_times(rounds, 2)
+    check([t for t, _ in inter] == [[1.0, 2.0, 3.0], [5.0, 6.0, 7.0]] and [n for _, n in inter] == [["a"], ["b"]],
+          f"interleaved calls back to their combinations {inter}")
+    check(raises(ValueError, pc.interleaved_call_times, rounds[:5], 2) is not None, "an incomplete round refused")
     check(raises(ValueError, pc.split_by_flush, ev, is_flush, 3) is not None, "wrong call count refused")
     check(raises(ValueError, pc.split_by_flush, [(fl, 0, 1), (fl, 2, 1), (k1, 4, 1), (fl, 6, 1)], is_flush, 2)
           is not None, "a call without device work refused")
