@@ -2,17 +2,19 @@
 # The first device call of a session: is the tree as it is correct on the GPU, and where does it
 # stand against its peers? Builds build-gpu (GPU tests, CLI), build-peers (libfp8jit.so) and
 # DeepGEMM 2.6.1's extension at once, then the GPU tests (GTESTS), then the peers benchmark
-# (bench/peers/run.sh) with the time left. Returns at most eight files, the device tool's limit:
-# $OUT/check.log (each step, its time, a failed build's tail), $OUT/gpu.txt, $OUT/gtests.txt,
-# $OUT/peers/gemm_peers.{md,csv}, $OUT/peers/run.log and, when asked, $OUT/first_call.md and
-# $OUT/memcheck.txt.
+# (bench/peers/run.sh) with the time left. Returns $OUT/check.log (each step, its time, a failed
+# build's tail), $OUT/gpu.txt, $OUT/gtests.txt, $OUT/peers/gemm_peers.{md,csv}, $OUT/peers/run.log
+# and, when asked, $OUT/first_call.md, $OUT/memcheck.txt and $OUT/pytest.txt: ask for two of those
+# three at most, as the device tool brings back eight files.
 # Usage (repo root, on the device): OUT=... bash lab/scripts/tree_check.sh
 # Environment: GTESTS (gtest filter, default 'GemmGpu.*:GroupedGemmGpu.*'; empty skips the tests),
 # LIMIT_S (seconds the whole call may take, default 585: under the device tool's 600),
 # PEERS=0 skips the peers; PEERS_COMMIT (the commit the report names; default .carry/commit);
 # FIRST_CALL=1: every default kernel's first call, cold and from the disk cache, and its SASS
-# (lab/probes/first_call.py); MEMCHECK=1: tests/gpu/memcheck.sh. Both run before the peers, whose
-# reserve (PEERS_RESERVE_S, default 150) then grows by 90 s and 100 s.
+# (lab/probes/first_call.py); MEMCHECK=1: tests/gpu/memcheck.sh; PYTESTS=1: the Python package's
+# tests, GPU ones included (tests/gpu/python-on-gpu.sh, its pytest summary in $OUT/pytest.txt).
+# They run before the peers, whose reserve (PEERS_RESERVE_S, default 150) then grows by 90 s,
+# 100 s and 150 s.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 1
 OUT=${OUT:?set OUT to the output folder}
@@ -43,6 +45,7 @@ if [ $status = 0 ] && [ -n "${GTESTS-GemmGpu.*:GroupedGemmGpu.*}" ]; then
   reserve=${PEERS_RESERVE_S:-150}
   [ "${FIRST_CALL:-0}" = 1 ] && reserve=$((reserve + 90))
   [ "${MEMCHECK:-0}" = 1 ] && reserve=$((reserve + 100))
+  [ "${PYTESTS:-0}" = 1 ] && reserve=$((reserve + 150))
   budget=$(($(left) - reserve))
   [ "${PEERS:-1}" = 0 ] && budget=$(left)
   step "GPU tests '$filter' within ${budget} s"
@@ -71,6 +74,15 @@ if [ "${MEMCHECK:-0}" = 1 ] && [ -x build-gpu/fp8jit ]; then
   rc=$?
   cat "$OUT/memcheck.txt"
   step "memcheck rc $rc"
+  [ $rc = 0 ] || status=1
+fi
+if [ "${PYTESTS:-0}" = 1 ]; then
+  step "Python package tests"
+  OUT=/tmp/tree_check_py timeout 150 bash tests/gpu/python-on-gpu.sh > /tmp/tree_check_py.log 2>&1
+  rc=$?
+  tail -3 /tmp/tree_check_py.log
+  cp /tmp/tree_check_py/pytest.txt "$OUT/pytest.txt" 2>/dev/null
+  step "Python package tests rc $rc"
   [ $rc = 0 ] || status=1
 fi
 if [ "${PEERS:-1}" != 0 ] && [ "$(left)" -gt 30 ]; then
