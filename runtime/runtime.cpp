@@ -383,12 +383,10 @@ struct Runtime::Impl {
     const std::size_t column_bytes =
         ops::scale_columns_bytes(k, a.scale_mode, a.scale_a_layout, a.m, a.k);
     float* ws = workspace(ctx, stream, split_bytes + column_bytes);
-    if (column_bytes == 0) [[likely]] {
-      ops::launch(k, a, sm_count, splits, ws, stream, sum, with_pdl);
-      return;
-    }
-    const GemmArgs b = ops::scale_columns_first(k, a, a.m, ws + split_bytes / 4, stream, with_pdl);
-    ops::launch(k, b, sm_count, splits, ws, stream, sum, with_pdl);
+    if (column_bytes == 0) [[likely]]
+      return ops::launch(k, a, sm_count, splits, ws, stream, sum, with_pdl);
+    ops::launch(k, ops::scale_columns_first(k, a, a.m, ws + split_bytes / 4, stream, with_pdl),
+                sm_count, splits, ws, stream, sum, with_pdl);
   }
 
   // A grouped launch; row-major A scales first go column-major into the stream's workspace.
@@ -398,10 +396,8 @@ struct Runtime::Impl {
     const std::int64_t rows = ops::total_rows(a);
     const std::size_t column_bytes =
         ops::scale_columns_bytes(k, a.scale_mode, a.scale_a_layout, rows, a.k);
-    if (column_bytes == 0) [[likely]] {
-      ops::launch(k, a, sm_count, stream, with_pdl);
-      return;
-    }
+    if (column_bytes == 0) [[likely]]
+      return ops::launch(k, a, sm_count, stream, with_pdl);
     float* columns = workspace(ctx, stream, column_bytes);
     ops::launch(k, ops::scale_columns_first(k, a, rows, columns, stream, with_pdl), sm_count,
                 stream, with_pdl);

@@ -262,7 +262,7 @@ std::string render_body(const KernelSpec& spec) {
                                        "  Sm90GemmReduce<{}, {}>::run(p);\n}}\n",
                                        dev_elem(p.out), p.bias ? "true" : "false");
   // A's row-major 1x128 scales go column-major (TMA's layout) first, in the same module: the
-  // runtime launches it where the caller's scales are row-major (ops::columns_of_row_major_scales).
+  // runtime launches it where the caller's scales are row-major (ops::scale_columns_first).
   const std::string columns =
       gemm_reads_row_scales_a(p)
           ? "\nextern \"C\" __global__ void __launch_bounds__(256) fp8jit_gemm_scale_columns(const "

@@ -23,7 +23,9 @@ ENTRY = '\nextern "C" __global__ void __launch_bounds__(256) fp8jit_gemm_scale_c
 
 
 def main():
-    rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 5
+    if len(sys.argv) > 2 or (len(sys.argv) == 2 and not (sys.argv[1].isdigit() and 1 <= int(sys.argv[1]) <= 100)):
+        sys.exit(f"usage: {sys.argv[0]} [ROUNDS, 1 to 100; default 5]")
+    rounds = int(sys.argv[1]) if len(sys.argv) == 2 else 5
     nvrtc, headers = n.load_nvrtc(), n.template_headers()
     for config in CONFIGS:
         spec = '{"config":' + config + ',' + PROBLEM + '}'

@@ -38,19 +38,22 @@ std::size_t scale_columns_bytes(const LoadedKernel& k, ScaleMode mode, ScaleLayo
     throw Error(ErrorKind::internal,
                 fmt::format("{}: block-scaled module without fp8jit_gemm_scale_columns",
                             spec_name(k.spec)));
-  const std::int64_t floats = kb * ((rows + 3) / 4 * 4);
+  const std::int64_t floats = scale_floats_a(mode, ScaleLayout::col_major_tma, rows, k_dim);
   return static_cast<std::size_t>((floats * 4 + 255) / 256 * 256);
 }
 
 void launch_scale_columns(const LoadedKernel& k, const float* src, std::int64_t rows,
                           std::int64_t k_dim, float* dst, CUstream stream, bool pdl) {
-  long long rs = ceil_div(k_dim, dev::kGemmBlockK), cs = 1, ld = (rows + 3) / 4 * 4;
-  int r = static_cast<int>(rows), c = static_cast<int>(rs);
+  const std::int64_t kb = ceil_div(k_dim, dev::kGemmBlockK);
+  long long rs, cs, unit, ld;
+  scale_strides(ScaleLayout::row_major, rows, kb, rs, cs);
+  scale_strides(ScaleLayout::col_major_tma, rows, kb, unit, ld);
+  int r = static_cast<int>(rows), c = static_cast<int>(kb);
   void* args[] = {&src, &rs, &cs, &r, &c, &dst, &ld};
   LaunchConfig l;
   constexpr int kTile = dev::kScaleColumnsTile;
   l.grid[0] = static_cast<unsigned>(ceil_div(rows, kTile));
-  l.grid[1] = static_cast<unsigned>(ceil_div(rs, kTile));
+  l.grid[1] = static_cast<unsigned>(ceil_div(kb, kTile));
   l.block[0] = kTile;
   l.block[1] = dev::kScaleColumnsRowsPerPass;
   l.smem_bytes = dev::kScaleColumnsSmemBytes;

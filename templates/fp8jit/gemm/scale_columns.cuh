@@ -26,8 +26,8 @@ struct ScaleColumns {
     // dynamic shared memory, which static shared memory here would push past the limit.
     extern __shared__ float columns_smem[];
     float(*tile)[kTile + 1] = reinterpret_cast<float(*)[kTile + 1]>(columns_smem);  // +1: 32 banks
-    enter_dependent_grid();  // the scales are the previous kernel's (a quantize), and PDL may start
-                             // us early
+    // The scales are usually the previous kernel's (a quantize), and PDL may start this one early.
+    enter_dependent_grid();
     const int r0 = blockIdx.x * kTile, c0 = blockIdx.y * kTile;
     const int tx = threadIdx.x, ty = threadIdx.y;
     // Each row's 32 scales are contiguous in src: lanes along the columns.
