@@ -3,7 +3,9 @@
 # instruments fp8jit's gemm kernel (per consumer warpgroup, summed over its tiles: the first
 # full-barrier wait of each tile, the other waits, the turn barrier, the K loop, column-half
 # stores inside it, the time between one tile's K loop and the next tile's start; the producer's
-# empty-barrier waits; each CTA's start and end by %globaltimer) and prints one line per launch
+# empty-barrier waits and per-stage phases; marks from the kernel's first instruction: the
+# producer's entry and first TMA issue, consumer wg0's start and first full stage; each CTA's start
+# and end by %globaltimer) and prints one line per launch
 # (FP8JIT_TL=1, L2 flushed after each); lab/probes/timeline_deepgemm.py does the same to
 # DeepGEMM v1's kernel. Cycles are SM clocks (%clock); span_us is the launch's first CTA start
 # to its last CTA end.
