@@ -5,7 +5,7 @@
 # PATCH a lab patch applied to a copy of the tree ("-": the tree as it is), then the settings
 # that run it. Usage (repo root, on the device):
 #   OUT=... bash lab/scripts/variants.sh LIST base=- base_noreuse=-:FP8JIT_FFMA_REUSE=0 \
-#     free=lab/patches/exp_tall_free_running.patch
+#     cluster=lab/patches/exp_tall_cluster.patch
 # Writes $OUT/variants.md (µs per config and variant) and the build logs. BUILD_ONLY=1 builds the
 # patched trees and stops (the tree's own build-gpu left alone: another step may be building it);
 # PREBUILT=1 then times them without building them again.

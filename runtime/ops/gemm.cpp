@@ -197,6 +197,8 @@ void fill_params(dev::GemmParams& p, const GemmConfig& c, const GemmArgs& a, int
   p.kb_per_split = static_cast<int>(ceil_div(p.k_blocks, splits));
   p.split_cluster = split_cluster ? 1 : 0;
   p.workspace = workspace;
+  p.schedule =
+      dev::make_dense_schedule(p.tiles_m, p.tiles_n, splits, c.group_m, c.cluster_m, c.cluster_n);
 }
 
 }  // namespace

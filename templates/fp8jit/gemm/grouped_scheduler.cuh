@@ -63,6 +63,7 @@ struct GroupedTileScheduler {
   }
   // Grouped launches never split K, let alone inside clusters.
   static FP8JIT_DEVICE bool holds_every_unit(const GemmParams&) { return false; }
+  static FP8JIT_DEVICE bool schedule_matches(const GemmParams&) { return true; }  // no divisors
 
   // Group g's rows, clamped into range; with kReport, one thread per warpgroup reports a clamp
   // (next() does: it walks every group).

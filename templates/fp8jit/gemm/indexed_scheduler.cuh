@@ -38,6 +38,7 @@ struct IndexedTileScheduler {
   static FP8JIT_DEVICE int stride() { return static_cast<int>(gridDim.x) / kCluster; }
   static FP8JIT_DEVICE int units(const GemmParams& p) { return p.tiles_m * tiles_n(p); }
   static FP8JIT_DEVICE bool holds_every_unit(const GemmParams&) { return false; }
+  static FP8JIT_DEVICE bool schedule_matches(const GemmParams&) { return true; }  // no divisors
   // Padding tiles are skipped: an upper bound, as the deferred epilogue's test allows.
   FP8JIT_DEVICE bool runs_at_least(int n) const { return units(p) >= n * stride(); }
   FP8JIT_DEVICE int group() const { return g; }

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "fp8jit/common/tensor_map.cuh"
+#include "fp8jit/gemm/dense_schedule.cuh"
 
 namespace fp8jit {
 namespace dev {
@@ -87,6 +88,8 @@ struct GemmParams {
   // workspace[split][M][N], and a reduction kernel writes D.
   int splits, kb_per_split;
   int split_cluster;
+  // Dense launches: the schedule's divisors (dense_schedule.cuh), from tiles, splits and config.
+  DenseSchedule schedule;
   float* workspace;
   int scale_tma;  // 1: scales by TMA (tma_sa, tma_sb); 0: by cp.async
   int scale_tx;  // bytes the scale boxes (A's, group scaling's B, sb_map's) deliver per stage

@@ -49,7 +49,7 @@ struct Sm90GemmProducer : T {
     int stage = 0;
     u32 phase = 0;
     Scheduler tiles(p, rank);
-    for (GemmUnit w; tiles.next(w);) {
+    for (GemmUnit w; take(tiles, w);) {
       for (int kb = w.first; kb < w.last; ++kb) {
         float sb[2];
         if constexpr (kScalesBByLane0)
@@ -88,6 +88,14 @@ struct Sm90GemmProducer : T {
         }
       }
     }
+  }
+
+  // The next unit: a dense schedule's by the host's divisors (DenseTileScheduler::next<true>).
+  static FP8JIT_DEVICE bool take(Scheduler& tiles, GemmUnit& w) {
+    if constexpr (Scheduler::kGrouped)
+      return tiles.next(w);
+    else
+      return tiles.template next<true>(w);
   }
 
   // K block kb's tiles of A and B into `stage`; in a cluster, this CTA's half of the shared

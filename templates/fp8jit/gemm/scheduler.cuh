@@ -10,6 +10,7 @@
 //   test) static bool holds_every_unit(p)  the grid has a CTA per unit (split-K summed in clusters)
 //   int group()                      the last unit's group, again: the epilogue asks after the K
 //                                    loop instead of keeping it live
+//   static bool schedule_matches(p)  the host's GemmParams::schedule is the one this kernel walks
 //   static int slab_end(p, g, y, n)  where group g's rows end among rows [y, y + n) of a tile of
 //                                    group g (the epilogue's slab; M for dense GEMMs), computed
 //                                    after the K loop by the slab's warps (all 32 lanes)
@@ -113,12 +114,30 @@ struct DenseTileScheduler {
     return static_cast<int>(gridDim.x) >= unit_count(p);
   }
 
+  // Whether the host's schedule (GemmParams::schedule) is this kernel's: its raster group and
+  // K ranges.
+  static FP8JIT_DEVICE bool schedule_matches(const GemmParams& p) {
+    return p.schedule.group_m == GROUP_M && p.schedule.splits.d == p.splits;
+  }
+
+  // kFast: by the host's divisors (GemmParams::schedule), for the producer, whose first unit
+  // stands between the kernel's barrier and its first load. The consumers keep the plain
+  // divisions, off their critical path (they wait for that load), which ptxas holds in fewer
+  // registers across the K loop: with the divisors there, per tensor 64x256 spilt 2 bytes.
+  template <bool kFast = false>
   FP8JIT_DEVICE bool next(GemmUnit& w) {
     if (u >= units) return false;
-    w.split = u % p.splits;
+    if constexpr (kFast) {
+      const DenseUnit c = dense_unit<GROUP_M>(p.schedule, u);
+      w.split = c.split;
+      w.tm = c.tm;
+      w.tn = c.tn;
+    } else {
+      w.split = u % p.splits;
+      tile_coords<GROUP_M>(cluster_tiles_m(p), cluster_tiles_n(p), u / p.splits, w.tm, w.tn);
+    }
     w.first = w.split * p.kb_per_split;
     w.last = min(w.first + p.kb_per_split, p.k_blocks);
-    tile_coords<GROUP_M>(cluster_tiles_m(p), cluster_tiles_n(p), u / p.splits, w.tm, w.tn);
     w.tm = w.tm * CLUSTER_M + (kShareB ? rank : 0);
     w.tn = w.tn * CLUSTER_N + (kShareA ? rank : 0);
     w.group = 0;

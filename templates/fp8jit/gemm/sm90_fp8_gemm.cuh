@@ -48,14 +48,21 @@ struct Sm90Fp8Gemm
   static FP8JIT_DEVICE void run(const GemmParams& p, u8* raw_smem) {
     u32 dynamic_smem;
     asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(dynamic_smem));
-    if (dynamic_smem < smem_bytes())
-      __trap();  // host and device disagree on the layout: fail loudly
-    // Splits summed in a cluster need one work unit per CTA (the stages hold the partial once
-    // drained) and a kernel that can hold it: the host guarantees both.
-    if (p.split_cluster && (!kCanSumSplitsInCluster || !Scheduler::holds_every_unit(p))) __trap();
-    if (kTmaEpilogue && (p.splits != 1 || !p.tma_store)) __trap();  // see Traits::tma_store
-    // Swapped operands write D transposed by direct stores: no slab, no workspace partials.
-    if (kSwapAB && (p.tma_store || (p.splits > 1 && !p.split_cluster))) __trap();
+    // What the host guarantees, checked where host and device would disagree (fail loudly): the
+    // shared-memory layout; splits summed in a cluster need one work unit per CTA (the stages
+    // hold the partial once drained) and a kernel that can hold it; the tma build serves only
+    // what Traits::tma_store says; swapped operands write D transposed by direct stores (no slab,
+    // no workspace partials); a dense schedule's divisors are its own (GemmParams::schedule).
+    // One branch for all: a branch per check made each one's parameter loads wait for the
+    // branch before it, rounds of constant-cache misses ahead of the barrier's set-up and the
+    // producer's first load.
+    const bool split_cluster = p.split_cluster != 0;
+    const bool bad = (dynamic_smem < smem_bytes()) |
+                     (split_cluster & (!kCanSumSplitsInCluster | !Scheduler::holds_every_unit(p))) |
+                     (kTmaEpilogue & ((p.splits != 1) | (p.tma_store == 0))) |
+                     (kSwapAB & ((p.tma_store != 0) | ((p.splits > 1) & !split_cluster))) |
+                     !Scheduler::schedule_matches(p);
+    if (bad) __trap();
     const Smem s = carve(raw_smem);
     // See kUniformWarpgroup.
     const int wg = kUniformWarpgroup
