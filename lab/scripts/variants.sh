@@ -70,7 +70,7 @@ while read -r m n k scale config; do
   row="| $m | $n | $k | $scale | ${config:-default} |"
   for name in "${names[@]}"; do
     # A hung kernel (a bad variant) costs a minute, not the call.
-    line=$(timeout 90 env FP8JIT_CACHE_DIR="/tmp/fp8jit-variants-cache/$name" ${envs[$name]} "${build[$name]}/fp8jit" "${args[@]}" 2>&1 | tail -1)
+    line=$(timeout "${LINE_TIMEOUT_S:-90}" env FP8JIT_CACHE_DIR="/tmp/fp8jit-variants-cache/$name" ${envs[$name]} "${build[$name]}/fp8jit" "${args[@]}" 2>&1 | tail -1)
     echo "$name $m $n $k $scale ${config:-default}: $line" >> "$OUT/variants.log"
     ms=$(sed -n 's/.*: \([0-9.]*\) ms,.*/\1/p' <<< "$line")
     check=$(sed -n 's/.*(\(within\|ABOVE\) .*/\1/p' <<< "$line")
