@@ -55,11 +55,13 @@ struct Sm90GemmConsumer : T {
     int row0, col0;      // D's row and column: + mm*64, + 8; + 8*j, + 1
     int slab_y, slab_x;  // D coordinates of the slab
     int split_j;
-    // Where K block kb's block scale sits in its map's box: (sb_at + kb * sb_kb) & 3
-    // (ScaleLoads::block_scale_at), the map kind's branch taken here once per tile rather than in
-    // every K block, where ptxas evaluated both kinds' offsets and selected (128x192 block: ten
-    // uniform instructions between the full barrier and the first wgmma; H200, 0.3-1.3 % on the
-    // long block shapes: 4096x2112x7168 104.6 -> 103.2 µs, 8192^3 797.4 -> 793.7).
+    // Where K block kb's block scale sits in its map's box, in the serial K loop: (sb_at + kb *
+    // sb_kb) & 3 (ScaleLoads::block_scale_at), the map kind's branch taken once per tile. There
+    // ptxas evaluated both kinds' offsets every K block and selected (128x192 block: ten uniform
+    // instructions between the full barrier and the first wgmma; H200, 0.3-1.3 % on the long
+    // block shapes: 4096x2112x7168 104.6 -> 103.2 µs, 8192^3 797.4 -> 793.7). The pipelined loop
+    // keeps the per-K-block select, which ptxas takes out of its (shorter) loop: hoisted there,
+    // 64x32 at 128x2112x7168 went 13.3 -> 13.5 µs in two calls.
     int sb_at, sb_kb;
   };
 
@@ -115,7 +117,7 @@ struct Sm90GemmConsumer : T {
       t.slab_y = w.row0 + wg * kRowsPerWG;
       t.slab_x = t.tn * BLOCK_N;
       t.split_j = Promotion::block_split(t.tn);
-      ScaleLoads::block_scale_at(p, w, t.sb_at, t.sb_kb);
+      if constexpr (!kPipelinedKLoop) ScaleLoads::block_scale_at(p, w, t.sb_at, t.sb_kb);
       // Grouped layouts: a pending column half that runs past its group's end goes out row by
       // row here, before the K loop, so that the half stored under the loop's wgmmas is always a
       // whole-slab TMA store, as in dense kernels. With the row-by-row path inside the loop, or
@@ -210,7 +212,7 @@ struct Sm90GemmConsumer : T {
       prev = cur;
       barrier::wait(&s.full[stage], phase);
       const float* st = s.scales + stage * kStageScales;
-      if constexpr (kPromote) read_stage_scales(p, t, st, kb, cur.bs);
+      if constexpr (kPromote) read_stage_scales(p, w, t, st, kb, cur.bs);
       issue_wgmmas(me.a_lo0 + stage * (kStageA >> 4), me.b_lo0 + stage * (kStageB >> 4), into,
                    !kPromote && keep, 0);
       if constexpr (kDeferEpilogue)
@@ -289,7 +291,7 @@ struct Sm90GemmConsumer : T {
       // which stalled their issue (G8: 8192^3 block 1045 -> 990 µs with ld.shared before it).
       const float* st = s.scales + stage * kStageScales;
       BlockScales bs;
-      read_stage_scales(p, t, st, kb, bs);
+      read_stage_scales(p, w, t, st, kb, bs);
       const u32 a_lo = me.a_lo0 + stage * (kStageA >> 4);
 #pragma unroll
       for (int pass = 0; pass < kPasses; ++pass) {
@@ -391,10 +393,13 @@ struct Sm90GemmConsumer : T {
   // K block kb's scales from its stage `st` into bs. Grouped tiles' A scales by TMA start at the
   // row rounded down to 4 (GemmGeometry::scales_a); block scales by a TMA map sit at an offset in
   // their box (ScaleLoads::load_block_scales_tma).
-  static FP8JIT_DEVICE void read_stage_scales(const GemmParams& p, const At& t, const float* st,
-                                              int kb, BlockScales& bs) {
+  static FP8JIT_DEVICE void read_stage_scales(const GemmParams& p, const GemmUnit& w, const At& t,
+                                              const float* st, int kb, BlockScales& bs) {
     const int a_shift = kAlignA && p.scale_tma ? t.slab_y & 3 : 0;
-    const int block_at = kBlockScaleMaps ? (t.sb_at + kb * t.sb_kb) & 3 : 0;
+    int block_at = 0;  // see At::sb_at
+    if constexpr (kBlockScaleMaps)
+      block_at =
+          kPipelinedKLoop ? ScaleLoads::block_scale_offset(p, w, kb) : (t.sb_at + kb * t.sb_kb) & 3;
     const bool swapped_block = SCALE == kSwappedBlockScale;
     Promotion::read_scales(st + a_shift + (swapped_block ? block_at : 0),
                            st + kScalesB + (swapped_block ? 0 : block_at), t.r0, p.sb_hi, bs);

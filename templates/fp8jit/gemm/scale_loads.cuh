@@ -54,7 +54,7 @@ struct Sm90GemmScaleLoads {
   // tile's one scale of its A, from tma_sa), where the host encoded a map of the 128x128 blocks
   // (GemmParams::sb_map). A box's first element must sit on 16 bytes, so the box starts at the
   // 4-aligned index of the map's inner dimension at or before the one needed; the consumers read
-  // at block_scale_at in it, and a second block's scale sb_hi further. Past the edges TMA
+  // at block_scale_offset in it, and a second block's scale sb_hi further. Past the edges TMA
   // fills zeros, which only columns past N would read. Dense launches only (no per-group offset).
   static FP8JIT_DEVICE int scale_block_of(const GemmUnit& w) {
     return SCALE == kSwappedBlockScale ? w.row0 / 128 : w.tn * BLOCK_N / 128;
@@ -72,7 +72,14 @@ struct Sm90GemmScaleLoads {
     }
   }
   // Where K block kb's scale (the tile's first block's) sits among those load_block_scales_tma
-  // staged: (at + kb * per_kb) & 3, 0 where the producer stored it itself (sb_map 0).
+  // staged, 0 where the producer stored it itself (sb_map 0): block_scale_offset per K block, or
+  // (at + kb * per_kb) & 3 from block_scale_at per tile (Sm90GemmConsumer::At::sb_at says which
+  // loop takes which).
+  static FP8JIT_DEVICE int block_scale_offset(const GemmParams& p, const GemmUnit& w, int kb) {
+    return p.sb_map == kScaleMapKInner       ? kb & 3
+           : p.sb_map == kScaleMapBlockInner ? scale_block_of(w) & 3
+                                             : 0;
+  }
   static FP8JIT_DEVICE void block_scale_at(const GemmParams& p, const GemmUnit& w, int& at,
                                            int& per_kb) {
     at = p.sb_map == kScaleMapBlockInner ? scale_block_of(w) & 3 : 0;
