@@ -42,7 +42,9 @@ def load_nvrtc():
 
 def template_headers():
     names, contents = [], []
-    base = os.path.join(ROOT, "templates")
+    # TEMPLATES=DIR: another copy of the headers (an experiment's, whose paths it guards with
+    # macros that --variant "-DNAME" then turns on), the spec's source still the tree's.
+    base = os.environ.get("TEMPLATES", os.path.join(ROOT, "templates"))
     for d, _, files in os.walk(base):
         for f in sorted(files):
             path = os.path.join(d, f)
