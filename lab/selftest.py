@@ -127,6 +127,10 @@ def test_nvrtc_options(d):
                 ['{"family":"gemm"}'], ["x" * 5000], []):
         rc, out, err = py("probes/nvrtc_options.py", *(["--fp8jit", CLI] if "--fp8jit" not in bad else []), *bad)
         check(rc == 2 and err.strip(), f"nvrtc_options.py {[b[:30] for b in bad]}: exit {rc}, want 2")
+    for templates in ("/no/such/dir", d, os.path.join(ROOT, "README.md"), "x" * 5000):
+        rc, out, err = py("probes/nvrtc_options.py", "--fp8jit", CLI, QUANTIZE,
+                          env=dict(os.environ, TEMPLATES=templates))
+        check(rc == 2 and "TEMPLATES=" in err and not out, f"nvrtc_options.py TEMPLATES={templates[:30]}: exit {rc}")
 
 
 def test_script_arguments(d):
@@ -141,6 +145,13 @@ def test_script_arguments(d):
                       ([os.path.join(ROOT, "README.md")], {"PEERS_RUNS": ""})):
         rc, _, err = run(["bash", "lab/scripts/patch_check.sh", *args], dict(env, OUT=out))
         check(rc == 2 and err.strip() and not os.path.exists(out), f"patch_check.sh {[a[:30] for a in args]} {env}: exit {rc}")
+    for args, env in (([], {}), (["/no/such/list.txt", "base=-"], {}), (["x" * 5000, "base=-"], {}),
+                      ([os.path.join(ROOT, "README.md"), "base=-"], {"LINE_TIMEOUT_S": "0"}),
+                      ([os.path.join(ROOT, "README.md"), "base=-"], {"LINE_TIMEOUT_S": "x"}),
+                      ([os.path.join(ROOT, "README.md"), "base=-"], {"LINE_TIMEOUT_S": "9" * 50}),
+                      ([os.path.join(ROOT, "README.md"), "base=-"], {"LINE_TIMEOUT_S": "-5"})):
+        rc, _, err = run(["bash", "lab/scripts/variants.sh", *args], dict(env, OUT=out))
+        check(rc != 0 and err.strip() and not os.path.exists(out), f"variants.sh {[a[:30] for a in args]} {env}: exit {rc}")
     rc, _, _ = run(["bash", "lab/scripts/patch_check.sh"], {"OUT": out})
     check(rc != 0 and not os.path.exists(out), "patch_check.sh without PATCH refused")
     # first_call.py and memcheck.sh refuse before they need a GPU (none here) and write nothing.

@@ -40,11 +40,18 @@ def load_nvrtc():
     sys.exit("nvrtc_options.py: libnvrtc.so.13 not found (set LD_LIBRARY_PATH)")
 
 
-def template_headers():
+def templates_dir():
+    """TEMPLATES=DIR: another copy of the headers (an experiment's, whose paths it guards with
+    macros that --variant "-DNAME" then turns on), the spec's source still the tree's; None where
+    DIR is not such a copy."""
+    base = os.environ.get("TEMPLATES") or os.path.join(ROOT, "templates")
+    if not os.path.isfile(os.path.join(base, "fp8jit", "gemm", "sm90_fp8_gemm.cuh")):
+        return None
+    return base
+
+
+def template_headers(base):
     names, contents = [], []
-    # TEMPLATES=DIR: another copy of the headers (an experiment's, whose paths it guards with
-    # macros that --variant "-DNAME" then turns on), the spec's source still the tree's.
-    base = os.environ.get("TEMPLATES", os.path.join(ROOT, "templates"))
     for d, _, files in os.walk(base):
         for f in sorted(files):
             path = os.path.join(d, f)
@@ -92,6 +99,10 @@ def main():
     a = ap.parse_args()
     if not 1 <= a.rounds <= 999:
         ap.error(f"--rounds {a.rounds}: 1 to 999")
+    base = templates_dir()
+    if base is None:
+        ap.error(f"TEMPLATES={os.environ.get('TEMPLATES', '')[:200]!r}: not a copy of templates/ "
+                 "(no fp8jit/gemm/sm90_fp8_gemm.cuh under it)")
     if not os.path.isfile(a.fp8jit):
         ap.error(f"--fp8jit {a.fp8jit}: no such file (build the CLI: cmake --build BUILD --target fp8jit_cli)")
     variants = [("base", [])]
@@ -107,7 +118,7 @@ def main():
             ap.error(f"spec {spec[:200]!r}: fp8jit emit refused it: {r.stderr.decode(errors='replace').strip()[:400]}")
         sources[spec] = r.stdout
     nvrtc = load_nvrtc()
-    headers = template_headers()
+    headers = template_headers(base)
     print("| spec | " + " | ".join(f"{n} s" for n, _ in variants) + " | same code as base |")
     print("| --- |" + " ---: |" * len(variants) + " --- |")
     medians = {n: [] for n, _ in variants}

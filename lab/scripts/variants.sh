@@ -12,8 +12,12 @@
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 1
 OUT=${OUT:-/tmp/fp8jit-variants}
-mkdir -p "$OUT"
 list=${1:?usage: bash lab/scripts/variants.sh LIST NAME=PATCH[:VAR=VALUE,...]...}
+# Bad arguments stop it before anything is written or built.
+[ -f "$list" ] || { echo "variants.sh: LIST '${list:0:200}': no such file" >&2; exit 2; }
+[[ ${LINE_TIMEOUT_S:-90} =~ ^[1-9][0-9]{0,3}$ ]] ||
+  { echo "variants.sh: LINE_TIMEOUT_S='${LINE_TIMEOUT_S:0:200}': whole seconds, 1 to 9999" >&2; exit 2; }
+mkdir -p "$OUT"
 shift
 source lab/scripts/ab_common.sh  # sqlite_args, ab_patch_tree
 rm -rf /tmp/fp8jit-variants-cache
