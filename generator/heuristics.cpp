@@ -320,6 +320,21 @@ bool takes_grouped_tall_tile(const GemmProblem& p, std::int64_t groups, std::int
   return tall_tile_waves_allow(groups, expected_m, n, chosen, sm_count);
 }
 
+// Whether a masked grouped GEMM on `chosen` runs it in pairs along M (two tile-rows of one
+// expert, B's tile multicast to both): block scaling, bf16 out, 128x256 tiles. Since a cluster's
+// idle threads exit at once (G88) such pairs run no slower than the tile alone on every masked
+// case timed, where before they lost 0-9 % (G69). H200, lab/probes/grouped_configs.sh, two
+// routings each, lone -> pair, µs: 4096x7168, 16 experts x 128 expected rows (M_max 256) 161.8
+// -> 159.0 and 152.7 -> 148.8; 8 x 256 (M_max 1024) 139.4 -> 137.3 and 137.3 -> 135.8; 32 x 64
+// 252.8 -> 251.1 and 252.1 -> 250.9; 7168x2048, 32 x 32 135.1 -> 134.7 and 134.8 -> 134.6, 8 x
+// 256 67.6 -> 67.1 and 75.7 -> 75.6, 16 x 128 90.4 -> 90.2 and 98.8 -> 98.5. Not 128x192, whose
+// pairs still lose 0-4 % (8 x 256 at 4096x7168: 111.8 -> 115.4, 144.1 -> 148.7), nor contiguous
+// layouts, other scale modes or outputs (untimed since G88).
+bool takes_masked_pair(const GemmProblem& p, const GemmConfig& chosen) {
+  return p.layout == GemmLayout::masked && p.scale == ScaleMode::block && p.out == DType::bf16 &&
+         chosen.block_m == 128 && chosen.block_n == 256 && chosen.cluster_m * chosen.cluster_n == 1;
+}
+
 // Swapped operands up to 16 rows, streaming tiles where streaming_config finds a wave of them
 // (`launch` dense; grouped launches take only the width and their own pipeline depth),
 // else the cost model's pick under the rules the H100 sweeps added. Tiles: 64 rows when M is
@@ -386,11 +401,12 @@ KernelSpec default_gemm_spec(const GemmProblem& problem, std::int64_t m, std::in
 // Grouped GEMMs run their groups' tiles in one persistent grid, without split-K: the dense
 // heuristic's tile for the stacked rows (every group's expected rows, rounded up to whole tiles),
 // with 64-row tiles where groups are decode-sized (grouped_short_tile_max_rows), 256x128 where
-// contiguous groups are large (takes_grouped_tall_tile), and no pair
-// along M: in the kernel as it is, pairs sharing B ran 0-9 % slower than the same tile alone on
-// every masked and contiguous case of the MoE suite timed (H100, lab/probes/grouped_configs.sh;
-// masked 8 x 256 gate-up 128x192 127.9 against 121.4 µs, contiguous 4 x 8192 128x256 1402.9
-// against 1295.8).
+// contiguous groups are large (takes_grouped_tall_tile), and pairs along M only for masked
+// 128x256 tiles (takes_masked_pair): before a cluster's idle threads exited at once, pairs
+// sharing B ran 0-9 % slower than the same tile alone on every masked and contiguous case of the
+// MoE suite timed (H100, lab/probes/grouped_configs.sh; masked 8 x 256 gate-up 128x192 127.9
+// against 121.4 µs, contiguous 4 x 8192 128x256 1402.9 against 1295.8), and contiguous launches
+// are untimed since.
 KernelSpec default_grouped_gemm_spec(const GemmProblem& problem, std::int64_t groups, std::int64_t expected_m,
                                      std::int64_t n, std::int64_t k, int sm_count, int smem_bytes) {
   if (problem.layout == GemmLayout::dense)
@@ -425,6 +441,14 @@ KernelSpec default_grouped_gemm_spec(const GemmProblem& problem, std::int64_t gr
     c = deepest(c);
     const GemmGeometry g = gemm_geometry(problem, c);
     if (g.smem_bytes <= smem_bytes && g.fits_registers && !g.straddles_three_b_blocks) {
+      if (takes_masked_pair(problem, c)) {
+        GemmConfig pair = c;
+        pair.cluster_m = 2;
+        try {
+          return make_gemm_spec(problem, pair);
+        } catch (const Error&) {  // a rule of the family's check: the tile alone
+        }
+      }
       try {
         return make_gemm_spec(problem, c);
       } catch (const Error&) {  // a rule of the family's check: try narrower

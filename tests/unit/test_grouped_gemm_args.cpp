@@ -325,7 +325,11 @@ TEST(GroupedGemmSpec, LayoutInNameJsonAndDefaults) {
     for (std::int64_t expected : {std::int64_t{1}, most, most + 1, std::int64_t{256}}) {
       const KernelSpec ls = default_grouped_gemm_spec(lp, 32, expected, 7168, 2048);
       EXPECT_EQ(gemm_config_of(ls).block_m, expected <= most ? 64 : 128) << spec_name(ls);
-      EXPECT_EQ(gemm_config_of(ls).cluster_m, 1) << spec_name(ls);
+      // Pairs along M only for masked 128x256 tiles
+      // (GemmHeuristic.MaskedPairsAlongMOn128x256Tiles).
+      const GemmConfig lc = gemm_config_of(ls);
+      const bool pair = layout == GemmLayout::masked && lc.block_m == 128 && lc.block_n == 256;
+      EXPECT_EQ(lc.cluster_m, pair ? 2 : 1) << spec_name(ls);
     }
   }
   // Indexed layouts: tiles of at most 128 rows, whatever the expected rows per group; wider ones
