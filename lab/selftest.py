@@ -8,12 +8,15 @@ writes nothing.
   lab/probes/nvrtc_options.py cold NVRTC compiles under extra options (a quantize kernel)
   lab/scripts/cold_compile.sh and lab/scripts/patch_check.sh: their argument checks
   lab/scripts/merge_shipped_rows.py  re-tuned rows merged into a shipped tuning document
+  lab/probes/k_loop_sass.py and deepgemm_sass.sh: their argument checks (and, where cuobjdump is
+                              on PATH, the K loop of a real cubin)
 
 Usage: FP8JIT_CLI=build/fp8jit python3 lab/selftest.py
 """
 import csv
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -174,6 +177,30 @@ def test_script_arguments(d):
         check(rc == 2 and "memcheck.sh" in err, f"memcheck.sh {[a[:30] for a in args]}: exit {rc}")
 
 
+def test_sass_tools(d):
+    cubin = os.path.join(d, "gemm.cubin")
+    spec = ('{"config":{"block_m":64,"block_n":32,"cluster_m":1,"cluster_n":1,"epilogue":"tma","group_m":8,'
+            '"stages":16},"family":"gemm","problem":{"a_format":"e4m3","accum":"precise","b_format":"e4m3",'
+            '"bias":0,"out":"bf16","scale":"block"}}')
+    rc, _, err = run([CLI, "compile", "--spec", spec, "--cubin", cubin])
+    check(rc == 0 and os.path.isfile(cubin), f"a gemm cubin to read: exit {rc} {err[-200:]}")
+    for args in (["--ksteps", "0", cubin], ["--ksteps", "65", cubin], ["/no/such.cubin"], ["x" * 5000], []):
+        rc, out, err = py("probes/k_loop_sass.py", *args)
+        check(rc == 2 and err.strip() and not out.strip(), f"k_loop_sass.py {[a[:30] for a in args]}: exit {rc}")
+    rc, out, err = py("probes/k_loop_sass.py", cubin)
+    if shutil.which("cuobjdump"):
+        check(rc == 0 and "*loop" in out and "QGMMA 4" in out, f"k_loop_sass.py on a cubin: exit {rc} {out[:300]}")
+        rc, _, _ = py("probes/k_loop_sass.py", os.path.join(ROOT, "README.md"))
+        check(rc == 2, "k_loop_sass.py on a file that is no cubin: exit 2")
+    else:
+        check(rc == 2 and "cuobjdump" in err, f"k_loop_sass.py without cuobjdump: exit {rc}")
+    out_dir = os.path.join(d, "never")
+    good = {"N": "2112", "K": "7168", "BLOCK_M": "128", "BLOCK_N": "192", "STAGES": "4", "MULTICAST": "2"}
+    for bad in ({"N": "x"}, {"K": ""}, {"BLOCK_M": "0"}, {"STAGES": "9" * 50}, {"ON_A": "maybe"}):
+        rc, _, err = run(["bash", "lab/probes/deepgemm_sass.sh"], dict(good, **bad, OUT=out_dir))
+        check(rc == 2 and err.strip() and not os.path.exists(out_dir), f"deepgemm_sass.sh {bad}: exit {rc}")
+
+
 def shipped_row(m, block_n, us):
     problem = {"a_format": "e4m3", "layout": "masked", "scale": "block"}
     return {"gpu": "G|9.0|132", "op": "gemm", "problem_key": json.dumps(problem), "m": m, "n": 4096,
@@ -217,7 +244,7 @@ def main():
         return 2
     with tempfile.TemporaryDirectory() as d:
         return run_tests((test_cubin_text, test_peers_ab, test_nvrtc_options, test_script_arguments,
-                          test_merge_shipped_rows), d)
+                          test_merge_shipped_rows, test_sass_tools), d)
 
 
 if __name__ == "__main__":
