@@ -323,8 +323,8 @@ bool takes_grouped_tall_tile(const GemmProblem& p, std::int64_t groups, std::int
 // Whether a masked grouped GEMM on `chosen` runs it in pairs along M (two tile-rows of one
 // expert, B's tile multicast to both): block scaling, bf16 out, 128x256 tiles. Since a cluster's
 // idle threads exit at once such pairs run no slower than the tile alone on every masked case
-// timed, where before they lost 0-9 %. H200, lab/probes/grouped_configs.sh, two
-// routings each, lone -> pair, µs: 4096x7168, 16 experts x 128 expected rows (M_max 256) 161.8
+// timed, where before they lost 0-9 %. H200, lab/probes/grouped_configs.sh, two routings each,
+// lone -> pair, µs: 4096x7168, 16 experts x 128 expected rows (M_max 256) 161.8
 // -> 159.0 and 152.7 -> 148.8; 8 x 256 (M_max 1024) 139.4 -> 137.3 and 137.3 -> 135.8; 32 x 64
 // 252.8 -> 251.1 and 252.1 -> 250.9; 7168x2048, 32 x 32 135.1 -> 134.7 and 134.8 -> 134.6, 8 x
 // 256 67.6 -> 67.1 and 75.7 -> 75.6, 16 x 128 90.4 -> 90.2 and 98.8 -> 98.5. Not 128x192, whose

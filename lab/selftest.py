@@ -196,7 +196,8 @@ def test_sass_tools(d):
         check(rc == 2 and "cuobjdump" in err, f"k_loop_sass.py without cuobjdump: exit {rc}")
     out_dir = os.path.join(d, "never")
     good = {"N": "2112", "K": "7168", "BLOCK_M": "128", "BLOCK_N": "192", "STAGES": "4", "MULTICAST": "2"}
-    for bad in ({"N": "x"}, {"K": ""}, {"BLOCK_M": "0"}, {"STAGES": "9" * 50}, {"ON_A": "maybe"}):
+    for bad in ({"N": "x"}, {"K": ""}, {"BLOCK_M": "0"}, {"STAGES": "9" * 50}, {"ON_A": "maybe"},
+                {"MATH_THREADS": "-1"}, {"MATH_THREADS": "x" * 5000}, {"MULTICAST": ""}):
         rc, _, err = run(["bash", "lab/probes/deepgemm_sass.sh"], dict(good, **bad, OUT=out_dir))
         check(rc == 2 and err.strip() and not os.path.exists(out_dir), f"deepgemm_sass.sh {bad}: exit {rc}")
 

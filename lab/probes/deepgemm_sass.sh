@@ -15,7 +15,8 @@ set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 1
 OUT=${OUT:-/tmp/deepgemm-sass}
 DG=.carry/deepgemm2/deep_gemm/include
-for v in N K BLOCK_M BLOCK_N STAGES MULTICAST; do
+MATH_THREADS=${MATH_THREADS:-256}
+for v in N K BLOCK_M BLOCK_N STAGES MULTICAST MATH_THREADS; do
   [[ ${!v:-} =~ ^[1-9][0-9]{0,5}$ ]] || { echo "deepgemm_sass.sh: $v='${!v:-}': a positive integer" >&2; exit 2; }
 done
 [[ ${ON_A:-false} =~ ^(true|false)$ ]] || { echo "deepgemm_sass.sh: ON_A='$ON_A': true or false" >&2; exit 2; }
@@ -30,7 +31,7 @@ using namespace deep_gemm;
 static void __instantiate_kernel() {
     auto ptr = reinterpret_cast<void*>(&sm90_fp8_gemm_1d2d_impl<
         cute::UMMA::Major::K, 0, $N, $K, 1, $BLOCK_M, $BLOCK_N, 128, 128, 128, 128, $STAGES,
-        128, ${MATH_THREADS:-256}, $MULTICAST, ${ON_A:-false}, 132, GemmType::Normal,
+        128, $MATH_THREADS, $MULTICAST, ${ON_A:-false}, 132, GemmType::Normal,
         cutlass::bfloat16_t, epilogue::transform::EpilogueIdentity>);
 }
 EOF
