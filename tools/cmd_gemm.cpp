@@ -66,6 +66,7 @@ GemmProblem problem_from(const GemmOptions& o) {
   p.a_format = *parse_fp8_format(o.a_format);
   p.b_format = *parse_fp8_format(o.b_format);
   p.fast_accum = o.fast_accum;
+  p.bias = o.bias;
   if (p.a_format == Fp8Format::e5m2 && p.b_format == Fp8Format::e5m2)
     throw_invalid("--a-format/--b-format", "e5m2/e5m2", "at least one operand must be e4m3");
   if (p.fast_accum && (p.scale == ScaleMode::block || p.scale == ScaleMode::group))
@@ -101,7 +102,7 @@ int gemm(const GemmOptions& o) {
   GemmArgs g = gemm_args_from(o);
   require_gpu();
   Runtime rt;
-  GemmOperands operands = make_gemm_operands(rt, g);
+  GemmOperands operands = make_gemm_operands(rt, g, o.bias);
   DeviceBuffer& d = *operands.d;
   DeviceBuffer ref(g.m * g.n * 8);
   d.fill(0xFF);  // NaN in every output type: an unwritten element cannot pass
@@ -170,6 +171,8 @@ void add_problem_options(CLI::App* sub, GemmOptions& o) {
   add_choice(sub, "--scale", o.scale, {"block", "rowwise", "tensor", "group"}, "scale mode");
   add_choice(sub, "--out", o.out, {"bf16", "fp16", "fp32"}, "output dtype");
   sub->add_flag("--fast-accum", o.fast_accum, "accumulate in the tensor cores only (tensor and rowwise scaling)");
+  sub->add_flag("--bias", o.bias,
+                "add a bias over the columns (random, in the output dtype; dense GEMMs)");
   add_choice(sub, "--layout", o.layout, {"dense", "contiguous", "masked", "indexed"},
              "grouped (mixture-of-experts) GEMMs: contiguous (--m rows split among the groups), "
              "indexed (the same by a group index per row, each group from a multiple of 128 rows) or "

@@ -46,6 +46,9 @@ std::optional<GroupedShape> grouped_shape_from(const GemmOptions& o) {
     throw CLI::ValidationError(
         "--groups",
         fmt::format("required with --layout {} (the number of groups, i.e. experts)", o.layout));
+  if (o.bias)
+    throw CLI::ValidationError("--bias",
+                               "grouped GEMMs have no bias: drop it or use --layout dense");
   if (o.scale == "group")
     throw CLI::ValidationError("--scale",
                                "group: grouped GEMMs take tensor, rowwise or block scaling");

@@ -16,6 +16,9 @@ struct GemmOptions {
   std::int64_t m = 4096, n = 7168, k = 7168;
   std::string scale = "block", out = "bf16", a_format = "e4m3", b_format = "e4m3", config;
   bool fast_accum = false;
+  // D = A.B^T + bias [n] (random values in the output dtype): the forward GEMM of a Linear with
+  // a bias, whose kernels (epilogue and tile choice) differ from the GEMM's without. Dense only.
+  bool bias = false;
   // gemm: the layout of A's scales, col_major_tma (DeepGEMM's, which TMA reads) or row_major
   // (DeepSeek-V3 kernel.py's act_quant and the Python package's quantize default, which the
   // kernel's producer warp copies): the two paths a caller's scales take.

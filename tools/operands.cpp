@@ -29,8 +29,7 @@ void quantize_random(Runtime& rt, std::int64_t rows, std::int64_t k, Fp8Format f
   driver::check(driver::api().cuCtxSynchronize(), "quantize operand");
 }
 
-
-GemmOperands make_gemm_operands(Runtime& rt, GemmArgs& g) {
+GemmOperands make_gemm_operands(Runtime& rt, GemmArgs& g, bool bias) {
   const Granularity ga = gemm_scale_granularity_a(g.scale_mode), gb = gemm_scale_granularity_b(g.scale_mode);
   g.scale_b_layout = g.scale_mode == ScaleMode::group ? ScaleLayout::col_major_tma : ScaleLayout::row_major;
   g.scale_a_size = scale_count(ga, g.scale_a_layout, g.m, g.k);
@@ -48,6 +47,16 @@ GemmOperands make_gemm_operands(Runtime& rt, GemmArgs& g) {
   g.scale_a = o.scale_a->f32();
   g.scale_b = o.scale_b->f32();
   g.d = o.d->get();
+  if (bias) {
+    std::mt19937 rng(3);
+    std::normal_distribution<float> dist(0.0f, 1.0f);
+    std::vector<unsigned char> h(static_cast<std::size_t>(g.n) * dtype_size(g.d_dtype));
+    for (std::int64_t i = 0; i < g.n; ++i)
+      fp8::store_from_float(h.data(), static_cast<std::size_t>(i), g.d_dtype, dist(rng));
+    o.bias = std::make_unique<DeviceBuffer>(h.size());
+    o.bias->upload(h.data(), h.size());
+    g.bias = o.bias->get();
+  }
   return o;
 }
 

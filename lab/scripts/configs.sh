@@ -12,7 +12,11 @@ echo "| M | N | K | scale | config | kernel | µs | TFLOP/s | check |"
 echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 while read -r m n k scale config; do
   [ -z "$m" ] || [ "${m:0:1}" = "#" ] && continue
-  args=(gemm --m "$m" --n "$n" --k "$k" --scale "$scale" --iters 30)
+  # SCALE-fast, SCALE-rowscales, SCALE-bias: as in lab/scripts/variants.sh.
+  args=(gemm --m "$m" --n "$n" --k "$k" --scale "${scale%%-*}" --iters 30)
+  [[ "$scale" == *-fast* ]] && args+=(--fast-accum)
+  [[ "$scale" == *-rowscales* ]] && args+=(--scale-layout-a row_major)
+  [[ "$scale" == *-bias* ]] && args+=(--bias)
   [ -n "$config" ] && args+=(--config "$config")
   line=$("$B/fp8jit" "${args[@]}" 2>&1 | tail -1)
   # "<kernel> [MxNxK] on <gpu>: 0.123 ms, 456.7 TFLOP/s, relative error ... (within 4e-03)"

@@ -393,6 +393,33 @@ TEST(GemmGpu, TallTilesAtShortKByDefault) {
   }
 }
 
+// The heuristic's 256x128 for per-row scaling and with a bias, over 16 K blocks from 2048 rows:
+// the defaults of a Linear's forward and backward GEMMs in FP8 training, ragged N and M.
+TEST(GemmGpu, TallTilesPerRowAndWithBiasByDefault) {
+  FP8JIT_REQUIRE_GPU();
+  const Fp8Format e4 = Fp8Format::e4m3, e5 = Fp8Format::e5m2;
+  const std::vector<std::pair<GemmProblem, Shape>> cases = {
+      {{e4, e4, DType::bf16, ScaleMode::rowwise}, {2048, 4096, 2048}},
+      {{e5, e4, DType::bf16, ScaleMode::rowwise}, {4096, 2000, 4096}},
+      {{e4, e4, DType::bf16, ScaleMode::tensor, true}, {2048, 2000, 2048}},
+      {{e4, e4, DType::fp32, ScaleMode::tensor, true}, {4096, 2000, 2048}},
+      {{e4, e4, DType::fp16, ScaleMode::rowwise, true}, {4090, 2048, 2064}},
+      {{e4, e4, DType::bf16, ScaleMode::block, true}, {2048, 4000, 4096}},
+  };
+  precompile(cases);
+  unsigned seed = 960;
+  for (const auto& [p, s] : cases) {
+    Operands o = make_operands(p, s.m, s.n, s.k, seed++);
+    GemmArgs probe = o.args;
+    probe.d = o.a->get();  // select checks D's pointer; run_and_compare allocates the real D
+    const KernelSpec chosen = default_runtime().select(probe);
+    SCOPED_TRACE(testing::Message()
+                 << spec_name(chosen) << " m=" << s.m << " n=" << s.n << " k=" << s.k);
+    EXPECT_EQ(gemm_config_of(chosen).block_m, 256);
+    EXPECT_LE(run_and_compare(o.args, 0), tolerance(p));
+  }
+}
+
 // 256-row tiles staging D in 128-byte swizzled panels (GemmGeometry::swizzled_slab): two m64 slabs
 // per warpgroup in one slab of panels, with and without slab passes, one panel (256x64) and two,
 // FP32 out, per tensor fast with a bias, rows and columns cut by M and N.
