@@ -373,6 +373,23 @@ TEST_F(CliTest, GemmConfigOverridesAreChecked) {
     expect_clean_failure(run({"gemm", "--config", "{\"block_n\":160,\"stages\":5}"}), 1, {"needs a GPU"});
 }
 
+// --bias: the spec of a GEMM with a bias, which the heuristic may give another tile (block
+// scaling at 4096x4096x7168: 256x128 without, 128-row tiles with, whose registers hold the
+// bias's columns beside the accumulators).
+TEST_F(CliTest, SelectGemmTakesABias) {
+  const CliResult plain = run({"select-gemm", "--m", "4096", "--n", "4096", "--k", "7168"});
+  const CliResult biased =
+      run({"select-gemm", "--m", "4096", "--n", "4096", "--k", "7168", "--bias"});
+  ASSERT_EQ(plain.status, 0) << plain.err;
+  ASSERT_EQ(biased.status, 0) << biased.err;
+  EXPECT_NE(plain.out.find("\"bias\":0"), std::string::npos) << plain.out;
+  EXPECT_NE(biased.out.find("\"bias\":1"), std::string::npos) << biased.out;
+  EXPECT_NE(plain.out.find("\"block_m\":256"), std::string::npos) << plain.out;
+  EXPECT_NE(biased.out.find("\"block_m\":128"), std::string::npos) << biased.out;
+  if (!driver::available())
+    expect_clean_failure(run({"gemm", "--bias", "--scale", "tensor"}), 1, {"needs a GPU"});
+}
+
 TEST_F(CliTest, QuantizeWithoutGpuFailsCleanly) {
   if (driver::available()) GTEST_SKIP() << "a GPU is present";
   const CliResult r = run({"quantize", "--m", "256", "--k", "512"});

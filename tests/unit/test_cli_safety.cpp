@@ -41,6 +41,7 @@ TEST_F(CliSafety, EverySubcommandHasHelp) {
   // Each lists its own options.
   EXPECT_NE(run({"gemm", "--help"}).out.find("--fast-accum"), std::string::npos);
   EXPECT_NE(run({"gemm", "--help"}).out.find("--scale-layout-a"), std::string::npos);
+  EXPECT_NE(run({"gemm", "--help"}).out.find("--bias"), std::string::npos);
   EXPECT_NE(run({"tune", "--help"}).out.find("--top-k"), std::string::npos);
   EXPECT_NE(run({"compile", "--help"}).out.find("--cubin"), std::string::npos);
   for (const char* sub : {"list", "show", "export", "import", "prune", "rebuild"}) {
@@ -85,6 +86,8 @@ TEST_F(CliSafety, ChoicesAndCombinations) {
   expect_refused({"tune"}, 1, {"--suite/--shapes", "<missing>"});
   expect_refused({"bench", "--suite", "deepseek-v3", "--shapes", "x.csv"}, 2, {"excludes"});
   expect_refused({"select-gemm", "--scale", "block", "--fast-accum"}, 1, {"--fast-accum", "tensor and rowwise"});
+  expect_refused({"gemm", "--layout", "masked", "--groups", "4", "--bias"}, 2,
+                 {"--bias", "no bias"});
   expect_refused({"db", "prune", "--op", "gemm"}, 2, {"--op", "requires --space-hash"});
   expect_refused({"db", "prune", "--space-hash", "abc"}, 2, {"--space-hash", "requires --op"});
   expect_refused({"db"}, 2, {"fp8jit db: ", "subcommand"});
