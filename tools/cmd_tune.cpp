@@ -37,6 +37,7 @@ struct SweepOptions {
   bool all_gpus = false;              // tune: one process per GPU
   int tp = 1;
   bool fast_accum = false;
+  bool bias = false;  // the GEMMs add a bias over their columns (a Linear's forward GEMM)
   int jobs = 1;
   std::int64_t top_k = 32;
 };
@@ -54,6 +55,7 @@ GemmProblem problem_of(const SweepOptions& o) {
   p.scale = *parse_scale_mode(o.scale);  // admitted by the option's IsMember check
   p.out = *parse_dtype(o.out);
   p.fast_accum = o.fast_accum;
+  p.bias = o.bias;
   if (p.fast_accum && (p.scale == ScaleMode::block || p.scale == ScaleMode::group))
     throw_invalid("--fast-accum", "with --scale " + o.scale, "only tensor and rowwise scaling accumulate without promotion");
   return p;
@@ -144,7 +146,8 @@ TunedRow tune_shape(Runtime& rt, const GemmShape& s, const GemmProblem& problem,
   g.scale_mode = problem.scale;
   g.d_dtype = problem.out;
   g.fast_accum = problem.fast_accum;
-  GemmOperands keep = make_gemm_operands(rt, g);
+  // With a bias the kernel (its epilogue, its registers) and the tuning row's key differ.
+  GemmOperands keep = make_gemm_operands(rt, g, problem.bias);
   return tune_with_progress(fmt::format("{}x{}x{}", g.m, g.n, g.k),
                             fmt::format("{} | {} | {}", g.m, g.n, g.k), topt, progress,
                             [&](const TuneOptions& t) { return rt.tune(g, t); });
@@ -207,6 +210,7 @@ std::vector<std::string> child_args(const SweepOptions& o, const std::string& db
   a.insert(a.end(), {"--op", o.op, "--scale", o.scale, "--out", o.out, "--db", db, "--jobs", std::to_string(jobs),
                      "--top-k", std::to_string(o.top_k)});
   if (o.fast_accum) a.push_back("--fast-accum");
+  if (o.bias) a.push_back("--bias");
   return a;
 }
 
@@ -223,6 +227,9 @@ int tune(const SweepOptions& o) {
   if (grouped && problem.scale == ScaleMode::group)
     throw_invalid("--scale", "group",
                   "grouped (mixture-of-experts) shapes take tensor, rowwise or block scaling");
+  if (grouped && problem.bias)
+    throw_invalid("--bias", "with grouped shapes",
+                  "grouped (mixture-of-experts) GEMMs have no bias");
   const RuntimeOptions ropt = runtime_options(o);
   if (ropt.db_path.empty()) throw_invalid("--db", "<empty>", "tuning needs a database path (FP8JIT_DB or --db)");
   // An existing database is checked (someone else's file is refused) before any sweep; a new
@@ -264,6 +271,10 @@ int precompile(const SweepOptions& o) {
   if (!o.model.empty()) {
     if (!o.suite.empty() || !o.shapes.empty())
       throw_invalid("--model", printable(o.model), "takes the shapes from the model: give no --suite or --shapes");
+    if (o.bias)
+      throw_invalid(
+          "--bias", "with --model",
+          "the model's GEMMs are derived without a bias; precompile biased GEMMs from --shapes");
     const std::vector<std::int64_t> ms = parse_m_list(o.ms);
     Runtime rt(runtime_options(o));
     return precompile_model(rt, o.model, ms, o.tp, problem_of(o), resolve_jobs(o.jobs));
@@ -305,6 +316,8 @@ void add_sweep_options(CLI::App* sub, SweepOptions& o) {
   add_choice(sub, "--scale", o.scale, {"block", "rowwise", "tensor", "group"}, "scale mode");
   add_choice(sub, "--out", o.out, {"bf16", "fp16", "fp32"}, "output dtype");
   sub->add_flag("--fast-accum", o.fast_accum, "accumulate in the tensor cores only (tensor and rowwise scaling)");
+  sub->add_flag("--bias", o.bias,
+                "GEMMs with a bias over the columns, as a Linear's forward GEMM (dense shapes)");
   sub->add_option("--db", o.db, "the tuning database (default: FP8JIT_DB)");
   add_jobs(sub, o.jobs);
 }

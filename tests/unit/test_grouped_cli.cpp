@@ -172,6 +172,7 @@ TEST_F(GroupedCli, GoodGroupedFilesAndDenseFilesStillParse) {
     expect_refused({"tune", "--suite", "deepseek-v3-moe"}, 1, {"needs a GPU"});
   }
   expect_refused({"tune", "--shapes", good, "--scale", "group"}, 1, {"--scale", "group"});
+  expect_refused({"tune", "--shapes", good, "--bias"}, 1, {"--bias", "have no bias"});
   const CliResult dry = run({"bench", "--shapes", dense, "--dry-run"});
   EXPECT_EQ(dry.status, 0) << dry.err;
 }

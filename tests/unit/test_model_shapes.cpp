@@ -211,12 +211,13 @@ TEST(ModelPrecompileCli, CompilesTheModelsKernelsAndRefusesBadInput) {
       {{"--tp", "3"}, "does not divide"},
       {{"--suite", "deepseek-v3"}, "give no --suite or --shapes"},
       {{"--gpu", "h300"}, "invalid GPU target = h300"},
+      {{"--bias"}, "--bias = with --model"},
   };
   for (const auto& [extra, needle] : bad) {
     std::vector<std::string> args = {"precompile", "--model", config};
     args.insert(args.end(), extra.begin(), extra.end());
     const test::CliResult r = test::run_cli(args, dir.path(), {.env = env});
-    EXPECT_EQ(r.status, 1) << extra[1] << ": " << r.err;
+    EXPECT_EQ(r.status, 1) << extra.back() << ": " << r.err;
     EXPECT_NE(r.err.find(needle), std::string::npos) << r.err;
   }
 }
