@@ -20,6 +20,9 @@ import torch
 import fp8jit.torch as ft
 
 WARMUP, REPEATS = 3, 10
+# The block's six GEMMs in the order a step launches them: the forward pass, then the second
+# Linear's backward (its input gradient, then its weight gradient), then the first's.
+GEMM_NAMES = ["Y1 = X W1^T", "Y2 = H W2^T", "dH = dY W2", "dW2 = dY^T H", "dX = dH' W1", "dW1 = dH'^T X"]
 
 
 def ffn(d: int) -> torch.nn.Module:
@@ -43,10 +46,12 @@ def median_ms(fn) -> float:
 
 
 def step_time_ms(model, x, dy) -> float:
-    """One forward + backward step (gradients dropped between steps)."""
+    """One forward + backward step (gradients dropped between steps). x requires its gradient, as
+    a block inside a network does, so the step runs all six GEMMs."""
     def step():
         for p in model.parameters():
             p.grad = None
+        x.grad = None
         model(x).backward(dy)
 
     return median_ms(step)
@@ -81,6 +86,7 @@ def kernel_split(model, x, dy) -> dict:
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         for p in model.parameters():
             p.grad = None
+        x.grad = None
         model(x).backward(dy)
         torch.cuda.synchronize()
     split = {"casts": 0.0, "gemms": 0.0, "rest": 0.0}
@@ -97,6 +103,10 @@ def kernel_split(model, x, dy) -> dict:
         if kind != "gemms":
             others.append((name[:60], round(us, 1), e.count))
     split["top"] = sorted(others, key=lambda o: -o[1])[:5]
+    # Each fp8jit GEMM of the step in launch order (forward 1, 2; dX2, dW2; dX1, dW1 when there
+    # are six): which of the three GEMMs of a Linear a recipe's time goes to. Device events only.
+    gemms = [e for e in prof.events() if e.name == "fp8jit_gemm" and e.device_time_total > 0]
+    split["gemm_each"] = [round(e.device_time_total, 1) for e in sorted(gemms, key=lambda e: e.time_range.start)]
     return split
 
 
@@ -115,7 +125,7 @@ def main():
     print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}, {torchao_note}, T = {args.tokens}")
     rows = []
     for d in map(int, args.dims.split(",")):
-        x = torch.randn(args.tokens, d, device="cuda", dtype=torch.bfloat16)
+        x = torch.randn(args.tokens, d, device="cuda", dtype=torch.bfloat16, requires_grad=True)
         dy = torch.randn(args.tokens, d, device="cuda", dtype=torch.bfloat16)
         base = ffn(d)
         row = {"d": d, "bf16_ms": step_time_ms(base, x, dy), "six_fp8_gemms_ms": six_gemms_ms(d, args.tokens)}
@@ -152,6 +162,9 @@ def main():
             print(f"d={r['d']} {recipe}: casts {s['casts']:.0f} us, GEMMs {s['gemms']:.0f} us, rest {s['rest']:.0f} us"
                   + (f"; compile failed: {r[f'fp8jit_{recipe}_compile_error']}" if r.get(f"fp8jit_{recipe}_compile_error") else ""))
             print("    top non-GEMM kernels: " + "; ".join(f"{n} {us:.0f} us x{c}" for n, us, c in s.get("top", [])))
+            each = s.get("gemm_each", [])
+            names = GEMM_NAMES if len(each) == len(GEMM_NAMES) else [f"#{i + 1}" for i in range(len(each))]
+            print("    GEMMs in launch order: " + "; ".join(f"{n} {us:.0f} us" for n, us in zip(names, each)))
     if args.out:
         tmp = args.out + ".tmp"
         with open(tmp, "w") as f:
