@@ -177,6 +177,30 @@ def test_script_arguments(d):
         check(rc == 2 and "memcheck.sh" in err, f"memcheck.sh {[a[:30] for a in args]}: exit {rc}")
 
 
+def test_training_ab(d):
+    runs = os.path.join(d, "training")
+    os.makedirs(runs)
+    for variant, ms, gemms in (("tree", 22.0, [900.0, 850.5]), ("patch", 20.0, [800.0, 850.0])):
+        split = {"casts": 100.0, "gemms": sum(gemms), "rest": 50.0, "gemm_each": gemms}
+        with open(os.path.join(runs, f"ffn_{variant}_8192.json"), "w") as f:
+            json.dump({"rows": [{"d": 8192, "bf16_ms": 33.5, "fp8jit_rowwise_ms": ms,
+                                 "fp8jit_rowwise_split_us": split}]}, f)
+    rc, out, err = py("scripts/training_ab_join.py", runs)
+    check(rc == 0 and "| 8192 | rowwise | 22.00 | 20.00 | 1.100x | 33.50 / 33.50 |" in out, f"joined: {out} {err}")
+    check("d=8192 patch rowwise: casts 100, GEMMs 1650 (800, 850), rest 50" in out, f"GEMMs listed: {out}")
+    rc, out, err = py("scripts/training_ab_join.py", os.path.join(d, "empty-dir-missing"))
+    check(rc == 2 and err.strip() and not out, f"training_ab_join.py on a missing folder: exit {rc}")
+    out = os.path.join(d, "never")
+    readme = os.path.join(ROOT, "README.md")
+    patches = sorted(f for f in os.listdir(os.path.join(LAB, "patches")) if f.endswith(".patch"))
+    some_patch = os.path.join(LAB, "patches", patches[0]) if patches else readme
+    for args, env in (([], {}), (["/no/such.patch"], {}), (["x" * 5000], {}), ([readme], {}),
+                      ([readme, "/no/such/list.txt"], {}), ([some_patch], {"DIMS": "4096;8192"}),
+                      ([some_patch], {"DIMS": "x" * 5000})):
+        rc, _, err = run(["bash", "lab/scripts/training_ab.sh", *args], dict(env, OUT=out))
+        check(rc == 2 and err.strip() and not os.path.exists(out), f"training_ab.sh {[a[:30] for a in args]} {env}: exit {rc}")
+
+
 def test_sass_tools(d):
     cubin = os.path.join(d, "gemm.cubin")
     spec = ('{"config":{"block_m":64,"block_n":32,"cluster_m":1,"cluster_n":1,"epilogue":"tma","group_m":8,'
@@ -245,7 +269,7 @@ def main():
         return 2
     with tempfile.TemporaryDirectory() as d:
         return run_tests((test_cubin_text, test_peers_ab, test_nvrtc_options, test_script_arguments,
-                          test_merge_shipped_rows, test_sass_tools), d)
+                          test_merge_shipped_rows, test_sass_tools, test_training_ab), d)
 
 
 if __name__ == "__main__":

@@ -115,32 +115,45 @@ def main():
     p.add_argument("--dims", default="2048,4096,8192,16384")
     p.add_argument("--tokens", type=int, default=8192)
     p.add_argument("--out", default="")
+    p.add_argument("--recipes", default=",".join(ft.RECIPES), help="fp8jit's recipes to time (comma list)")
+    p.add_argument("--no-peers", action="store_true",
+                   help="leave out torchao's rows and the six GEMMs alone (an A/B of two fp8jit builds)")
+    p.add_argument("--eager-only", action="store_true", help="leave out the torch.compile rows")
     args = p.parse_args()
+    recipes = args.recipes.split(",")
+    for r in recipes:
+        if r not in ft.RECIPES:
+            p.error(f"--recipes: {r!r} is not one of {', '.join(ft.RECIPES)}")
     try:
         from torchao.float8 import Float8LinearConfig
         from torchao.float8 import convert_to_float8_training as ao_convert
         torchao_note = "torchao " + __import__("torchao").__version__
     except Exception as e:  # noqa: BLE001 - any import failure means: no torchao rows
         ao_convert, torchao_note = None, f"torchao not importable ({type(e).__name__}: {e}); its rows left out"
+    if args.no_peers:
+        ao_convert, torchao_note = None, "peers left out (--no-peers)"
     print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}, {torchao_note}, T = {args.tokens}")
     rows = []
     for d in map(int, args.dims.split(",")):
         x = torch.randn(args.tokens, d, device="cuda", dtype=torch.bfloat16, requires_grad=True)
         dy = torch.randn(args.tokens, d, device="cuda", dtype=torch.bfloat16)
         base = ffn(d)
-        row = {"d": d, "bf16_ms": step_time_ms(base, x, dy), "six_fp8_gemms_ms": six_gemms_ms(d, args.tokens)}
-        if ao_convert is not None:
+        row = {"d": d, "bf16_ms": step_time_ms(base, x, dy)}
+        if not args.no_peers:
+            row["six_fp8_gemms_ms"] = six_gemms_ms(d, args.tokens)
+        if ao_convert is not None and not args.eager_only:  # torchao's float8 is meant compiled
             for recipe in ("tensorwise", "rowwise"):
                 m = ao_convert(copy.deepcopy(base), config=Float8LinearConfig.from_recipe_name(recipe))
                 row[f"torchao_{recipe}_compile_ms"] = step_time_ms(torch.compile(m), x, dy)
                 del m
                 torch._dynamo.reset()
-        for recipe in ft.RECIPES:
+        for recipe in recipes:
             m = ft.convert_to_float8_training(copy.deepcopy(base), recipe=recipe)
             row[f"fp8jit_{recipe}_ms"] = step_time_ms(m, x, dy)
             row[f"fp8jit_{recipe}_split_us"] = kernel_split(m, x, dy)
             try:
-                row[f"fp8jit_{recipe}_compile_ms"] = step_time_ms(torch.compile(m), x, dy)
+                if not args.eager_only:
+                    row[f"fp8jit_{recipe}_compile_ms"] = step_time_ms(torch.compile(m), x, dy)
             except Exception as e:  # noqa: BLE001 - reported in the table, not fatal for the others
                 row[f"fp8jit_{recipe}_compile_ms"] = None
                 row[f"fp8jit_{recipe}_compile_error"] = f"{type(e).__name__}: {str(e)[:300]}"
@@ -149,7 +162,7 @@ def main():
             torch.cuda.empty_cache()
         rows.append(row)
         print(json.dumps(row), flush=True)  # a call cut short still leaves the finished dims
-    cols = ["six_fp8_gemms_ms"] + [k for k in rows[0] if k.endswith("_ms") and k not in ("bf16_ms", "six_fp8_gemms_ms")]
+    cols = [k for k in rows[0] if k.endswith("_ms") and k != "bf16_ms"]
     print("speed-up over bf16 eager (bf16 ms in the second column)")
     print("| d | bf16 ms | " + " | ".join(c[:-3] for c in cols) + " |")
     print("|" + " --- |" * (len(cols) + 2))
@@ -157,7 +170,7 @@ def main():
         cells = [f"{r['bf16_ms'] / r[c]:.2f}x" if r.get(c) else "failed" for c in cols]
         print(f"| {r['d']} | {r['bf16_ms']:.2f} | " + " | ".join(cells) + " |")
     for r in rows:
-        for recipe in ft.RECIPES:
+        for recipe in recipes:
             s = r[f"fp8jit_{recipe}_split_us"]
             print(f"d={r['d']} {recipe}: casts {s['casts']:.0f} us, GEMMs {s['gemms']:.0f} us, rest {s['rest']:.0f} us"
                   + (f"; compile failed: {r[f'fp8jit_{recipe}_compile_error']}" if r.get(f"fp8jit_{recipe}_compile_error") else ""))
