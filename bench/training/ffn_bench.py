@@ -14,6 +14,7 @@ import copy
 import json
 import os
 import statistics
+import time
 
 import torch
 
@@ -30,22 +31,28 @@ def ffn(d: int) -> torch.nn.Module:
     return torch.nn.Sequential(torch.nn.Linear(d, 4 * d), torch.nn.GELU(), torch.nn.Linear(4 * d, d)).cuda().bfloat16()
 
 
-def median_ms(fn) -> float:
-    """CUDA-event median of REPEATS calls of ``fn`` after WARMUP."""
+def median_ms(fn, host_us=None) -> float:
+    """CUDA-event median of REPEATS calls of ``fn`` after WARMUP. With ``host_us`` (a list), the
+    median host time of a call, until ``fn`` returns, is appended to it: a step whose host time
+    reaches its GPU time is host-bound, and the GPU idles while Python issues it."""
     for _ in range(WARMUP):
         fn()
-    times = []
+    times, host = [], []
     for _ in range(REPEATS):
         a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         a.record()
+        t0 = time.perf_counter()
         fn()
+        host.append((time.perf_counter() - t0) * 1e6)
         b.record()
         torch.cuda.synchronize()
         times.append(a.elapsed_time(b))
+    if host_us is not None:
+        host_us.append(round(statistics.median(host), 1))
     return statistics.median(times)
 
 
-def step_time_ms(model, x, dy) -> float:
+def step_time_ms(model, x, dy, host_us=None) -> float:
     """One forward + backward step (gradients dropped between steps). x requires its gradient, as
     a block inside a network does, so the step runs all six GEMMs."""
     def step():
@@ -54,7 +61,7 @@ def step_time_ms(model, x, dy) -> float:
         x.grad = None
         model(x).backward(dy)
 
-    return median_ms(step)
+    return median_ms(step, host_us)
 
 
 def six_gemms_ms(d: int, t: int) -> float:
@@ -138,7 +145,9 @@ def main():
         x = torch.randn(args.tokens, d, device="cuda", dtype=torch.bfloat16, requires_grad=True)
         dy = torch.randn(args.tokens, d, device="cuda", dtype=torch.bfloat16)
         base = ffn(d)
-        row = {"d": d, "bf16_ms": step_time_ms(base, x, dy)}
+        host = []
+        row = {"d": d, "bf16_ms": step_time_ms(base, x, dy, host)}
+        row["bf16_host_us"] = host[0]
         if not args.no_peers:
             row["six_fp8_gemms_ms"] = six_gemms_ms(d, args.tokens)
         if ao_convert is not None and not args.eager_only:  # torchao's float8 is meant compiled
@@ -149,7 +158,9 @@ def main():
                 torch._dynamo.reset()
         for recipe in recipes:
             m = ft.convert_to_float8_training(copy.deepcopy(base), recipe=recipe)
-            row[f"fp8jit_{recipe}_ms"] = step_time_ms(m, x, dy)
+            host = []
+            row[f"fp8jit_{recipe}_ms"] = step_time_ms(m, x, dy, host)
+            row[f"fp8jit_{recipe}_host_us"] = host[0]
             row[f"fp8jit_{recipe}_split_us"] = kernel_split(m, x, dy)
             try:
                 if not args.eager_only:
@@ -172,7 +183,8 @@ def main():
     for r in rows:
         for recipe in recipes:
             s = r[f"fp8jit_{recipe}_split_us"]
-            print(f"d={r['d']} {recipe}: casts {s['casts']:.0f} us, GEMMs {s['gemms']:.0f} us, rest {s['rest']:.0f} us"
+            print(f"d={r['d']} {recipe}: casts {s['casts']:.0f} us, GEMMs {s['gemms']:.0f} us, rest {s['rest']:.0f} us, "
+                  f"host {r.get(f'fp8jit_{recipe}_host_us', 0):.0f} us a step (bf16 {r.get('bf16_host_us', 0):.0f})"
                   + (f"; compile failed: {r[f'fp8jit_{recipe}_compile_error']}" if r.get(f"fp8jit_{recipe}_compile_error") else ""))
             print("    top non-GEMM kernels: " + "; ".join(f"{n} {us:.0f} us x{c}" for n, us, c in s.get("top", [])))
             each = s.get("gemm_each", [])
