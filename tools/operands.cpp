@@ -6,18 +6,30 @@
 #include "runtime/jit/driver.hpp"
 
 namespace fp8jit::cli {
+namespace {
+
+// count values ~N(0, 1) in `dtype` on the device; every `outlier_every`-th (0: none) 20x larger,
+// as activations' outliers are.
+std::unique_ptr<DeviceBuffer> random_on_device(std::int64_t count, DType dtype, unsigned seed,
+                                               std::int64_t outlier_every) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<unsigned char> h(static_cast<std::size_t>(count) * dtype_size(dtype));
+  for (std::int64_t i = 0; i < count; ++i)
+    fp8::store_from_float(h.data(), static_cast<std::size_t>(i), dtype,
+                          dist(rng) * (outlier_every > 0 && i % outlier_every == 0 ? 20.0f : 1.0f));
+  auto buffer = std::make_unique<DeviceBuffer>(h.size());
+  buffer->upload(h.data(), h.size());
+  return buffer;
+}
+
+}  // namespace
 
 void quantize_random(Runtime& rt, std::int64_t rows, std::int64_t k, Fp8Format f, Granularity g,
                      ScaleLayout layout, void* q, float* scales, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0.0f, 1.0f);
-  std::vector<unsigned char> h(static_cast<std::size_t>(rows * k) * 2);
-  for (std::int64_t i = 0; i < rows * k; ++i)
-    fp8::store_from_float(h.data(), static_cast<std::size_t>(i), DType::bf16, dist(rng) * (i % 331 == 0 ? 20.0f : 1.0f));
-  DeviceBuffer x(h.size());
-  x.upload(h.data(), h.size());
+  const std::unique_ptr<DeviceBuffer> x = random_on_device(rows * k, DType::bf16, seed, 331);
   QuantizeArgs a;
-  a.x = x.get();
+  a.x = x->get();
   a.m = rows;
   a.k = k;
   a.q = q;
@@ -48,13 +60,7 @@ GemmOperands make_gemm_operands(Runtime& rt, GemmArgs& g, bool bias) {
   g.scale_b = o.scale_b->f32();
   g.d = o.d->get();
   if (bias) {
-    std::mt19937 rng(3);
-    std::normal_distribution<float> dist(0.0f, 1.0f);
-    std::vector<unsigned char> h(static_cast<std::size_t>(g.n) * dtype_size(g.d_dtype));
-    for (std::int64_t i = 0; i < g.n; ++i)
-      fp8::store_from_float(h.data(), static_cast<std::size_t>(i), g.d_dtype, dist(rng));
-    o.bias = std::make_unique<DeviceBuffer>(h.size());
-    o.bias->upload(h.data(), h.size());
+    o.bias = random_on_device(g.n, g.d_dtype, 3, 0);
     g.bias = o.bias->get();
   }
   return o;

@@ -20,6 +20,17 @@ if [ ! -f /usr/include/sqlite3.h ] && [ -f .carry/sqlite/sqlite3.h ]; then
   sqlite_args=(-DSQLite3_INCLUDE_DIR="$PWD/.carry/sqlite" -DSQLite3_LIBRARY=/lib/x86_64-linux-gnu/libsqlite3.so.0)
 fi
 
+# gemm_args M N K SCALE: fills the array `args` with `fp8jit gemm`'s options for a line of a
+# configs list. SCALE-fast: fast accumulation (--fast-accum); SCALE-rowscales: A's scales
+# row-major (--scale-layout-a row_major); SCALE-bias: with a bias (--bias); suffixes combine.
+gemm_args() {
+  args=(gemm --m "$1" --n "$2" --k "$3" --scale "${4%%-*}" --iters 30)
+  [[ "$4" == *-fast* ]] && args+=(--fast-accum)
+  [[ "$4" == *-rowscales* ]] && args+=(--scale-layout-a row_major)
+  [[ "$4" == *-bias* ]] && args+=(--bias)
+  return 0
+}
+
 ab_variant() {  # target, name, source dir[, existing build tree]
   local target=$1 name=$2 src=$3 b=${4:-/tmp/fp8jit-ab-build/$2}
   cmake -S "$src" -B "$b" -DCMAKE_BUILD_TYPE=Release "${sqlite_args[@]}" > "$OUT/$name.cmake.log" 2>&1 &&

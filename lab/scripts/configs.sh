@@ -8,15 +8,12 @@ cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 1
 list=${1:?usage: bash lab/scripts/configs.sh LIST [BUILD_DIR]}
 B=${2:-build-gpu}
 export FP8JIT_CACHE_DIR=${FP8JIT_CACHE_DIR:-/tmp/fp8jit-cache}
+source lab/scripts/ab_common.sh  # gemm_args
 echo "| M | N | K | scale | config | kernel | µs | TFLOP/s | check |"
 echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 while read -r m n k scale config; do
   [ -z "$m" ] || [ "${m:0:1}" = "#" ] && continue
-  # SCALE-fast, SCALE-rowscales, SCALE-bias: as in lab/scripts/variants.sh.
-  args=(gemm --m "$m" --n "$n" --k "$k" --scale "${scale%%-*}" --iters 30)
-  [[ "$scale" == *-fast* ]] && args+=(--fast-accum)
-  [[ "$scale" == *-rowscales* ]] && args+=(--scale-layout-a row_major)
-  [[ "$scale" == *-bias* ]] && args+=(--bias)
+  gemm_args "$m" "$n" "$k" "$scale"  # SCALE's suffixes: lab/scripts/ab_common.sh
   [ -n "$config" ] && args+=(--config "$config")
   line=$("$B/fp8jit" "${args[@]}" 2>&1 | tail -1)
   # "<kernel> [MxNxK] on <gpu>: 0.123 ms, 456.7 TFLOP/s, relative error ... (within 4e-03)"

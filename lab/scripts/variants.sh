@@ -65,13 +65,7 @@ echo "$header" | tee "$OUT/variants.md"
 echo "|$(printf ' --- |%.0s' $(seq 1 $((5 + ${#names[@]}))))" | tee -a "$OUT/variants.md"
 while read -r m n k scale config; do
   [ -z "$m" ] || [ "${m:0:1}" = "#" ] && continue
-  # SCALE-fast: the same scale mode with fast accumulation (--fast-accum); SCALE-rowscales: A's
-  # scales row-major (--scale-layout-a row_major); SCALE-bias: with a bias (--bias); suffixes
-  # may follow one scale mode together.
-  args=(gemm --m "$m" --n "$n" --k "$k" --scale "${scale%%-*}" --iters 30)
-  [[ "$scale" == *-fast* ]] && args+=(--fast-accum)
-  [[ "$scale" == *-bias* ]] && args+=(--bias)
-  [[ "$scale" == *-rowscales* ]] && args+=(--scale-layout-a row_major)
+  gemm_args "$m" "$n" "$k" "$scale"
   [ -n "$config" ] && args+=(--config "$config")
   row="| $m | $n | $k | $scale | ${config:-default} |"
   for name in "${names[@]}"; do
