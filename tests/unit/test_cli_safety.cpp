@@ -88,6 +88,15 @@ TEST_F(CliSafety, ChoicesAndCombinations) {
   expect_refused({"select-gemm", "--scale", "block", "--fast-accum"}, 1, {"--fast-accum", "tensor and rowwise"});
   expect_refused({"gemm", "--layout", "masked", "--groups", "4", "--bias"}, 2,
                  {"--bias", "no bias"});
+  // --bias is a flag: a value it cannot read is refused, however long; an empty one means given,
+  // as for every CLI11 flag (--fast-accum= too).
+  expect_refused({"select-gemm", "--bias=maybe"}, 2, {"--bias", "maybe"});
+  expect_refused({"tune", "--suite", "deepseek-v3", "--bias=" + std::string(5000, 'x')}, 2,
+                 {"--bias"});
+  expect_refused({"precompile", "--suite", "deepseek-v3", "--bias=2x"}, 2, {"--bias"});
+  const CliResult empty = run({"select-gemm", "--bias="});
+  EXPECT_EQ(empty.status, 0) << empty.err;
+  EXPECT_NE(empty.out.find("\"bias\":1"), std::string::npos) << empty.out;
   expect_refused({"db", "prune", "--op", "gemm"}, 2, {"--op", "requires --space-hash"});
   expect_refused({"db", "prune", "--space-hash", "abc"}, 2, {"--space-hash", "requires --op"});
   expect_refused({"db"}, 2, {"fp8jit db: ", "subcommand"});
