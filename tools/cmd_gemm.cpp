@@ -171,8 +171,10 @@ void add_problem_options(CLI::App* sub, GemmOptions& o) {
   add_choice(sub, "--scale", o.scale, {"block", "rowwise", "tensor", "group"}, "scale mode");
   add_choice(sub, "--out", o.out, {"bf16", "fp16", "fp32"}, "output dtype");
   sub->add_flag("--fast-accum", o.fast_accum, "accumulate in the tensor cores only (tensor and rowwise scaling)");
+  // A value after it (--bias=2x) is refused, not read as a count.
   sub->add_flag("--bias", o.bias,
-                "add a bias over the columns (random, in the output dtype; dense GEMMs)");
+                "add a bias over the columns (random, in the output dtype; dense GEMMs)")
+      ->disable_flag_override();
   add_choice(sub, "--layout", o.layout, {"dense", "contiguous", "masked", "indexed"},
              "grouped (mixture-of-experts) GEMMs: contiguous (--m rows split among the groups), "
              "indexed (the same by a group index per row, each group from a multiple of 128 rows) or "

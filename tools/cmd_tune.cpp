@@ -317,7 +317,8 @@ void add_sweep_options(CLI::App* sub, SweepOptions& o) {
   add_choice(sub, "--out", o.out, {"bf16", "fp16", "fp32"}, "output dtype");
   sub->add_flag("--fast-accum", o.fast_accum, "accumulate in the tensor cores only (tensor and rowwise scaling)");
   sub->add_flag("--bias", o.bias,
-                "GEMMs with a bias over the columns, as a Linear's forward GEMM (dense shapes)");
+                "GEMMs with a bias over the columns, as a Linear's forward GEMM (dense shapes)")
+      ->disable_flag_override();  // --bias=2x is refused, not read as a count
   sub->add_option("--db", o.db, "the tuning database (default: FP8JIT_DB)");
   add_jobs(sub, o.jobs);
 }
