@@ -112,8 +112,13 @@ def kernel_split(model, x, dy) -> dict:
     split["top"] = sorted(others, key=lambda o: -o[1])[:5]
     # Each fp8jit GEMM of the step in launch order (forward 1, 2; dX2, dW2; dX1, dW1 when there
     # are six): which of the three GEMMs of a Linear a recipe's time goes to. Device events only.
-    gemms = [e for e in prof.events() if e.name == "fp8jit_gemm" and e.device_time_total > 0]
-    split["gemm_each"] = [round(e.device_time_total, 1) for e in sorted(gemms, key=lambda e: e.time_range.start)]
+    # The event list's fields differ between torch releases: a missing one costs this detail, not
+    # the benchmark's other rows.
+    try:
+        gemms = [e for e in prof.events() if e.name == "fp8jit_gemm" and e.device_time_total > 0]
+        split["gemm_each"] = [round(e.device_time_total, 1) for e in sorted(gemms, key=lambda e: e.time_range.start)]
+    except (AttributeError, TypeError) as e:
+        split["gemm_each_error"] = f"{type(e).__name__}: {e}"
     return split
 
 
