@@ -13,9 +13,10 @@ Recipes (``recipe=``):
 * ``"tensorwise"``: torchao's ``Float8LinearRecipeName.TENSORWISE`` (dynamic, "current" scaling):
   one scale per tensor from its amax at each cast, E4M3 for X, W and dY.
 * ``"rowwise"``: torchao's ``Float8LinearRecipeName.ROWWISE``: a scale per row of each GEMM
-  operand, E4M3. The backward GEMMs contract over the other axis, so X, W and dY are cast a
-  second time, transposed, with their own per-row scales (the kernels have no fused transposed
-  output for per-row scales: per-row scales of X are per-column scales of X^T).
+  operand, E4M3, rounded to a power of two as that recipe does (``round_scales_to_power_of_2``,
+  on by default there), so the FP8 codes and scales are torchao's own. The backward GEMMs
+  contract over the other axis, so the cast of X, W and dY also writes a transposed copy with its
+  own per-row scales (per-row scales of X^T are per-column scales of X), from the same read.
 * ``"delayed"``: TransformerEngine's ``DelayedScaling(fp8_format=Format.HYBRID)``: E4M3 for X and
   W, E5M2 for dY, each with one scale taken from the history of its amaxes (the largest of the
   last ``amax_history_len``, times ``2**margin``); each cast writes the current amax itself, and
@@ -50,11 +51,12 @@ class Recipe(NamedTuple):
     grad_weight: str
     grad_format: str = "e4m3"  # dY's FP8 format (X and W: e4m3)
     delayed: bool = False  # scales from amax histories (per tensor only)
+    pow2: bool = False  # dynamic scales rounded up to powers of two (quantisation factors down)
 
 
 RECIPES: Dict[str, Recipe] = {
     "tensorwise": Recipe("tensorwise", "tensor", "tensor", "tensor", "tensor", "tensor"),
-    "rowwise": Recipe("rowwise", "row", "row", "rowwise", "rowwise", "rowwise"),
+    "rowwise": Recipe("rowwise", "row", "row", "rowwise", "rowwise", "rowwise", pow2=True),
     "delayed": Recipe("delayed", "tensor", "tensor", "tensor", "tensor", "tensor", "e5m2", True),
     "blockwise": Recipe("blockwise", "1x128", "128x128", "block", "block", "group"),
 }
@@ -69,26 +71,28 @@ def _recipe(name) -> Recipe:
 
 
 # No `from __future__ import annotations` here: custom_op reads these annotations as types.
-def _cast_transposed(x: torch.Tensor, granularity: str, fmt: str, scale: Optional[torch.Tensor]) -> List[torch.Tensor]:
+def _cast_transposed(x: torch.Tensor, granularity: str, fmt: str, scale: Optional[torch.Tensor],
+                     pow2: bool = False) -> List[torch.Tensor]:
     """x [M, K] -> [q [M, K], s, qt [K, M], st, amax] in FP8 ``fmt``. 'tensor': one scale each (the
     same value), from x's amax or, given ``scale`` ([1] fp32), that one, with x's amax written by
     the cast ([1]; [0] without ``scale``); '1x128': per 128 along the rows of x and of x^T,
     column-major with rows padded to 4 (as the GEMM reads them by TMA); '128x128': s [ceil(M/128),
     ceil(K/128)] and st its transpose (the blocks of x^T); 'row': per row of x ([M, 1]) and per
-    row of x^T ([K, 1]) in one fused cast (an amax pass over rows and columns, then both outputs)."""
+    row of x^T ([K, 1]) in one fused cast (an amax pass over rows and columns, then both outputs).
+    ``pow2``: dynamic scales rounded up to powers of two (torchao's round_scales_to_power_of_2)."""
     empty = x.new_empty((0,), dtype=torch.float32)
     if granularity == "row":
-        q, s, qt, st = _ops.quantize(x, fmt, "row", transpose=True)
+        q, s, qt, st = _ops.quantize(x, fmt, "row", pow2_scale=pow2, transpose=True)
         return [q, s, qt, st, empty]
     if granularity == "1x128":
-        q, s, qt, st = _ops.quantize(x, fmt, "1x128", scale_layout="col_major_tma", transpose=True)
+        q, s, qt, st = _ops.quantize(x, fmt, "1x128", scale_layout="col_major_tma", pow2_scale=pow2, transpose=True)
         return [q, s, qt, st, empty]
     if granularity not in ("tensor", "128x128"):
         raise ValueError(f"granularity {granularity!r}: expected 'tensor', 'row', '1x128' or '128x128'")
     if scale is not None:
         q, s, qt, _, amax = _ops.quantize(x, fmt, "tensor", static_scale=scale, transpose=True, return_amax=True)
         return [q, s, qt, s.clone(), amax]
-    q, s, qt, _ = _ops.quantize(x, fmt, granularity, transpose=True)
+    q, s, qt, _ = _ops.quantize(x, fmt, granularity, pow2_scale=pow2, transpose=True)
     # Outputs of a custom op may not alias each other: the transposed copy gets its own scales.
     return [q, s, qt, s.clone() if granularity == "tensor" else s.t().contiguous(), empty]
 
@@ -102,7 +106,8 @@ def _col_major_scales(rows: int, k: int, device) -> torch.Tensor:
 
 
 @cast_transposed_op.register_fake
-def _(x: torch.Tensor, granularity: str, fmt: str, scale: Optional[torch.Tensor]) -> List[torch.Tensor]:
+def _(x: torch.Tensor, granularity: str, fmt: str, scale: Optional[torch.Tensor],
+      pow2: bool = False) -> List[torch.Tensor]:
     m, k = x.shape
     dtype = torch.float8_e4m3fn if fmt == "e4m3" else torch.float8_e5m2
     q, qt = x.new_empty((m, k), dtype=dtype), x.new_empty((k, m), dtype=dtype)
@@ -127,20 +132,21 @@ def _gemm(a, b, sa, sb, scale: str, dtype, bias=None):
     return torch.ops.fp8jit.gemm(a, b, sa, sb, scale, dtype, bias)
 
 
-def _cast_op(t, granularity: str, fmt: str, scale):
+def _cast_op(t, granularity: str, fmt: str, scale, pow2: bool):
     if not torch.compiler.is_compiling():
-        return _cast_transposed(t, granularity, fmt, scale)
-    return torch.ops.fp8jit.cast_transposed(t, granularity, fmt, scale)
+        return _cast_transposed(t, granularity, fmt, scale, pow2)
+    return torch.ops.fp8jit.cast_transposed(t, granularity, fmt, scale, pow2)
 
 
-def _cast(t, granularity: str, fmt: str, delayed, slot: int):
-    """cast_transposed of ``t``; with delayed scaling (``delayed`` = (scales [3], pending amaxes
-    [3], first step)), by scales[slot], its amax written to pending[slot]. The first step has no
-    history yet: it scales dynamically and records the amax its scale came from."""
+def _cast(t, granularity: str, fmt: str, delayed, slot: int, pow2: bool = False):
+    """cast_transposed of ``t`` (``pow2``: the recipe's); with delayed scaling (``delayed`` =
+    (scales [3], pending amaxes [3], first step)), by scales[slot], its amax written to
+    pending[slot]. The first step has no history yet: it scales dynamically and records the amax
+    its scale came from."""
     if delayed is None:
-        return _cast_op(t, granularity, fmt, None)
+        return _cast_op(t, granularity, fmt, None, pow2)
     scales, pending, first = delayed
-    out = _cast_op(t, granularity, fmt, None if first else scales[slot:slot + 1])
+    out = _cast_op(t, granularity, fmt, None if first else scales[slot:slot + 1], pow2)
     with torch.no_grad():
         pending[slot:slot + 1].copy_(out[1] * _FP8_MAX[fmt] if first else out[4])
     return out
@@ -153,8 +159,8 @@ class _Float8LinearFunction(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, x, weight, bias, recipe: Recipe, delayed):
-        qx, sx, qxt, sxt, _ = _cast(x, recipe.activation, "e4m3", delayed, 0)
-        qw, sw, qwt, swt, _ = _cast(weight, recipe.weight, "e4m3", delayed, 1)
+        qx, sx, qxt, sxt, _ = _cast(x, recipe.activation, "e4m3", delayed, 0, recipe.pow2)
+        qw, sw, qwt, swt, _ = _cast(weight, recipe.weight, "e4m3", delayed, 1, recipe.pow2)
         y = _gemm(qx, qw, sx, sw, recipe.forward, x.dtype, None if bias is None else bias.to(x.dtype))
         ctx.save_for_backward(qxt, sxt, qwt, swt)
         ctx.recipe, ctx.delayed, ctx.x_dtype, ctx.w_dtype = recipe, delayed, x.dtype, weight.dtype
@@ -166,7 +172,7 @@ class _Float8LinearFunction(torch.autograd.Function):
         qxt, sxt, qwt, swt = ctx.saved_tensors
         r, delayed = ctx.recipe, ctx.delayed
         dy = dy.contiguous()
-        qdy, sdy, qdyt, sdyt, _ = _cast(dy, r.activation, r.grad_format, delayed, 2)
+        qdy, sdy, qdyt, sdyt, _ = _cast(dy, r.activation, r.grad_format, delayed, 2, r.pow2)
         dx = dw = db = None
         if ctx.needs_input_grad[0]:
             dx = _gemm(qdy, qwt, sdy, swt, r.grad_input, ctx.x_dtype)  # [T, N] x [K, N]^T

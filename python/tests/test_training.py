@@ -112,9 +112,9 @@ def test_each_gemm_against_float64_of_its_fp8_operands(recipe, t, k, n):
     layer, x, dy, y = _layer_and_grads(recipe, t, k, n)
     r = ft.RECIPES[recipe]
     # The same casts (delayed: its first step scales dynamically, as these do).
-    qx, sx, qxt, sxt, _ = ft.cast_transposed_op(x.detach(), r.activation, "e4m3", None)
-    qw, sw, qwt, swt, _ = ft.cast_transposed_op(layer.weight.detach(), r.weight, "e4m3", None)
-    qdy, sdy, qdyt, sdyt, _ = ft.cast_transposed_op(dy, r.activation, r.grad_format, None)
+    qx, sx, qxt, sxt, _ = ft.cast_transposed_op(x.detach(), r.activation, "e4m3", None, r.pow2)
+    qw, sw, qwt, swt, _ = ft.cast_transposed_op(layer.weight.detach(), r.weight, "e4m3", None, r.pow2)
+    qdy, sdy, qdyt, sdyt, _ = ft.cast_transposed_op(dy, r.activation, r.grad_format, None, r.pow2)
     assert qdy.dtype == (torch.float8_e5m2 if recipe == "delayed" else torch.float8_e4m3fn)
     xw = dequant(qw, sw, r.weight)
     y_ref = dequant(qx, sx, r.activation) @ xw.T + layer.bias.double()
@@ -130,9 +130,56 @@ def test_each_gemm_against_float64_of_its_fp8_operands(recipe, t, k, n):
         # the same 128x128 blocks), with its scales transposed.
         assert torch.equal(qwt.view(torch.uint8), qw.t().contiguous().view(torch.uint8))
         assert torch.equal(swt, sw.clone() if r.weight == "tensor" else sw.t())
+    if r.pow2:  # torchao's rowwise recipe: every scale a power of two
+        for scales in (sx, sxt, sw, swt, sdy, sdyt):
+            assert (torch.frexp(scales)[0] == 0.5).all()
     # And all of it near the unquantized product: E4M3's 3 mantissa bits.
     full = x.detach().double() @ layer.weight.detach().double().T + layer.bias.double()
     assert rel_err(y, full) < 0.08
+
+
+@gpu
+@pytest.mark.parametrize("recipe", ["tensorwise", "rowwise"])
+def test_the_casts_give_torchaos_codes_and_scales(recipe):
+    """fp8jit's casts against the functions torchao's Float8Linear casts with (tensor_to_scale,
+    to_fp8_saturated), on one bf16 tensor with outliers: the same FP8 bytes, plain and transposed.
+    The scales differ in kind, not in value: torchao keeps the quantisation factor fp8_max / amax
+    (in float64, rounded to fp32; its rowwise recipe rounds it down to a power of two), fp8jit the
+    dequantisation factor amax / fp8_max (rounded to fp32; rowwise up to a power of two, the
+    reciprocal) and quantises by the correctly rounded fp8_max / amax, the float torchao
+    multiplies by. So per row fp8jit's scale times torchao's is exactly 1, and per tensor each is
+    the correctly rounded quotient of the same amax."""
+    ao = pytest.importorskip("torchao.float8.float8_utils")
+    from torchao.float8.config import Float8LinearConfig, ScalingGranularity
+
+    r = ft.RECIPES[recipe]
+    pow2 = Float8LinearConfig.from_recipe_name(recipe).round_scales_to_power_of_2
+    assert r.pow2 == pow2  # the recipe is torchao's, rounding included
+    torch.manual_seed(5)
+    x = (torch.randn(384, 640, device=DEV) * 3).to(torch.bfloat16)
+    x[7, 11] = 2.5e3  # an outlier that sets the tensor's scale, its row's and its column's
+    x[100] *= 1e-3  # a row, and a column, far below the rest
+    x[:, 33] *= 1e-3
+    q, s, qt, st, _ = ft.cast_transposed_op(x, r.activation, "e4m3", None, r.pow2)
+    e4 = torch.float8_e4m3fn
+
+    def ao_cast(dim):  # torchao's cast of x: per row (dim -1) or per column (dim 0), or per tensor
+        kw = {} if recipe == "tensorwise" else dict(scaling_granularity=ScalingGranularity.AXISWISE,
+                                                    axiswise_dim=dim, round_scales_to_power_of_2=pow2)
+        scale = ao.tensor_to_scale(x, e4, **kw)
+        return ao.to_fp8_saturated(x.to(torch.float32) * scale, e4), scale
+
+    (ao_q, ao_s), (ao_qt, ao_st) = ao_cast(-1), ao_cast(0)
+    u8 = lambda t: t.contiguous().view(torch.uint8)  # noqa: E731
+    assert torch.equal(u8(q), u8(ao_q))
+    assert torch.equal(u8(qt), u8(ao_qt.t()))
+    if recipe == "rowwise":
+        assert torch.equal(s.reshape(-1) * ao_s.reshape(-1), torch.ones(384, device=DEV))
+        assert torch.equal(st.reshape(-1) * ao_st.reshape(-1), torch.ones(640, device=DEV))
+    else:
+        amax = x.abs().max().double()
+        assert s.item() == (amax / 448).float().item() and st.item() == s.item()
+        assert ao_s.item() == (448 / amax).float().item()
 
 
 @gpu
