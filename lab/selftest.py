@@ -199,6 +199,12 @@ def test_training_ab(d):
                       ([some_patch], {"DIMS": "x" * 5000})):
         rc, _, err = run(["bash", "lab/scripts/training_ab.sh", *args], dict(env, OUT=out))
         check(rc == 2 and err.strip() and not os.path.exists(out), f"training_ab.sh {[a[:30] for a in args]} {env}: exit {rc}")
+    # training_check.sh: a bad list, widths or list share stop it before anything is written.
+    for args, env in ((["/no/such/list.txt"], {}), (["x" * 5000], {}), ([], {"DIMS": "4096;8192"}),
+                      ([], {"DIMS": "x" * 5000}), ([], {"LIST_S": "soon"})):
+        rc, _, err = run(["bash", "lab/scripts/training_check.sh", *args], dict(env, OUT=out))
+        check(rc == 2 and err.strip() and not os.path.exists(out),
+              f"training_check.sh {[a[:30] for a in args]} {env}: exit {rc}")
 
 
 def test_sass_tools(d):
