@@ -8,7 +8,8 @@
 # Usage (repo root, on the device; carry .carry with sqlite/ and wheels-torchao/, wheels/ for
 # pytest): OUT=... bash lab/scripts/training_check.sh [LIST]
 # Environment: GTESTS (default 'GemmGpu.TallTiles*'; empty skips), DIMS (default
-# 2048,4096,8192,16384), PYTEST=0 skips the tests, LIST_S (default 120: the list's share),
+# 2048,4096,8192,16384), PYTEST=0 skips the tests, PYTEST_K (pytest's -k: some of them), LIST_S
+# (default 120: the list's share),
 # LIMIT_S (default 585). Writes $OUT/check.log, gtests.txt, configs.md, pytest.txt, ffn.{txt,json}.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 1
@@ -63,8 +64,8 @@ fi
 export PYTHONPATH=build-py/python:$site FP8JIT_CACHE_DIR=/tmp/tc-py-cache
 if [ "${PYTEST:-1}" != 0 ]; then
   step "python/tests/test_training.py"
-  timeout "$(($(left) / 3))" python3 -m pytest -q -p no:cacheprovider -rs python/tests/test_training.py \
-    > "$OUT/pytest.txt" 2>&1
+  timeout "$(($(left) / 3))" python3 -m pytest -q -p no:cacheprovider -rs ${PYTEST_K:+-k "$PYTEST_K"} \
+    python/tests/test_training.py > "$OUT/pytest.txt" 2>&1
   rc=$?
   tail -6 "$OUT/pytest.txt"
   step "pytest rc $rc"
