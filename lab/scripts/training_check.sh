@@ -8,7 +8,7 @@
 # Usage (repo root, on the device; carry .carry with sqlite/ and wheels-torchao/, wheels/ for
 # pytest): OUT=... bash lab/scripts/training_check.sh [LIST]
 # Environment: GTESTS (default 'GemmGpu.TallTiles*'; empty skips), DIMS (default
-# 2048,4096,8192,16384), PYTEST=0 skips the tests, PYTEST_K (pytest's -k: some of them), LIST_S
+# 2048,4096,8192,16384), FFN=0 skips the benchmark, PYTEST=0 skips the tests, PYTEST_K (pytest's -k: some of them), LIST_S
 # (default 120: the list's share),
 # LIMIT_S (default 585). Writes $OUT/check.log, gtests.txt, configs.md, pytest.txt, ffn.{txt,json}.
 set -uo pipefail
@@ -71,9 +71,11 @@ if [ "${PYTEST:-1}" != 0 ]; then
   step "pytest rc $rc"
   [ $rc = 0 ] || status=1
 fi
-step "FFN benchmark, d = $dims, within $(left) s"
-PYTHONUNBUFFERED=1 timeout "$(left)" python3 bench/training/ffn_bench.py --dims "$dims" --out "$OUT/ffn.json" \
-  > "$OUT/ffn.txt" 2>&1 || status=1
-grep -v '^{' "$OUT/ffn.txt" | grep -v Warning | tail -40
+if [ "${FFN:-1}" != 0 ]; then
+  step "FFN benchmark, d = $dims, within $(left) s"
+  PYTHONUNBUFFERED=1 timeout "$(left)" python3 bench/training/ffn_bench.py --dims "$dims" --out "$OUT/ffn.json" \
+    > "$OUT/ffn.txt" 2>&1 || status=1
+  grep -v '^{' "$OUT/ffn.txt" | grep -v Warning | tail -40
+fi
 step "end (status $status)"
 exit "$status"
