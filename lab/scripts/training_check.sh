@@ -8,9 +8,9 @@
 # Usage (repo root, on the device; carry .carry with sqlite/ and wheels-torchao/, wheels/ for
 # pytest): OUT=... bash lab/scripts/training_check.sh [LIST]
 # Environment: GTESTS (default 'GemmGpu.TallTiles*'; empty skips), DIMS (default
-# 2048,4096,8192,16384), FFN=0 skips the benchmark, PYTEST=0 skips the tests, PYTEST_K (pytest's -k: some of them), LIST_S
-# (default 120: the list's share),
-# LIMIT_S (default 585). Writes $OUT/check.log, gtests.txt, configs.md, pytest.txt, ffn.{txt,json}.
+# 2048,4096,8192,16384), FFN=0 skips the benchmark, PYTEST=0 skips the tests, PYTEST_K (pytest's
+# -k: some of them), LIST_S (default 120: the list's share), LIMIT_S (default 585). Writes
+# $OUT/check.log, gtests.txt, configs.md, pytest.txt, ffn.{txt,json}.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 1
 OUT=${OUT:?set OUT to the output folder}
