@@ -294,12 +294,11 @@ bool tall_tile_waves_allow(std::int64_t groups, std::int64_t rows, std::int64_t 
 // 15 % more area; 2.6 % faster all the same).
 bool takes_tall_tile(const GemmProblem& p, GemmLayout launch, const GemmConfig& chosen,
                      std::int64_t m, std::int64_t n, std::int64_t k_blocks, int sm_count) {
-  if (launch != GemmLayout::dense || p.scale == ScaleMode::group) return false;
-  // Per row scaling and a bias: timed over 16 K blocks only.
-  const bool short_k_mode = p.scale != ScaleMode::rowwise && !p.bias;
+  if (launch != GemmLayout::dense || p.bias ||
+      (p.scale != ScaleMode::block && p.scale != ScaleMode::tensor))
+    return false;
   const bool shape_allows =
-      k_blocks >= 16 ? m >= 2048
-                     : short_k_mode && m >= 1024 && (p.fast_accum || n >= kTallShortKMinN);
+      k_blocks >= 16 ? m >= 2048 : m >= 1024 && (p.fast_accum || n >= kTallShortKMinN);
   return shape_allows && tall_tile_waves_allow(1, m, n, chosen, sm_count);
 }
 
