@@ -13,6 +13,17 @@ call_log() {
 }
 step() { echo "[$(($(date +%s) - start)) s] $*"; }
 left() { echo $((limit - ($(date +%s) - start))); }
+# wait_builds LOG_PREFIX NAME:PID...: waits for each background build; of one that failed, the
+# tail of /tmp/<LOG_PREFIX><NAME>.log; 1 if any failed.
+wait_builds() {
+  local prefix=$1 b rc=0
+  shift
+  for b in "$@"; do
+    [ -n "${b#*:}" ] || continue
+    wait "${b#*:}" || { step "build ${b%%:*} failed:"; tail -20 "/tmp/$prefix${b%%:*}.log"; rc=1; }
+  done
+  return $rc
+}
 
 sqlite_args=()
 if [ ! -f /usr/include/sqlite3.h ] && [ -f .carry/sqlite/sqlite3.h ]; then

@@ -19,7 +19,7 @@ patch -p1 --dry-run -s -f < "$patch" > /dev/null 2>&1 ||
 [ -z "$list" ] || [ -f "$list" ] || { echo "training_ab.sh: LIST '${list:0:200}': no such file" >&2; exit 2; }
 dims=${DIMS:-4096,8192}
 [[ $dims =~ ^[0-9]+(,[0-9]+)*$ ]] || { echo "training_ab.sh: DIMS='${dims:0:200}': widths, e.g. 4096,8192" >&2; exit 2; }
-source lab/scripts/ab_common.sh  # sqlite_args, call_log, step, left, ab_patch_tree
+source lab/scripts/ab_common.sh  # sqlite_args, call_log, step, left, wait_builds, ab_patch_tree
 call_log || exit 1
 name=$(basename "$patch" .patch)
 src=/tmp/fp8jit-ab-src/$name
@@ -43,9 +43,7 @@ pids+=(patch_tests:$!)
 (cmake -S . -B build-gpu "${cliargs[@]}" && cmake --build build-gpu -j$j --target fp8jit_cli) > /tmp/ta_tree_cli.log 2>&1 &
 pids+=(tree_cli:$!)
 status=0
-for b in "${pids[@]}"; do
-  wait "${b#*:}" || { step "build ${b%%:*} failed:"; tail -20 "/tmp/ta_${b%%:*}.log"; status=1; }
-done
+wait_builds ta_ "${pids[@]}" || status=1
 step "builds done (status $status)"
 [ $status = 0 ] || exit 1
 

@@ -20,7 +20,7 @@ list=${1:-}
 dims=${DIMS:-2048,4096,8192,16384}
 [[ $dims =~ ^[0-9]+(,[0-9]+)*$ ]] || { echo "training_check.sh: DIMS='${dims:0:200}': widths, e.g. 4096,8192" >&2; exit 2; }
 [[ ${LIST_S:-120} =~ ^[0-9]+$ ]] || { echo "training_check.sh: LIST_S='${LIST_S:0:50}': seconds" >&2; exit 2; }
-source lab/scripts/ab_common.sh  # sqlite_args, call_log, step, left
+source lab/scripts/ab_common.sh  # sqlite_args, call_log, step, left, wait_builds
 call_log || exit 1
 nvidia-smi --query-gpu=name,clocks.max.sm,power.limit,driver_version --format=csv
 j=$(($(nproc) / 2 > 0 ? $(nproc) / 2 : 1))
@@ -40,9 +40,7 @@ fi
 python3 -c "import pytest" 2> /dev/null ||
   python3 -m pip install -q --no-index --find-links .carry/wheels pytest > /tmp/tc_pytest_pip.log 2>&1
 status=0
-for b in py:$py_pid cli:$cli_pid; do
-  wait "${b#*:}" || { step "build ${b%%:*} failed:"; tail -20 "/tmp/tc_${b%%:*}.log"; status=1; }
-done
+wait_builds tc_ py:$py_pid cli:$cli_pid || status=1
 step "builds done (status $status)"
 [ $status = 0 ] || exit 1
 
