@@ -201,10 +201,16 @@ def test_training_ab(d):
         check(rc == 2 and err.strip() and not os.path.exists(out), f"training_ab.sh {[a[:30] for a in args]} {env}: exit {rc}")
     # training_check.sh: a bad list, widths or list share stop it before anything is written.
     for args, env in ((["/no/such/list.txt"], {}), (["x" * 5000], {}), ([], {"DIMS": "4096;8192"}),
-                      ([], {"DIMS": "x" * 5000}), ([], {"LIST_S": "soon"})):
+                      ([], {"DIMS": "x" * 5000}), ([], {"LIST_S": "soon"}), ([], {"LIST_S": "0"}),
+                      ([], {"LIST_S": "9" * 30}), ([], {"FFN": "no"}), ([], {"FFN": "x" * 5000})):
         rc, _, err = run(["bash", "lab/scripts/training_check.sh", *args], dict(env, OUT=out))
         check(rc == 2 and err.strip() and not os.path.exists(out),
               f"training_check.sh {[a[:30] for a in args]} {env}: exit {rc}")
+    # torchao_cast_arithmetic.py refuses a bad --seeds before it imports torch.
+    for bad in (["--seeds", "0"], ["--seeds", "-3"], ["--seeds", "9" * 30], ["--seeds", ""], ["--seeds"],
+                ["--seeds", "many"]):
+        rc, out_text, err = py("probes/torchao_cast_arithmetic.py", *bad)
+        check(rc == 2 and "--seeds" in err and not out_text, f"torchao_cast_arithmetic.py {bad}: exit {rc} {err[-120:]}")
 
 
 def test_sass_tools(d):

@@ -8,11 +8,9 @@ Usage: PYTHONPATH=<torch>:<torchao 0.18 site> python3 lab/probes/torchao_cast_ar
 """
 import argparse
 
-import torch
-from torchao.float8 import float8_utils as ao
-from torchao.float8.config import Float8LinearConfig, ScalingGranularity
-
-E4 = torch.float8_e4m3fn
+# Imported by main() once the arguments are checked, so that a bad argument is refused on a
+# machine without torch too.
+torch = ao = Float8LinearConfig = ScalingGranularity = E4 = None
 
 
 def fp8jit_cast(x, dim, pow2):
@@ -63,9 +61,16 @@ def check(recipe, seed):
 
 
 def main():
+    global torch, ao, Float8LinearConfig, ScalingGranularity, E4
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--seeds", type=int, default=20)
+    p.add_argument("--seeds", type=int, default=20, help="random tensors per recipe, 1 to 1000")
     n = p.parse_args().seeds
+    if not 1 <= n <= 1000:
+        p.error(f"--seeds {n}: 1 to 1000")
+    import torch
+    from torchao.float8 import float8_utils as ao
+    from torchao.float8.config import Float8LinearConfig, ScalingGranularity
+    E4 = torch.float8_e4m3fn
     for recipe in ("tensorwise", "rowwise"):
         results = [check(recipe, seed) for seed in range(n)]
         print(f"{recipe}: torchao's round_scales_to_power_of_2 {results[0][0]}; the same bytes on "

@@ -19,7 +19,9 @@ list=${1:-}
 [ -z "$list" ] || [ -f "$list" ] || { echo "training_check.sh: LIST '${list:0:200}': no such file" >&2; exit 2; }
 dims=${DIMS:-2048,4096,8192,16384}
 [[ $dims =~ ^[0-9]+(,[0-9]+)*$ ]] || { echo "training_check.sh: DIMS='${dims:0:200}': widths, e.g. 4096,8192" >&2; exit 2; }
-[[ ${LIST_S:-120} =~ ^[0-9]+$ ]] || { echo "training_check.sh: LIST_S='${LIST_S:0:50}': seconds" >&2; exit 2; }
+[[ ${LIST_S:-120} =~ ^[0-9]{1,3}$ ]] && [ "${LIST_S:-120}" -ge 1 ] && [ "${LIST_S:-120}" -le 600 ] ||
+  { echo "training_check.sh: LIST_S='${LIST_S:0:50}': seconds, 1 to 600 (a device call's limit)" >&2; exit 2; }
+case ${FFN:-1} in 0 | 1) ;; *) echo "training_check.sh: FFN='${FFN:0:50}': 0 or 1" >&2; exit 2 ;; esac
 source lab/scripts/ab_common.sh  # sqlite_args, call_log, step, left, wait_builds
 call_log || exit 1
 nvidia-smi --query-gpu=name,clocks.max.sm,power.limit,driver_version --format=csv

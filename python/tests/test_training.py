@@ -52,6 +52,9 @@ def test_recipes_and_bad_arguments():
         ft.cast_transposed_op(torch.zeros(16, 16), "2x2", "e4m3", None)
     with pytest.raises(ValueError, match="CUDA"):  # a CPU tensor: refused before any launch
         ft.cast_transposed_op(torch.zeros(16, 16), "tensor", "e4m3", None)
+    # pow2 is a bool of the op's schema: a string is refused by name before the function runs.
+    with pytest.raises(RuntimeError, match="type 'bool' for argument 'pow2'"):
+        ft.cast_transposed_op(torch.zeros(16, 16), "row", "e4m3", None, "yes")
     delayed = ft.Float8Linear(256, 256, recipe="delayed", amax_history_len=8, margin=1, device="meta")
     assert delayed.fp8_amax_history.shape == (3, 8) and delayed.fp8_scales.shape == (3,)
     assert {"fp8_amax_history", "fp8_scales", "fp8_pending_amax"} <= set(delayed.state_dict())
