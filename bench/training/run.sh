@@ -4,7 +4,7 @@
 # python/tests/test_training.py (numerics, autograd, torch.compile, loss curves), then
 # bench/training/ffn_bench.py over DIMS. Logs under $OUT (pytest.txt, ffn.txt, ffn.json).
 # Usage (repo root, on the device; carry .carry/sqlite and .carry/wheels-torchao):
-#   DIMS=2048,4096 bash bench/training/run.sh        (STEPS="tests bench" by default)
+#   DIMS=2048,4096 bash bench/training/run.sh        (STEPS="tests bench" by default; PYTEST_K: pytest's -k)
 # torchao's wheel, on a machine with a registry: python3 -m pip download --no-deps --only-binary=:all:
 #   --python-version 3.12 --implementation cp --platform manylinux_2_28_x86_64 -d .carry/wheels-torchao torchao==0.18.0
 set -uo pipefail
@@ -26,8 +26,8 @@ for step in ${STEPS:-tests bench}; do
   echo "=== $step ($(date +%T))"
   case $step in
     tests)
-      timeout "${TEST_LIMIT:-300}" python3 -m pytest -q -p no:cacheprovider -rs python/tests/test_training.py \
-        > "$OUT/pytest.txt" 2>&1 || status=1
+      timeout "${TEST_LIMIT:-300}" python3 -m pytest -q -p no:cacheprovider -rs ${PYTEST_K:+-k "$PYTEST_K"} \
+        python/tests/test_training.py > "$OUT/pytest.txt" 2>&1 || status=1
       tail -25 "$OUT/pytest.txt" ;;
     bench)
       timeout "${BENCH_LIMIT:-420}" python3 bench/training/ffn_bench.py --dims "${DIMS:-2048,4096}" \

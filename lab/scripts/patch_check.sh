@@ -26,7 +26,7 @@ patch -p1 --dry-run -s -f < "$patch" > /dev/null 2>&1 ||
   { echo "patch_check.sh: PATCH '$patch' does not apply to this tree" >&2; exit 2; }
 [ -z "$list" ] || [ -f "$list" ] || { echo "patch_check.sh: LIST '$list': no such file" >&2; exit 2; }
 case ${PEERS_RUNS:-1} in 1 | 2) ;; *) echo "patch_check.sh: PEERS_RUNS='$PEERS_RUNS': 1 or 2" >&2; exit 2 ;; esac
-source lab/scripts/ab_common.sh  # sqlite_args, call_log, ab_patch_tree
+source lab/scripts/ab_common.sh  # sqlite_args, call_log, wait_builds, ab_patch_tree
 call_log || exit 1
 nvidia-smi --query-gpu=name,clocks.max.sm,power.limit,driver_version --format=csv
 jobs=$(nproc)
@@ -59,10 +59,7 @@ if [ -n "${MORE:-}" ] && [ -n "$list" ]; then
   more_pid=$!
 fi
 status=0
-for b in tree:$tree_pid peers:$peers_pid patch:$patch_pid; do
-  [ -n "${b#*:}" ] || continue
-  wait "${b#*:}" || { step "build ${b%%:*} failed:"; tail -30 "/tmp/pc_${b%%:*}.log"; status=1; }
-done
+wait_builds pc_ tree:$tree_pid peers:$peers_pid patch:$patch_pid || status=1
 [ -z "$more_pid" ] || wait "$more_pid" || { step "build of MORE failed:"; tail -30 /tmp/pc_more.log /tmp/pc-more/*.build.log; }
 [ -z "$dg2_pid" ] || { wait "$dg2_pid"; tail -1 /tmp/pc_dg2.log; }
 step "builds done (status $status)"

@@ -10,7 +10,7 @@
 # Environment: GTESTS (default 'GemmGpu.TallTiles*'; empty skips), DIMS (default
 # 2048,4096,8192,16384), FFN=0 skips the benchmark, PYTEST=0 skips the tests, PYTEST_K (pytest's
 # -k: some of them), LIST_S (default 120: the list's share), LIMIT_S (default 585). Writes
-# $OUT/check.log, gtests.txt, configs.md, pytest.txt, ffn.{txt,json}.
+# $OUT/check.log, gtests.txt, configs.md and training/{pytest.txt,ffn.txt,ffn.json}.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 1
 OUT=${OUT:?set OUT to the output folder}
@@ -25,22 +25,13 @@ case ${FFN:-1} in 0 | 1) ;; *) echo "training_check.sh: FFN='${FFN:0:50}': 0 or 
 source lab/scripts/ab_common.sh  # sqlite_args, call_log, step, left, wait_builds
 call_log || exit 1
 nvidia-smi --query-gpu=name,clocks.max.sm,power.limit,driver_version --format=csv
-j=$(($(nproc) / 2 > 0 ? $(nproc) / 2 : 1))
-py=$(command -v python3)
+# The Python module as bench/training/run.sh builds it (run.sh later finds it built).
 step "builds on $(nproc) cores: the Python module, the CLI and the GPU tests"
-(cmake -S . -B build-py -DCMAKE_BUILD_TYPE=Release -DFP8JIT_BUILD_PYTHON=ON -DFP8JIT_BUILD_BENCH=OFF \
-  -DPython_EXECUTABLE="$py" "${sqlite_args[@]}" && cmake --build build-py -j$j --target _fp8jit) > /tmp/tc_py.log 2>&1 &
+OUT=/tmp/tc-py PYTEST=0 bash tests/gpu/python-on-gpu.sh > /tmp/tc_py.log 2>&1 &
 py_pid=$!
 (cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DFP8JIT_BUILD_BENCH=OFF "${sqlite_args[@]}" &&
-  cmake --build build-gpu -j$j --target fp8jit_cli fp8jit_gpu_tests) > /tmp/tc_cli.log 2>&1 &
+  cmake --build build-gpu -j"$(nproc)" --target fp8jit_cli fp8jit_gpu_tests) > /tmp/tc_cli.log 2>&1 &
 cli_pid=$!
-site=/tmp/fp8jit-torchao-site
-if ls .carry/wheels-torchao/torchao-*.whl > /dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$site" \
-    .carry/wheels-torchao/*.whl > /tmp/tc_pip.log 2>&1 || step "torchao did not install: $(tail -1 /tmp/tc_pip.log)"
-fi
-python3 -c "import pytest" 2> /dev/null ||
-  python3 -m pip install -q --no-index --find-links .carry/wheels pytest > /tmp/tc_pytest_pip.log 2>&1
 status=0
 wait_builds tc_ py:$py_pid cli:$cli_pid || status=1
 step "builds done (status $status)"
@@ -61,21 +52,18 @@ if [ -n "$list" ]; then
     > "$OUT/configs.md" 2>&1
   step "configs rc $? ($(grep -c '^| [0-9]' "$OUT/configs.md") lines)"
 fi
-export PYTHONPATH=build-py/python:$site FP8JIT_CACHE_DIR=/tmp/tc-py-cache
-if [ "${PYTEST:-1}" != 0 ]; then
-  step "python/tests/test_training.py"
-  timeout "$(($(left) / 3))" python3 -m pytest -q -p no:cacheprovider -rs ${PYTEST_K:+-k "$PYTEST_K"} \
-    python/tests/test_training.py > "$OUT/pytest.txt" 2>&1
-  rc=$?
-  tail -6 "$OUT/pytest.txt"
-  step "pytest rc $rc"
-  [ $rc = 0 ] || status=1
-fi
-if [ "${FFN:-1}" != 0 ]; then
-  step "FFN benchmark, d = $dims, within $(left) s"
-  PYTHONUNBUFFERED=1 timeout "$(left)" python3 bench/training/ffn_bench.py --dims "$dims" --out "$OUT/ffn.json" \
-    > "$OUT/ffn.txt" 2>&1 || status=1
-  grep -v '^{' "$OUT/ffn.txt" | grep -v Warning | tail -40
+# The training tests (with torchao from .carry/wheels-torchao) and the FFN benchmark, as
+# bench/training/run.sh runs them, in what the call has left: a third for the tests, the rest but
+# 20 s for the benchmark.
+steps=()
+[ "${PYTEST:-1}" = 0 ] || steps+=(tests)
+[ "${FFN:-1}" = 0 ] || steps+=(bench)
+[ ${#steps[@]} = 0 ] || [ "$(left)" -gt 60 ] || { step "no time left for ${steps[*]}"; steps=(); status=1; }
+if [ ${#steps[@]} -gt 0 ]; then
+  step "bench/training/run.sh: ${steps[*]}, d = $dims, within $(left) s"
+  OUT=$OUT/training STEPS="${steps[*]}" DIMS=$dims TEST_LIMIT=$(($(left) / 3)) BENCH_LIMIT=$(($(left) * 2 / 3 - 20)) \
+    bash bench/training/run.sh || status=1
+  rm -rf "$OUT/training/build" "$OUT/training/pip.log"  # build logs: the device call returns 8 files
 fi
 step "end (status $status)"
 exit "$status"
