@@ -145,7 +145,12 @@ def test_script_arguments(d):
     for args, env in ((["/no/such.patch"], {}), (["x" * 5000], {}), ([""], {}),
                       ([os.path.join(ROOT, "README.md"), "/no/such/list.txt"], {}),
                       ([os.path.join(ROOT, "README.md")], {"PEERS_RUNS": "3"}),
-                      ([os.path.join(ROOT, "README.md")], {"PEERS_RUNS": ""})):
+                      ([os.path.join(ROOT, "README.md")], {"PEERS_RUNS": ""}),
+                      ([os.path.join(ROOT, "README.md")], {"CONFIGS": "/no/such/configs.txt"}),
+                      ([os.path.join(ROOT, "README.md")], {"CONFIGS": "x" * 5000}),
+                      ([os.path.join(ROOT, "README.md")], {"CONFIGS": os.path.join(ROOT, "README.md"), "CONFIGS_S": "0"}),
+                      ([os.path.join(ROOT, "README.md")], {"CONFIGS": os.path.join(ROOT, "README.md"), "CONFIGS_S": "soon"}),
+                      ([os.path.join(ROOT, "README.md")], {"CONFIGS": os.path.join(ROOT, "README.md"), "CONFIGS_S": "9" * 30})):
         rc, _, err = run(["bash", "lab/scripts/patch_check.sh", *args], dict(env, OUT=out))
         check(rc == 2 and err.strip() and not os.path.exists(out), f"patch_check.sh {[a[:30] for a in args]} {env}: exit {rc}")
     for args, env in (([], {}), (["/no/such/list.txt", "base=-"], {}), (["x" * 5000, "base=-"], {}),

@@ -7,13 +7,16 @@
 # profiling window; PEERS_RUNS=2: one run per library instead, the peers' move between the runs
 # the noise floor), joined per line by lab/scripts/peers_ab.py; then, with the time left,
 # lab/scripts/variants.sh on LIST. Returns at most eight files: $OUT/check.log, $OUT/gtests.txt,
-# $OUT/peers/gemm_peers.{md,csv} (PEERS_RUNS=2: $OUT/{patch,tree}/...), $OUT/peers_ab.md and
+# $OUT/peers/gemm_peers.{md,csv} (PEERS_RUNS=2: $OUT/{patch,tree}/...), $OUT/peers_ab.md, $OUT/configs.md and
 # $OUT/variants.md.
 # Usage (repo root, on the device): OUT=... bash lab/scripts/patch_check.sh PATCH [LIST]
 # LIST_RESERVE_S: seconds kept from the GPU tests for LIST (default 0).
 # Environment: GTESTS (gtest filter run on the patched build; empty skips), LIMIT_S (default 585),
 # PEERS=0 skips the peers, PEERS_ARGS (extra gemm_peers.py options, e.g. "--lists open-models"),
-# MORE="NAME=PATCH ..." further variants for LIST (built beside the others, CLI only).
+# MORE="NAME=PATCH ..." further variants for LIST (built beside the others, CLI only),
+# CONFIGS=FILE lab/scripts/configs.sh over FILE (explicit tiles timed side by side, the tree's CLI,
+# so a heuristic patch's old and new tile meet in one run) after the peers, CONFIGS_S seconds kept
+# for it (default 120) -> $OUT/configs.md.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 1
 OUT=${OUT:?set OUT to the output folder}
@@ -22,6 +25,12 @@ list=${2:-}
 # Bad arguments stop the call before anything is written.
 [ -n "$patch" ] || { echo "usage: OUT=... bash lab/scripts/patch_check.sh PATCH [LIST]" >&2; exit 2; }
 [ -f "$patch" ] || { echo "patch_check.sh: PATCH '$patch': no such file" >&2; exit 2; }
+configs=${CONFIGS:-}
+[ -z "$configs" ] || [ -f "$configs" ] || { echo "patch_check.sh: CONFIGS '${configs:0:200}': no such file" >&2; exit 2; }
+configs_s=${CONFIGS_S:-120}
+[[ $configs_s =~ ^[0-9]{1,3}$ ]] && [ "$configs_s" -ge 1 ] && [ "$configs_s" -le 600 ] ||
+  { echo "patch_check.sh: CONFIGS_S='${configs_s:0:50}': seconds, 1 to 600 (a device call's limit)" >&2; exit 2; }
+[ -n "$configs" ] || configs_s=0
 patch -p1 --dry-run -s -f < "$patch" > /dev/null 2>&1 ||
   { echo "patch_check.sh: PATCH '$patch' does not apply to this tree" >&2; exit 2; }
 [ -z "$list" ] || [ -f "$list" ] || { echo "patch_check.sh: LIST '$list': no such file" >&2; exit 2; }
@@ -69,7 +78,7 @@ if [ -n "${GTESTS-GemmGpu.*:GroupedGemmGpu.*}" ]; then
   filter=${GTESTS-GemmGpu.*:GroupedGemmGpu.*}
   reserve=200
   [ "${PEERS:-1}" = 0 ] && reserve=0
-  budget=$(($(left) - reserve))
+  budget=$(($(left) - reserve - configs_s))
   [ -n "$list" ] && budget=$((budget - ${LIST_RESERVE_S:-0}))
   step "$name GPU tests '$filter' within $budget s"
   timeout "$budget" "$pb/tests/fp8jit_gpu_tests" --gtest_filter="$filter" > "$OUT/gtests.txt" 2>&1
@@ -84,10 +93,10 @@ commit=$(cat .carry/commit 2>/dev/null || git rev-parse HEAD 2>/dev/null || echo
 if [ "${PEERS:-1}" != 0 ] && [ "${PEERS_RUNS:-1}" = 1 ] && [ "$(left)" -gt 60 ]; then
   # One process: the tree's library as gemm_peers.py's --lib-base, timed in each shape's
   # profiling window beside the patched one, so the run's drift falls on both alike.
-  step "peers, patch and tree in one run, within $(left) s"
+  step "peers, patch and tree in one run, within $(($(left) - configs_s)) s"
   # shellcheck disable=SC2086
   FP8JIT_SHIPPED_TUNING=$src/share/fp8jit/tuning FP8JIT_CACHE_DIR=/tmp/pc-cache-patch \
-    PEERS_COMMIT="$commit+$name" BUILD_DIR=$pb timeout "$(left)" bash bench/peers/run.sh "$OUT/peers" \
+    PEERS_COMMIT="$commit+$name" BUILD_DIR=$pb timeout "$(($(left) - configs_s))" bash bench/peers/run.sh "$OUT/peers" \
     --lib-base "$PWD/build-peers/libfp8jit.so" --shipped-base "$PWD/share/fp8jit/tuning" \
     --base-title "fp8jit tree" ${PEERS_ARGS:-} > /dev/null 2>&1
   step "peers rc $?"
@@ -121,6 +130,13 @@ if [ -f "$OUT/patch/gemm_peers.csv" ] && [ -f "$OUT/tree/gemm_peers.csv" ]; then
   python3 lab/scripts/peers_ab.py "$OUT/tree/gemm_peers.csv" "$OUT/patch/gemm_peers.csv" > "$OUT/peers_ab.md"
 fi
 [ -f "$OUT/peers_ab.md" ] && sed -n '1,/^| list | M/p' "$OUT/peers_ab.md" | head -14
+
+if [ -n "$configs" ] && [ "$(left)" -gt 20 ]; then
+  step "configs $configs within $(left) s"
+  FP8JIT_CACHE_DIR=/tmp/pc-cli-cache timeout "$(left)" bash lab/scripts/configs.sh "$configs" build-gpu \
+    > "$OUT/configs.md" 2>&1
+  step "configs rc $? ($(grep -c '^| [0-9]' "$OUT/configs.md") lines)"
+fi
 
 if [ -n "$list" ] && [ "$(left)" -gt 60 ]; then
   step "variants $list within $(left) s"
