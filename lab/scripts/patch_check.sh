@@ -90,7 +90,7 @@ fi
 commit=$(cat .carry/commit 2>/dev/null || git rev-parse HEAD 2>/dev/null || echo unknown)
 # Each library reads its tree's shipped tuning rows: a patched copy's library would not find them
 # beside it and would run the heuristic where the tree's ran a tuned row.
-if [ "${PEERS:-1}" != 0 ] && [ "${PEERS_RUNS:-1}" = 1 ] && [ "$(left)" -gt 60 ]; then
+if [ "${PEERS:-1}" != 0 ] && [ "${PEERS_RUNS:-1}" = 1 ] && [ "$(($(left) - configs_s))" -gt 60 ]; then
   # One process: the tree's library as gemm_peers.py's --lib-base, timed in each shape's
   # profiling window beside the patched one, so the run's drift falls on both alike.
   step "peers, patch and tree in one run, within $(($(left) - configs_s)) s"
