@@ -25,6 +25,18 @@ wait_builds() {
   return $rc
 }
 
+# call_seconds VALUE: whether VALUE is whole seconds a device call can give a step (1 to 600, its
+# limit); for the scripts' checks of their arguments, before anything is written.
+call_seconds() { [[ $1 =~ ^[0-9]{1,3}$ ]] && [ "$1" -ge 1 ] && [ "$1" -le 600 ]; }
+# time_configs LIST SECONDS: lab/scripts/configs.sh over LIST on the tree's CLI (build-gpu) into
+# $OUT/configs.md, within SECONDS, its own cache of kernels.
+time_configs() {
+  step "configs $1 within $2 s"
+  FP8JIT_CACHE_DIR=/tmp/fp8jit-configs-cache timeout "$2" bash lab/scripts/configs.sh "$1" build-gpu \
+    > "$OUT/configs.md" 2>&1
+  step "configs rc $? ($(grep -c '^| [0-9]' "$OUT/configs.md") lines)"
+}
+
 sqlite_args=()
 if [ ! -f /usr/include/sqlite3.h ] && [ -f .carry/sqlite/sqlite3.h ]; then
   # A machine with the SQLite runtime but no headers: the header travels with the tree.

@@ -25,17 +25,17 @@ list=${2:-}
 # Bad arguments stop the call before anything is written.
 [ -n "$patch" ] || { echo "usage: OUT=... bash lab/scripts/patch_check.sh PATCH [LIST]" >&2; exit 2; }
 [ -f "$patch" ] || { echo "patch_check.sh: PATCH '$patch': no such file" >&2; exit 2; }
+source lab/scripts/ab_common.sh  # call_seconds, sqlite_args, call_log, wait_builds, ab_patch_tree, time_configs
 configs=${CONFIGS:-}
 [ -z "$configs" ] || [ -f "$configs" ] || { echo "patch_check.sh: CONFIGS '${configs:0:200}': no such file" >&2; exit 2; }
 configs_s=${CONFIGS_S:-120}
-[[ $configs_s =~ ^[0-9]{1,3}$ ]] && [ "$configs_s" -ge 1 ] && [ "$configs_s" -le 600 ] ||
+call_seconds "$configs_s" ||
   { echo "patch_check.sh: CONFIGS_S='${configs_s:0:50}': seconds, 1 to 600 (a device call's limit)" >&2; exit 2; }
 [ -n "$configs" ] || configs_s=0
 patch -p1 --dry-run -s -f < "$patch" > /dev/null 2>&1 ||
   { echo "patch_check.sh: PATCH '$patch' does not apply to this tree" >&2; exit 2; }
 [ -z "$list" ] || [ -f "$list" ] || { echo "patch_check.sh: LIST '$list': no such file" >&2; exit 2; }
 case ${PEERS_RUNS:-1} in 1 | 2) ;; *) echo "patch_check.sh: PEERS_RUNS='$PEERS_RUNS': 1 or 2" >&2; exit 2 ;; esac
-source lab/scripts/ab_common.sh  # sqlite_args, call_log, wait_builds, ab_patch_tree
 call_log || exit 1
 nvidia-smi --query-gpu=name,clocks.max.sm,power.limit,driver_version --format=csv
 jobs=$(nproc)
@@ -131,12 +131,7 @@ if [ -f "$OUT/patch/gemm_peers.csv" ] && [ -f "$OUT/tree/gemm_peers.csv" ]; then
 fi
 [ -f "$OUT/peers_ab.md" ] && sed -n '1,/^| list | M/p' "$OUT/peers_ab.md" | head -14
 
-if [ -n "$configs" ] && [ "$(left)" -gt 20 ]; then
-  step "configs $configs within $(left) s"
-  FP8JIT_CACHE_DIR=/tmp/pc-cli-cache timeout "$(left)" bash lab/scripts/configs.sh "$configs" build-gpu \
-    > "$OUT/configs.md" 2>&1
-  step "configs rc $? ($(grep -c '^| [0-9]' "$OUT/configs.md") lines)"
-fi
+[ -n "$configs" ] && [ "$(left)" -gt 20 ] && time_configs "$configs" "$(left)"
 
 if [ -n "$list" ] && [ "$(left)" -gt 60 ]; then
   step "variants $list within $(left) s"

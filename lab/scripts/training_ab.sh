@@ -19,7 +19,7 @@ patch -p1 --dry-run -s -f < "$patch" > /dev/null 2>&1 ||
 [ -z "$list" ] || [ -f "$list" ] || { echo "training_ab.sh: LIST '${list:0:200}': no such file" >&2; exit 2; }
 dims=${DIMS:-4096,8192}
 [[ $dims =~ ^[0-9]+(,[0-9]+)*$ ]] || { echo "training_ab.sh: DIMS='${dims:0:200}': widths, e.g. 4096,8192" >&2; exit 2; }
-source lab/scripts/ab_common.sh  # sqlite_args, call_log, step, left, wait_builds, ab_patch_tree
+source lab/scripts/ab_common.sh  # sqlite_args, call_log, step, left, wait_builds, ab_patch_tree, time_configs
 call_log || exit 1
 name=$(basename "$patch" .patch)
 src=/tmp/fp8jit-ab-src/$name
@@ -59,9 +59,7 @@ fi
 # Both builds read the tree's shipped tuning rows: the patched copy's module would not find them.
 export FP8JIT_SHIPPED_TUNING=$PWD/share/fp8jit/tuning
 if [ -n "$list" ] && [ "$(left)" -gt 120 ]; then
-  step "configs $list"
-  timeout "$(($(left) / 3))" bash lab/scripts/configs.sh "$list" build-gpu > "$OUT/configs.md" 2>&1
-  step "configs rc $?"
+  time_configs "$list" "$(($(left) / 3))"
 fi
 
 recipes=${RECIPES:-tensorwise,rowwise,delayed,blockwise}

@@ -19,10 +19,10 @@ list=${1:-}
 [ -z "$list" ] || [ -f "$list" ] || { echo "training_check.sh: LIST '${list:0:200}': no such file" >&2; exit 2; }
 dims=${DIMS:-2048,4096,8192,16384}
 [[ $dims =~ ^[0-9]+(,[0-9]+)*$ ]] || { echo "training_check.sh: DIMS='${dims:0:200}': widths, e.g. 4096,8192" >&2; exit 2; }
-[[ ${LIST_S:-120} =~ ^[0-9]{1,3}$ ]] && [ "${LIST_S:-120}" -ge 1 ] && [ "${LIST_S:-120}" -le 600 ] ||
+source lab/scripts/ab_common.sh  # call_seconds, sqlite_args, call_log, step, left, wait_builds, time_configs
+call_seconds "${LIST_S:-120}" ||
   { echo "training_check.sh: LIST_S='${LIST_S:0:50}': seconds, 1 to 600 (a device call's limit)" >&2; exit 2; }
 case ${FFN:-1} in 0 | 1) ;; *) echo "training_check.sh: FFN='${FFN:0:50}': 0 or 1" >&2; exit 2 ;; esac
-source lab/scripts/ab_common.sh  # sqlite_args, call_log, step, left, wait_builds
 call_log || exit 1
 nvidia-smi --query-gpu=name,clocks.max.sm,power.limit,driver_version --format=csv
 # The Python module as bench/training/run.sh builds it (run.sh later finds it built).
@@ -46,12 +46,7 @@ if [ -n "$filter" ]; then
   step "GPU tests rc $rc$([ $rc = 124 ] && echo ' (cut by the time limit)')"
   [ $rc = 0 ] || status=1
 fi
-if [ -n "$list" ]; then
-  step "configs $list within ${LIST_S:-120} s"
-  FP8JIT_CACHE_DIR=/tmp/tc-cli-cache timeout "${LIST_S:-120}" bash lab/scripts/configs.sh "$list" build-gpu \
-    > "$OUT/configs.md" 2>&1
-  step "configs rc $? ($(grep -c '^| [0-9]' "$OUT/configs.md") lines)"
-fi
+[ -z "$list" ] || time_configs "$list" "${LIST_S:-120}"
 # The training tests (with torchao from .carry/wheels-torchao) and the FFN benchmark, as
 # bench/training/run.sh runs them, in what the call has left: a third for the tests, the rest but
 # 20 s for the benchmark.
