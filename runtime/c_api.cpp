@@ -52,6 +52,7 @@ fp8jit::QuantizeArgs to_cpp(const fp8jit_quantize_args& c) {
   a.ldqt = c.ldqt;
   a.scales_t = c.scales_t;
   a.amax = c.amax;
+  a.column_sums = c.column_sums;
   return a;
 }
 
@@ -99,6 +100,7 @@ fp8jit_quantize_args to_c(const fp8jit::QuantizeArgs& a) {
   c.ldqt = a.ldqt;
   c.scales_t = a.scales_t;
   c.amax = a.amax;
+  c.column_sums = a.column_sums;
   return c;
 }
 

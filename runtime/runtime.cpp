@@ -63,7 +63,8 @@ const RuntimeOptions& applied(const RuntimeOptions& o) {
 }
 
 QuantizeProblem problem_of(const QuantizeArgs& a) {
-  return {a.input, a.format, a.granularity, a.qt != nullptr, a.deepseek_arithmetic};
+  return {a.input, a.format, a.granularity, a.qt != nullptr, a.deepseek_arithmetic,
+          a.column_sums != nullptr};
 }
 DequantizeProblem problem_of(const DequantizeArgs& a) { return {a.format, a.output, a.granularity}; }
 
@@ -163,8 +164,8 @@ struct Runtime::Impl {
   std::shared_mutex device_mutex;
   std::unordered_map<CUcontext, CheckedDevice> checked;
 
-  // Workspaces (split-K partial sums, then A's scales made column-major), one per (context,
-  // stream) so that concurrent streams never share one.
+  // Workspaces (split-K partial sums, then A's scales made column-major; a quantize's column sums
+  // per tile), one per (context, stream) so that concurrent streams never share one.
   // NOTE: grow-only and freed with the runtime: freeing a buffer that queued kernels may still
   // use would need a synchronisation on the launch path.
   struct Workspace {
@@ -311,14 +312,28 @@ struct Runtime::Impl {
       check_device(key.ctx, false);
       route = remember(key, kernels.get(default_spec(problem, vec)));
     }
-    ops::launch(*route.kernel, a, stream, pdl.load(std::memory_order_relaxed));
+    launch_elementwise(*route.kernel, a, key.ctx, stream);
   }
 
   template <class Args> void run_elementwise(const Args& args, const KernelSpec& spec, CUstream stream) {
     const Args a = ops::normalize(args);
     ops::check_matches(spec, a);
-    check_device(driver::ensure_context(), false);
-    ops::launch(kernels.get(spec), a, stream, pdl.load(std::memory_order_relaxed));
+    CUcontext ctx = driver::ensure_context();
+    check_device(ctx, false);
+    launch_elementwise(kernels.get(spec), a, ctx, stream);
+  }
+
+  // A quantize's column sums pass their per-tile partial sums through the stream's workspace
+  // (stream order keeps them apart from the stream's GEMMs' split-K sums).
+  void launch_elementwise(const LoadedKernel& k, const QuantizeArgs& a, CUcontext ctx,
+                          CUstream stream) {
+    float* partials =
+        a.column_sums ? workspace(ctx, stream, ops::column_partial_bytes(a)) : nullptr;
+    ops::launch(k, a, stream, pdl.load(std::memory_order_relaxed), partials);
+  }
+  void launch_elementwise(const LoadedKernel& k, const DequantizeArgs& a, CUcontext,
+                          CUstream stream) {
+    ops::launch(k, a, stream, pdl.load(std::memory_order_relaxed));
   }
 
   // Both tune()s (normalized arguments): the sweep, compiling through the kernel cache and

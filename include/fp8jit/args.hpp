@@ -36,6 +36,12 @@ struct QuantizeArgs {
   // QuantizeProblem::deepseek_arithmetic): 1x128, E4M3, no transposed output. The host reference
   // (fp8jit::reference::quantize) refuses it: it models IEEE arithmetic only.
   bool deepseek_arithmetic = false;
+  // Optional: k floats (device, 4-byte aligned), written with the sum over the m rows of each
+  // column of x, in fp32: the bias gradient when x is dY. Needs the transposed output (qt) and
+  // IEEE arithmetic. Summation order: within each 128-row tile a fixed tree (row r with r + 64,
+  // then + 32, ..., + 1, rows past m counting as 0), then the tiles in order; the per-tile sums go
+  // through the runtime's per-stream workspace.
+  float* column_sums = nullptr;
 };
 
 // q [m, k] FP8 and scales -> y [m, k] (row stride ldy elements).

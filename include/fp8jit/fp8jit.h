@@ -130,6 +130,9 @@ typedef struct fp8jit_quantize_args {
   int64_t ldqt;
   float* scales_t;                  /* 1x128 only: fp8jit_scale_count(GROUP128, layout, k, m) */
   float* amax;                      /* optional: max |x| over the tensor (NaNs ignored) */
+  /* Optional (NULL by default): k floats written with the fp32 sum over the m rows of each column
+   * of x (the bias gradient when x is dY); needs qt. See QuantizeArgs::column_sums. */
+  float* column_sums;
 } fp8jit_quantize_args;
 
 /* q [m, k] FP8 and scales -> y [m, k] (row stride ldy elements). */

@@ -69,6 +69,11 @@ struct QuantizeProblem {
   // that a drop-in for kernel.py writes its bytes. 1x128, E4M3, no transpose; the host reference
   // does not model these approximate instructions (kernel.py itself is the reference).
   bool deepseek_arithmetic = false;
+  // Also the fp32 sum over the rows of every column of x (a Linear layer's bias gradient when x is
+  // dY), from the same read: transposed output (the tile strategy) and IEEE arithmetic only. Each
+  // 128-row tile's column sums are a fixed tree over its rows, and the tiles' sums are added in
+  // order, whatever the config: the same bits on every run and from every tuned kernel.
+  bool column_sums = false;
 };
 
 struct DequantizeProblem {

@@ -20,6 +20,8 @@ struct ScalePair {
 FP8JIT_API ScalePair scale_from_amax(float amax, Fp8Format format, bool pow2);
 FP8JIT_API ScalePair scale_from_static(float scale);
 
+// Host pointers. Column sums (QuantizeArgs::column_sums) in the kernels' summation order: the
+// GPU's bits, whatever its config.
 FP8JIT_API void quantize(const QuantizeArgs& host_args);
 FP8JIT_API void dequantize(const DequantizeArgs& host_args);
 

@@ -177,14 +177,18 @@ def _new_scales(torch, granularity: str, layout: str, m: int, k: int, device):
 
 def quantize(x, format: str = "e4m3", granularity: str = "1x128", *, scale_layout: str = "row_major",
              pow2_scale: bool = False, static_scale: Any = None, transpose: bool = False, return_amax: bool = False,
-             out: Any = None, scales: Any = None, stream: Any = None, arithmetic: str = "ieee"):
+             out: Any = None, scales: Any = None, stream: Any = None, arithmetic: str = "ieee",
+             column_sums: bool = False):
     """x [..., K] (bf16/fp16/fp32, CUDA) -> (q [..., K] FP8, scales fp32) with scales per
     ``granularity``: 'tensor', 'row', '1x128' (per 128 of a row) or '128x128'. ``pow2_scale``
     rounds scales up to powers of two; ``static_scale`` (per tensor) is used instead of the amax.
     With ``transpose`` also (qt [K, M], scales_t: per 128 of qt's rows for '1x128', per row of qt
     [K, 1] for 'row', else ``scales``); with ``return_amax`` also the amax (fp32 [1]).
     ``arithmetic="deepseek"`` (1x128, e4m3): DeepSeek-V3 kernel.py's act_quant arithmetic, its
-    bytes (amax floored at 1e-4, Triton's approximate divisions) instead of IEEE rounding."""
+    bytes (amax floored at 1e-4, Triton's approximate divisions) instead of IEEE rounding.
+    ``column_sums`` (needs ``transpose``, IEEE arithmetic): also, last, the fp32 sum over the rows
+    of every column of x ([K]; a Linear layer's bias gradient when x is dY), from the same read,
+    in a fixed order (the same bits on every run)."""
     T = _torch()
     torch = T.torch
     dev = _check_cuda(T, x, "x")
@@ -199,6 +203,10 @@ def quantize(x, format: str = "e4m3", granularity: str = "1x128", *, scale_layou
     qdtype = _fp8_dtype(T, fmt)
     if transpose and x.dim() != 2:
         raise ValueError("transpose: takes a 2-D x")
+    if column_sums and not transpose:
+        raise ValueError("column_sums: come with the transposed output; pass transpose=True")
+    if column_sums and arithmetic != "ieee":
+        raise ValueError(f"column_sums: need arithmetic='ieee', not {arithmetic!r}")
     if out is None:
         q = torch.empty((m, k), dtype=qdtype, device=x.device)
     else:
@@ -231,9 +239,10 @@ def quantize(x, format: str = "e4m3", granularity: str = "1x128", *, scale_layou
         # 1x128 and per-row scaling scale the transpose by its own groups or rows (x's columns).
         st = _new_scales(torch, granularity, scale_layout, k, m, x.device) if granularity in ("1x128", "row") else None
     amax = torch.empty((1,), dtype=torch.float32, device=x.device) if return_amax else None
+    sums = torch.empty((k,), dtype=torch.float32, device=x.device) if column_sums else None
     _launch(T, dev, _fp8jit.quantize, _ptr(x2), _dtype_name(T, x.dtype), m, k, ldx, _ptr(q), fmt, ldq, _ptr(s),
             granularity, scale_layout, pow2_scale, _ptr(static), _ptr(qt), m if qt is not None else 0, _ptr(st),
-            _ptr(amax), _stream(T, dev, stream), arithmetic)
+            _ptr(amax), _stream(T, dev, stream), arithmetic, _ptr(sums))
     # Per-row scale sets take x's leading dimensions (as DeepSeek's act_quant returns them) where
     # that is a view; 128x128, tensor and column-major scales keep their own shape.
     per_row = granularity in ("1x128", "row") and scale_layout == "row_major" and s.is_contiguous()
@@ -243,6 +252,8 @@ def quantize(x, format: str = "e4m3", granularity: str = "1x128", *, scale_layou
         result += [qt, st if st is not None else s]
     if return_amax:
         result.append(amax)
+    if column_sums:
+        result.append(sums)
     return tuple(result)
 
 

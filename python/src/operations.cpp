@@ -33,7 +33,7 @@ void quantize(std::uintptr_t x, const std::string& input, std::int64_t m, std::i
               std::uintptr_t scales, const std::string& granularity,
               const std::string& scale_layout, bool pow2_scale, std::uintptr_t static_scale,
               std::uintptr_t qt, std::int64_t ldqt, std::uintptr_t scales_t, std::uintptr_t amax,
-              std::uintptr_t stream, const std::string& arithmetic) {
+              std::uintptr_t stream, const std::string& arithmetic, std::uintptr_t column_sums) {
   if (arithmetic != "ieee" && arithmetic != "deepseek")
     throw_invalid("arithmetic", "'" + arithmetic + "'", "ieee or deepseek");
   QuantizeArgs a;
@@ -55,6 +55,7 @@ void quantize(std::uintptr_t x, const std::string& input, std::int64_t m, std::i
   a.scales_t = ptr<float>(scales_t);
   a.amax = ptr<float>(amax);
   a.deepseek_arithmetic = arithmetic == "deepseek";
+  a.column_sums = ptr<float>(column_sums);
   nb::gil_scoped_release unlocked;
   default_runtime().quantize(a, stream_of(stream));
 }
@@ -208,7 +209,7 @@ struct Entry<Make> {
 void bind_operations(nb::module_& m) {
   m.def("quantize", &quantize, "x"_a, "input"_a, "m"_a, "k"_a, "ldx"_a, "q"_a, "format"_a, "ldq"_a,
         "scales"_a, "granularity"_a, "scale_layout"_a, "pow2_scale"_a, "static_scale"_a, "qt"_a,
-        "ldqt"_a, "scales_t"_a, "amax"_a, "stream"_a, "arithmetic"_a = "ieee",
+        "ldqt"_a, "scales_t"_a, "amax"_a, "stream"_a, "arithmetic"_a = "ieee", "column_sums"_a = 0,
         "fp8jit::Runtime::quantize on device pointers (QuantizeArgs).");
   m.def("dequantize", &dequantize, "q"_a, "format"_a, "m"_a, "k"_a, "ldq"_a, "scales"_a,
         "granularity"_a, "scale_layout"_a, "y"_a, "output"_a, "ldy"_a, "stream"_a,

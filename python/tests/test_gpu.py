@@ -56,6 +56,36 @@ def test_quantize_pow2_and_transpose_and_amax():
     assert rel_err(dequant_1x128(qt, st), x.t()) < 0.04
 
 
+@pytest.mark.parametrize("granularity", ["tensor", "row", "1x128", "128x128"])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])
+@pytest.mark.parametrize("m, k", [(300, 200), (4096, 384), (1, 16)])
+def test_quantize_column_sums_are_the_columns_sums_and_leave_the_cast_alone(granularity, dtype, m, k):
+    x = torch.randn(m, k, dtype=dtype, device=DEV) * 3 + 0.5
+    *cast, sums = fp8jit.quantize(x, granularity=granularity, transpose=True, column_sums=True)
+    assert sums.dtype == torch.float32 and sums.shape == (k,)
+    # fp32 sums of m terms in a fixed tree per 128 rows, then the tiles in order.
+    ref = x.double().sum(0)
+    assert torch.allclose(sums.double(), ref, rtol=1e-5, atol=1e-5 * x.double().abs().sum(0).max().item())
+    assert torch.allclose(sums, x.float().sum(0), rtol=1e-4, atol=1e-3)
+    plain = fp8jit.quantize(x, granularity=granularity, transpose=True)
+    bits = lambda t: t.view(torch.uint8) if t.element_size() == 1 else t  # noqa: E731
+    for a, b in zip(cast, plain):
+        assert torch.equal(bits(a), bits(b))
+    # Deterministic: the same bits again.
+    assert torch.equal(fp8jit.quantize(x, granularity=granularity, transpose=True, column_sums=True)[-1], sums)
+
+
+def test_quantize_column_sums_refusals():
+    x = torch.randn(64, 128, dtype=torch.bfloat16, device=DEV)
+    with pytest.raises(ValueError, match="transpose=True"):
+        fp8jit.quantize(x, column_sums=True)
+    with pytest.raises(ValueError, match="arithmetic='ieee'"):
+        fp8jit.quantize(x, transpose=True, column_sums=True, arithmetic="deepseek")
+    # With the amax too: the sums come last.
+    q, s, qt, st, amax, sums = fp8jit.quantize(x, "e4m3", "tensor", transpose=True, return_amax=True, column_sums=True)
+    assert amax.shape == (1,) and sums.shape == (128,)
+
+
 def test_quantize_then_dequantize_128x128_and_the_col_major_scales():
     w = torch.randn(384, 640, dtype=torch.bfloat16, device=DEV)
     q, s = fp8jit.quantize(w, granularity="128x128")

@@ -72,6 +72,18 @@ def test_recipes_and_bad_arguments():
         layer(torch.empty(16, 128, device="meta"))
 
 
+def test_the_cast_ops_fake_returns_the_column_sums_last():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    with FakeTensorMode():
+        x = torch.empty(304, 208, dtype=torch.bfloat16)
+        for granularity in ("tensor", "row", "1x128", "128x128"):
+            plain = torch.ops.fp8jit.cast_transposed(x, granularity, "e4m3", None, False)
+            sums = torch.ops.fp8jit.cast_transposed(x, granularity, "e4m3", None, False, True)
+            assert len(plain) == len(sums) == 6
+            assert plain[5].shape == (0,) and sums[5].shape == (208,) and sums[5].dtype == torch.float32
+            assert [t.shape for t in plain[:5]] == [t.shape for t in sums[:5]]
+
+
 def test_the_swap_keeps_parameters_and_the_filter_decides(caplog):
     model = torch.nn.Sequential(torch.nn.Linear(256, 512), torch.nn.GELU(), torch.nn.Linear(512, 256),
                                 torch.nn.Linear(256, 100), torch.nn.Linear(256, 64, bias=False))
@@ -115,9 +127,9 @@ def test_each_gemm_against_float64_of_its_fp8_operands(recipe, t, k, n):
     layer, x, dy, y = _layer_and_grads(recipe, t, k, n)
     r = ft.RECIPES[recipe]
     # The same casts (delayed: its first step scales dynamically, as these do).
-    qx, sx, qxt, sxt, _ = ft.cast_transposed_op(x.detach(), r.activation, "e4m3", None, r.pow2)
-    qw, sw, qwt, swt, _ = ft.cast_transposed_op(layer.weight.detach(), r.weight, "e4m3", None, r.pow2)
-    qdy, sdy, qdyt, sdyt, _ = ft.cast_transposed_op(dy, r.activation, r.grad_format, None, r.pow2)
+    qx, sx, qxt, sxt, _, _ = ft.cast_transposed_op(x.detach(), r.activation, "e4m3", None, r.pow2)
+    qw, sw, qwt, swt, _, _ = ft.cast_transposed_op(layer.weight.detach(), r.weight, "e4m3", None, r.pow2)
+    qdy, sdy, qdyt, sdyt, _, _ = ft.cast_transposed_op(dy, r.activation, r.grad_format, None, r.pow2)
     assert qdy.dtype == (torch.float8_e5m2 if recipe == "delayed" else torch.float8_e4m3fn)
     xw = dequant(qw, sw, r.weight)
     y_ref = dequant(qx, sx, r.activation) @ xw.T + layer.bias.double()
@@ -142,6 +154,29 @@ def test_each_gemm_against_float64_of_its_fp8_operands(recipe, t, k, n):
 
 
 @gpu
+@pytest.mark.parametrize("recipe", ["tensorwise", "rowwise", "delayed", "blockwise"])
+@pytest.mark.parametrize("t, n", [(256, 384), (304, 208)])  # 304 tokens: 2 full row tiles and 48 rows
+def test_the_bias_gradient_comes_from_the_cast_of_dy(recipe, t, n):
+    layer, x, dy, y = _layer_and_grads(recipe, t, 256, n)
+    # The bf16 layer's own: dy.sum(0) with fp32 accumulation, rounded to bf16.
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(256, n, device=DEV, dtype=torch.bfloat16)
+    lin(x.detach()).backward(dy)
+    ref = dy.double().sum(0)
+    assert layer.bias.grad.dtype == torch.bfloat16
+    # fp32 sums rounded to bf16: within one bf16 rounding of the exact sum, as the bf16 layer's is.
+    tol = ref.abs() * 2.0 ** -8 + 1e-6
+    assert ((layer.bias.grad.double() - ref).abs() <= tol).all()
+    assert ((lin.bias.grad.double() - ref).abs() <= tol).all()
+    assert rel_err(layer.bias.grad, lin.bias.grad) < 4e-3
+    # The cast's column sums are dY's (fp32, before the cast to the bias dtype).
+    r = ft.RECIPES[recipe]
+    *_, sums = ft.cast_transposed_op(dy, r.activation, r.grad_format, None, r.pow2, True)
+    assert torch.equal(sums.to(torch.bfloat16), layer.bias.grad)
+    assert torch.allclose(sums.double(), ref, rtol=1e-5, atol=1e-4)
+
+
+@gpu
 @pytest.mark.parametrize("recipe", ["tensorwise", "rowwise"])
 def test_the_casts_give_torchaos_codes_and_scales(recipe):
     """fp8jit's casts against the functions torchao's Float8Linear casts with (tensor_to_scale,
@@ -163,7 +198,7 @@ def test_the_casts_give_torchaos_codes_and_scales(recipe):
     x[7, 11] = 2.5e3  # an outlier that sets the tensor's scale, its row's and its column's
     x[100] *= 1e-3  # a row, and a column, far below the rest
     x[:, 33] *= 1e-3
-    q, s, qt, st, _ = ft.cast_transposed_op(x, r.activation, "e4m3", None, r.pow2)
+    q, s, qt, st, _, _ = ft.cast_transposed_op(x, r.activation, "e4m3", None, r.pow2)
     e4 = torch.float8_e4m3fn
 
     def ao_cast(dim):  # torchao's cast of x: per row (dim -1) or per column (dim 0), or per tensor
@@ -215,7 +250,7 @@ def test_delayed_scaling_takes_its_scales_from_the_amax_history():
     assert torch.allclose(layer.fp8_scales, amaxes / torch.tensor([448.0, 448.0, 57344.0], device=DEV), rtol=1e-6)
     assert layer.fp8_pending_amax[0].item() == f32(x2).item()
     # A 5x larger x2 than the history saw saturates to +-448 instead of overflowing.
-    qx, sx, _, _, amax = ft.cast_transposed_op(x2, "tensor", "e4m3", layer.fp8_scales[0:1].clone())
+    qx, sx, _, _, amax, _ = ft.cast_transposed_op(x2, "tensor", "e4m3", layer.fp8_scales[0:1].clone())
     assert torch.isfinite(qx.float()).all() and qx.float().abs().max().item() == 448.0
     assert amax.item() == f32(x2).item() and sx.item() == layer.fp8_scales[0].item()
 

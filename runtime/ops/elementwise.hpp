@@ -22,9 +22,16 @@ int max_vec(const DequantizeArgs& a);
 void check_matches(const KernelSpec& spec, const QuantizeArgs& a);
 void check_matches(const KernelSpec& spec, const DequantizeArgs& a);
 
+// Device memory a quantize with column sums needs for its per-tile partial sums (ceil(m/128) * k
+// floats); 0 without column sums.
+std::size_t column_partial_bytes(const QuantizeArgs& a);
+
 // Launches (in-stream, no allocation, no synchronisation). Arguments must be normalized. `pdl`:
-// every kernel may start under the previous one in the stream (LaunchConfig::pdl).
-void launch(const LoadedKernel& k, const QuantizeArgs& a, CUstream stream, bool pdl = false);
+// every kernel may start under the previous one in the stream (LaunchConfig::pdl). Column sums
+// take `col_partials`: column_partial_bytes(a) of device memory, used by this launch's kernels only
+// (a stream's workspace).
+void launch(const LoadedKernel& k, const QuantizeArgs& a, CUstream stream, bool pdl = false,
+            float* col_partials = nullptr);
 void launch(const LoadedKernel& k, const DequantizeArgs& a, CUstream stream, bool pdl = false);
 
 }  // namespace fp8jit::ops

@@ -67,6 +67,15 @@ QuantizeArgs normalize(const QuantizeArgs& in) {
                   fmt::format("DeepSeek's act_quant arithmetic is 1x128 E4M3 without a transposed output; "
                               "here granularity {}, format {}{}",
                               to_string(a.granularity), to_string(a.format), a.qt ? ", qt given" : ""));
+  // The sums come from the transposed cast's 128x128 tiles (TileQuantizer), which DeepSeek's
+  // arithmetic (no transposed output, checked above) never takes.
+  if (a.column_sums) {
+    require_aligned(a.column_sums, 4, "column_sums");
+    if (!a.qt)
+      throw_invalid("column_sums", ptr_str(a.column_sums),
+                    "column sums come with the transposed output (IEEE arithmetic): give qt (and "
+                    "scales_t where the granularity needs it), or leave column_sums null");
+  }
   // 1x128 and per-row scaling scale the transpose by its own groups or rows (x's columns).
   const bool wants_scales_t = a.qt && (a.granularity == Granularity::group128 || a.granularity == Granularity::row);
   if (wants_scales_t) {
@@ -111,6 +120,12 @@ void check_matches(const KernelSpec& spec, const QuantizeArgs& a) {
       p.transpose != (a.qt != nullptr) || p.deepseek_arithmetic != a.deepseek_arithmetic)
     throw_invalid("spec", spec_name(spec),
                   "does not match the arguments' dtypes, granularity, transpose or arithmetic");
+  if (p.column_sums != (a.column_sums != nullptr))
+    throw_invalid(
+        "spec", spec_name(spec),
+        p.column_sums
+            ? "writes column sums: give column_sums (k floats), or take a spec with column_sums = 0"
+            : "writes no column sums: take a spec with column_sums = 1, or leave column_sums null");
   if (max_vec(a) < elementwise_config_of(spec).vec)
     throw_invalid("x/q", fmt::format("{}/{} (ldx {}, ldq {})", a.x, a.q, a.ldx, a.ldq),
                   fmt::format("misaligned for the spec's vector width {}", elementwise_config_of(spec).vec));

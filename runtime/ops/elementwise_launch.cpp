@@ -2,6 +2,7 @@
 // allocates or synchronises, so a launch can be captured in a CUDA graph.
 #include <algorithm>
 
+#include "fp8jit/error.hpp"
 #include "fp8jit/quant/params.cuh"
 #include "runtime/jit/driver.hpp"
 #include "runtime/ops/elementwise.hpp"
@@ -38,7 +39,7 @@ LaunchConfig config(unsigned grid_x, unsigned grid_y, int threads, int smem, CUs
   return c;
 }
 
-dev::QuantParams quant_params(const QuantizeArgs& a, bool vector_ok) {
+dev::QuantParams quant_params(const QuantizeArgs& a, bool vector_ok, float* col_partials) {
   dev::QuantParams p{};
   p.x = a.x;
   p.ldx = a.ldx;
@@ -59,16 +60,16 @@ dev::QuantParams quant_params(const QuantizeArgs& a, bool vector_ok) {
   p.K = static_cast<int>(a.k);
   p.pow2 = a.pow2_scale ? 1 : 0;
   p.vector_ok = vector_ok ? 1 : 0;
+  p.col_partials = col_partials;
+  p.col_sums = a.column_sums;
   return p;
 }
 
-}  // namespace
-
-void launch(const LoadedKernel& k, const QuantizeArgs& a, CUstream stream, bool pdl) {
-  pdl = pdl && k.pdl;  // builds before sm_90 have no griddepcontrol.wait
+// The cast and, around it, the amax pass and finalize of the scalings that have them.
+void launch_cast(const LoadedKernel& k, const QuantizeArgs& a, CUstream stream, bool pdl,
+                 dev::QuantParams p) {
   const ElementwiseConfig c = elementwise_config_of(k.spec);
   const QuantizeProblem prob = quantize_problem_of(k.spec);
-  dev::QuantParams p = quant_params(a, max_vec(a) >= c.vec);
   const auto& cu = driver::api();
   const std::int64_t segments = a.m * ceil_div(a.k, kGroup);
   const std::int64_t per_cta = (c.threads / (kGroup / c.vec)) * c.unroll;
@@ -122,6 +123,32 @@ void launch(const LoadedKernel& k, const QuantizeArgs& a, CUstream stream, bool 
     p.amax_out = a.static_scale ? nullptr : a.amax;
     fp8jit::launch(k.functions[2], config(1, 1, 32, 0, stream, pdl), args);
   }
+}
+
+}  // namespace
+
+std::size_t column_partial_bytes(const QuantizeArgs& a) {
+  return a.column_sums ? static_cast<std::size_t>(ceil_div(a.m, kGroup) * a.k) * sizeof(float) : 0;
+}
+
+void launch(const LoadedKernel& k, const QuantizeArgs& a, CUstream stream, bool pdl,
+            float* col_partials) {
+  pdl = pdl && k.pdl;  // builds before sm_90 have no griddepcontrol.wait
+  const bool sums = quantize_problem_of(k.spec).column_sums;
+  if (sums && !col_partials)
+    throw Error(ErrorKind::internal,
+                "quantize: a column-sums kernel launched without its partial sums' memory");
+  dev::QuantParams p =
+      quant_params(a, max_vec(a) >= elementwise_config_of(k.spec).vec, col_partials);
+  launch_cast(k, a, stream, pdl, p);
+  if (!sums) return;
+  // The cast wrote each 128-row tile's column sums; fp8jit_colsum (the last entry point) adds
+  // them in tile order, a thread per column.
+  void* args[] = {&p};
+  fp8jit::launch(k.functions.back(),
+                 config(static_cast<unsigned>(ceil_div(a.k, dev::kColumnSumThreads)), 1,
+                        dev::kColumnSumThreads, 0, stream, pdl),
+                 args);
 }
 
 void launch(const LoadedKernel& k, const DequantizeArgs& a, CUstream stream, bool pdl) {

@@ -12,7 +12,8 @@ std::uint64_t problem_bits(const GemmProblem& p) {
 }
 
 std::uint64_t problem_bits(const QuantizeProblem& p) {
-  return std::uint64_t(p.deepseek_arithmetic ? 1 : 0) << 32 | std::uint64_t(p.input) << 24 |
+  return std::uint64_t(p.column_sums ? 1 : 0) << 40 |
+         std::uint64_t(p.deepseek_arithmetic ? 1 : 0) << 32 | std::uint64_t(p.input) << 24 |
          std::uint64_t(p.format) << 16 | std::uint64_t(p.granularity) << 8 |
          std::uint64_t(p.transpose ? 1 : 0);
 }

@@ -44,6 +44,24 @@ ScaleIndex index_for(Granularity g, ScaleLayout layout, std::int64_t m, std::int
   return {1, (rows + 3) / 4 * 4};
 }
 
+// QuantizeArgs::column_sums in the kernels' order (templates/fp8jit/quant/column_sums.cuh), which
+// no config changes: per 128-row tile the halving fold of its rows (rows past m as 0: a[r] +=
+// a[r + 64] for r < 64, then + 32, ..., + 1), the tiles' sums added to 0 in tile order.
+template <class X>
+void column_sums(const QuantizeArgs& a, X x) {
+  for (std::int64_t c = 0; c < a.k; ++c) {
+    float sum = 0.0f;
+    for (std::int64_t r0 = 0; r0 < a.m; r0 += kGroup) {
+      float fold[kGroup];
+      for (std::int64_t r = 0; r < kGroup; ++r) fold[r] = r0 + r < a.m ? x(r0 + r, c) : 0.0f;
+      for (std::int64_t h = kGroup / 2; h >= 1; h /= 2)
+        for (std::int64_t r = 0; r < h; ++r) fold[r] += fold[r + h];
+      sum += fold[0];
+    }
+    a.column_sums[c] = sum;
+  }
+}
+
 }  // namespace
 
 ScalePair scale_from_amax(float amax, Fp8Format format, bool pow2) {
@@ -69,6 +87,7 @@ void quantize(const QuantizeArgs& in) {
   auto x = [&](std::int64_t r, std::int64_t c) { return fp8::load_as_float(a.x, r * a.ldx + c, a.input); };
   auto* q = static_cast<std::uint8_t*>(a.q);
   auto* qt = static_cast<std::uint8_t*>(a.qt);
+  if (a.column_sums) column_sums(a, x);
   float total = 0;
   for (std::int64_t r = 0; r < m; ++r)
     for (std::int64_t c = 0; c < k; ++c) total = max_abs(total, x(r, c));

@@ -218,6 +218,8 @@ TEST(CodegenEntryPoints, PerTensorHasThreePassesEachDefinedOnce) {
     } else {
       want = {"fp8jit_quantize"};
     }
+    // Column sums: the tiles' partial sums added last.
+    if (s.family == "quantize" && s.i("column_sums")) want.emplace_back("fp8jit_colsum");
     ASSERT_EQ(entries, want);
     ASSERT_EQ(count(src, "__global__"), entries.size());
     for (const std::string& e : entries) ASSERT_EQ(count(src, " " + e + "("), 1u) << e;
@@ -242,10 +244,18 @@ TEST(CodegenEntryPoints, PerTensorHasThreePassesEachDefinedOnce) {
     }
     // The main kernel declares the block size the launcher uses.
     ASSERT_EQ(spec_block_threads(s), s.i("threads"));
-    ASSERT_NE(src.find(fmt::format("__launch_bounds__({}) {}(", s.i("threads"), entries.size() == 3 ? entries[1] : entries[0])),
-              std::string::npos);
+    const std::string main = s.family == "dequantize" ? "fp8jit_dequantize" : "fp8jit_quantize";
+    // (Column sums add a minimum of CTAs a multiprocessor: `__launch_bounds__(threads, n)`.)
+    const std::size_t entry = src.find(fmt::format(" {}(const __grid_constant__", main));
+    ASSERT_NE(entry, std::string::npos);
+    const std::string bounds = fmt::format("__launch_bounds__({}", s.i("threads"));
+    const std::size_t at = src.rfind("__launch_bounds__(", entry);
+    ASSERT_NE(at, std::string::npos);
+    ASSERT_EQ(src.compare(at, bounds.size(), bounds), 0) << src.substr(at, 40);
+    ASSERT_TRUE(src[at + bounds.size()] == ')' || (s.i("column_sums") && src[at + bounds.size()] == ','));
   }
-  EXPECT_EQ(per_tensor, 3 * 2 * 2 * configs_per_problem());  // input x format x transpose x configs
+  // input x format x (transpose, transpose with column sums, none) x configs
+  EXPECT_EQ(per_tensor, 3 * 2 * 3 * configs_per_problem());
   EXPECT_EQ(static_cast<std::size_t>(gemms), family_count("gemm"));
   EXPECT_GE(gemms, 400);
 }
@@ -281,12 +291,17 @@ TEST(CodegenSmem, OverDefaultLimitExactlyForTileStrategy) {
     // codes, a 128-float vector and 32 floats of scratch. Otherwise the 128x129 float tile, two
     // 128-float reciprocal vectors and 32 floats of scratch, over the 48 KiB a launch gets without
     // opting in.
+    // Column sums from registers (all but the float tile) reuse it for threads * vec / 128 rows of
+    // 128 floats, more where those need more.
     const bool preset = s.s("granularity") == "tensor" || s.s("granularity") == "row";
     const bool registers = !preset && s.i("threads") >= 256;
+    const int folds = s.family == "quantize" && s.i("column_sums") && (preset || registers)
+                          ? static_cast<int>(s.i("threads") * s.i("vec") / 128 * 128 * 4)
+                          : 0;
     ASSERT_EQ(smem > 48 * 1024, is_tile(s) && !preset && !registers);
     ASSERT_EQ(smem, !is_tile(s) ? 0
-                    : preset    ? 128 * 132 + 2 * 128 * 4
-                    : registers ? 128 * 132 + (128 + 32) * 4
+                    : preset    ? std::max(128 * 132 + 2 * 128 * 4, folds)
+                    : registers ? std::max(128 * 132 + (128 + 32) * 4, folds)
                                 : (128 * 129 + 2 * 128 + 32) * 4);
     if (is_tile(s)) {
       ++tiles;
@@ -294,8 +309,10 @@ TEST(CodegenSmem, OverDefaultLimitExactlyForTileStrategy) {
     }
   }
   // Per input x format: 128x128 (both transposes), 1x128 and per-row transposed, unroll 1; tensor
-  // transposed, any unroll.
-  EXPECT_EQ(tiles, 3 * 2 * (4 * tile_configs() + configs_per_problem()));
+  // transposed, any unroll; the transposed ones again with column sums.
+  EXPECT_EQ(tiles, 3 * 2 *
+                       (4 * tile_configs() + configs_per_problem() + 3 * tile_configs() +
+                        configs_per_problem()));
   EXPECT_GE(gemms, 400);
 }
 

@@ -18,6 +18,7 @@
 #include "runtime/sass/ffma_reuse.hpp"
 #include "runtime/sass/gemm_post_passes.hpp"
 #include "tests/common/expect_error.hpp"
+#include "tests/common/fake_pointers.hpp"
 
 namespace fp8jit {
 namespace {
@@ -202,8 +203,8 @@ TEST_F(KernelCacheTest, RuntimeCompileUsesTheDiskCache) {
 
 // ---- Runtime::quantize / dequantize without a GPU ------------------------------------------
 
-void* fake(std::uintptr_t a) { return reinterpret_cast<void*>(a); }
-float* fake_f(std::uintptr_t a) { return reinterpret_cast<float*>(a); }
+using test::fake;
+using test::fake_f;
 
 QuantizeArgs valid_quantize_args() {
   QuantizeArgs a;

@@ -74,9 +74,11 @@ std::string allowed_set(const FamilyDef& f, const std::string& name) {
 std::size_t quantize_count() {
   // Per input x format: tensor (2 transposes), row, 1x128 with all configs; 1x128 and row
   // transposed and 128x128 (2 transposes) on the tile strategy. Per input: DeepSeek's act_quant
-  // arithmetic (1x128, E4M3, no transpose) with all configs.
+  // arithmetic (1x128, E4M3, no transpose) with all configs. Per input x format: column sums of
+  // every transposed granularity (tensor with all configs, the others on the tile strategy).
   const FamilyDef& f = quantize_family();
-  return 3 * 2 * (4 * configs_per_problem(f) + 4 * tile_configs(f)) + 3 * configs_per_problem(f);
+  return 3 * 2 * (4 * configs_per_problem(f) + 4 * tile_configs(f)) + 3 * configs_per_problem(f) +
+         3 * 2 * (configs_per_problem(f) + 3 * tile_configs(f));
 }
 std::size_t dequantize_count() { return 2 * 3 * 4 * configs_per_problem(dequantize_family()); }
 

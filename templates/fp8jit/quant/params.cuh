@@ -24,7 +24,15 @@ struct QuantParams {
   int M, K;
   int pow2;       // round scales up to powers of two
   int vector_ok;  // x and q (and their leading dimensions) are aligned for VEC-wide accesses
+  // Column sums (QuantizeProblem::column_sums), else null: the cast writes the fp32 sum of each
+  // column over each 128-row tile into col_partials [ceil(M/128), K], and fp8jit_colsum adds
+  // the tiles' partials of each column, in tile order, into col_sums [K].
+  float* col_partials;
+  float* col_sums;
 };
+
+// fp8jit_colsum's block (QuantParams::col_sums): a thread per column.
+constexpr int kColumnSumThreads = 256;
 
 struct DequantParams {
   const void* q;  // [M, K] FP8

@@ -1,14 +1,16 @@
 // TileQuantizer: one CTA per 128x128 tile. The transposed output's FP8 codes are staged in shared
 // memory; the values themselves stay in registers, or, with fewer than 256 threads for a tile whose
-// scales come from the tile itself, are staged as floats.
+// scales come from the tile itself, are staged as floats. With COLSUM it also writes the tile's
+// column sums (column_sums.cuh).
 #pragma once
 
+#include "fp8jit/quant/column_sums.cuh"
 #include "fp8jit/quant/quantize.cuh"
 
 namespace fp8jit {
 namespace dev {
 
-template <int E, int F, int G, bool TRANSPOSE, int VEC, int THREADS>
+template <int E, int F, int G, bool TRANSPOSE, int VEC, int THREADS, bool COLSUM = false>
 struct TileQuantizer {
   static constexpr int kTile = kScaleGroup;
   // One float of padding per row: the rows 16 apart that a warp's transposed reads take
@@ -31,6 +33,19 @@ struct TileQuantizer {
   // reduced, and only qt's codes are staged (the float tile held the 1x128 transposed cast at half
   // the copy bandwidth).
   static constexpr bool kRegisterTile = (G == kGroup128 || G == kBlock128) && THREADS >= 256;
+  // A thread covers VEC columns of the rows rt + j * kSlotRows (j < kSlots): every path loads the
+  // tile so (stage, run_staging_bytes, run_registers). Column sums fold over both
+  // (column_sums.cuh).
+  static constexpr int kTeam = kTile / VEC;  // threads covering one tile row
+  static constexpr int kSlotRows = THREADS / kTeam, kSlots = kTile / kSlotRows;
+  static_assert(!COLSUM || TRANSPOSE, "TileQuantizer: column sums come with the transposed cast");
+  static_assert(!COLSUM ||
+                    (THREADS % kTeam == 0 && kSlots >= 1 && (kSlotRows & (kSlotRows - 1)) == 0),
+                "TileQuantizer: column sums need a power-of-two number of rows a pass");
+  // Shared memory the threads' column folds pass through, reused from the tile's once its codes
+  // are written; the float-staged path sums the float tile instead.
+  static constexpr int kColumnSumBytes =
+      COLSUM && (kStageBytes || kRegisterTile) ? kSlotRows * kTile * 4 : 0;
 
   // Dynamic shared memory: the tile (bytes, or floats with per-row and per-column reciprocals and
   // reduction scratch).
@@ -38,9 +53,10 @@ struct TileQuantizer {
   // lanes writing one 32-byte sector of qt) fall in different banks.
   static constexpr int kBytePitch = kTile + 4;
   static constexpr int smem_bytes() {
-    return kStageBytes     ? kTile * kBytePitch + 2 * kTile * 4
-           : kRegisterTile ? kTile * kBytePitch + (kTile + kWarpSize) * 4
-                           : (kTile * kPitch + 2 * kTile + kWarpSize) * 4;
+    const int tile = kStageBytes     ? kTile * kBytePitch + 2 * kTile * 4
+                     : kRegisterTile ? kTile * kBytePitch + (kTile + kWarpSize) * 4
+                                     : (kTile * kPitch + 2 * kTile + kWarpSize) * 4;
+    return tile > kColumnSumBytes ? tile : kColumnSumBytes;
   }
 
   static FP8JIT_DEVICE float stage(const QuantParams& p, float* tile, int r0, int c0) {
@@ -151,7 +167,6 @@ struct TileQuantizer {
   // column of each tile, the columns reduced in shared memory first.
   static FP8JIT_DEVICE void row_col_amax(const QuantParams& p) {
     static_assert(G == kRow, "row_col_amax: per-row scaling's pass");
-    constexpr int kTeam = kTile / VEC;  // threads covering one tile row
     static_assert(kTeam <= kWarpSize && THREADS % kTeam == 0,
                   "row_col_amax: a row's team within a warp");
     __shared__ float col_amax[kTile];
@@ -206,36 +221,62 @@ struct TileQuantizer {
       __syncthreads();
     }
     float amax = 0.0f;
-    for (int idx = threadIdx.x; idx < kTile * (kTile / VEC); idx += THREADS) {
-      const int r = idx / (kTile / VEC), c = (idx % (kTile / VEC)) * VEC;
-      float v[VEC];
-      const bool in = r0 + r < p.M;
-      if (in)
-        load_elems<E, VEC>(p.x, p.ldx, r0 + r, c0 + c, p.K, p.vector_ok, v);
-      else
+    if constexpr (COLSUM) {
+      // The thread's slots in bit-reversed order, so that its column fold needs no more than
+      // log2(kSlots) pending sums (HalvingFold).
+      const int rt = threadIdx.x / kTeam, c = (threadIdx.x % kTeam) * VEC;
+      HalvingFold<kSlots, VEC> fold;
 #pragma unroll
-        for (int i = 0; i < VEC; ++i) v[i] = 0.0f;
-      amax = abs_max(v, amax);
-      u32 w[VEC / 4];
-      quantize_pack<F, VEC>(v, G == kTensor ? sp.inv : row_inv[r], w);
-      if (in) store_fp8<VEC>(p.q, p.ldq, r0 + r, c0 + c, p.K, p.vector_ok, w);
-      if constexpr (G == kRow)
-        quantize_pack_each<F, VEC>(v, col_inv + c, w);  // qt's codes: per column
-#pragma unroll
-      for (int j = 0; j < VEC / 4; ++j)
-        reinterpret_cast<u32*>(codes + r * kBytePitch + c)[j] = w[j];
+      for (int t = 0; t < kSlots; ++t) {
+        float v[VEC];
+        cast_staged(p, codes, rt + fold.index(t) * kSlotRows, c, sp.inv, row_inv, col_inv, v);
+        amax = abs_max(v, amax);
+        fold.feed(t, v);
+      }
+      publish_amax(p, amax);
+      __syncthreads();
+      write_staged_codes(p, codes, r0, c0);
+      __syncthreads();  // the codes are read: their memory takes the folds
+      fold_column_partials<kSlotRows, VEC, THREADS>(p, reinterpret_cast<float*>(codes),
+                                                    fold.result(), rt, c, c0);
+    } else {
+      for (int idx = threadIdx.x; idx < kTile * kTeam; idx += THREADS) {
+        float v[VEC];
+        cast_staged(p, codes, idx / kTeam, (idx % kTeam) * VEC, sp.inv, row_inv, col_inv, v);
+        amax = abs_max(v, amax);
+      }
+      publish_amax(p, amax);
+      __syncthreads();
+      write_staged_codes(p, codes, r0, c0);
     }
-    publish_amax(p, amax);
-    __syncthreads();
-    write_staged_codes(p, codes, r0, c0);
+  }
+
+  // kStageBytes: row r, columns c..c+VEC of the tile loaded into v (0 past M), q written and qt's
+  // codes staged. inv: the per-tensor reciprocal; per row: row_inv and col_inv.
+  static FP8JIT_DEVICE void cast_staged(const QuantParams& p, u8* codes, int r, int c, float inv,
+                                        const float* row_inv, const float* col_inv,
+                                        float (&v)[VEC]) {
+    const int r0 = blockIdx.y * kTile, c0 = blockIdx.x * kTile;
+    const bool in = r0 + r < p.M;
+    if (in)
+      load_elems<E, VEC>(p.x, p.ldx, r0 + r, c0 + c, p.K, p.vector_ok, v);
+    else
+#pragma unroll
+      for (int i = 0; i < VEC; ++i) v[i] = 0.0f;
+    u32 w[VEC / 4];
+    quantize_pack<F, VEC>(v, G == kTensor ? inv : row_inv[r], w);
+    if (in) store_fp8<VEC>(p.q, p.ldq, r0 + r, c0 + c, p.K, p.vector_ok, w);
+    if constexpr (G == kRow)
+      quantize_pack_each<F, VEC>(v, col_inv + c, w);  // qt's codes: per column
+#pragma unroll
+    for (int j = 0; j < VEC / 4; ++j) reinterpret_cast<u32*>(codes + r * kBytePitch + c)[j] = w[j];
   }
 
   // kRegisterTile: each thread loads its rows' VEC columns into registers; the row (1x128) or tile
   // (128x128) amaxes by shuffles, the column amaxes (1x128 groups of qt) through shared memory;
   // then q from registers and qt's codes staged.
   static FP8JIT_DEVICE void run_registers(const QuantParams& p, u8* codes) {
-    constexpr int kTeam = kTile / VEC;  // threads covering one tile row
-    constexpr int kRowsPerPass = THREADS / kTeam, kPasses = kTile / kRowsPerPass;
+    constexpr int kRowsPerPass = kSlotRows, kPasses = kSlots;
     static_assert(kTeam <= kWarpSize && THREADS % kTeam == 0,
                   "run_registers: a row's team within a warp");
     float* col =
@@ -259,6 +300,20 @@ struct TileQuantizer {
       amax = abs_max(v[j], amax);
 #pragma unroll
       for (int i = 0; i < VEC; ++i) cmax[i] = fmaxf(cmax[i], fabsf(v[j][i]));
+    }
+    // The column fold of the thread's rows, while all are loaded: VEC sums live on.
+    float fold[COLSUM ? kPasses / 2 : 1][VEC];
+    if constexpr (COLSUM) {
+#pragma unroll
+      for (int j = 0; j < kPasses / 2; ++j)
+#pragma unroll
+        for (int i = 0; i < VEC; ++i) fold[j][i] = v[j][i] + v[j + kPasses / 2][i];
+#pragma unroll
+      for (int h = kPasses / 4; h >= 1; h /= 2)
+#pragma unroll
+        for (int j = 0; j < h; ++j)
+#pragma unroll
+          for (int i = 0; i < VEC; ++i) fold[j][i] += fold[j + h][i];
     }
     publish_amax(p, amax);
     float inv[kPasses];  // q's reciprocal per pass: its row's (1x128) or the tile's (128x128)
@@ -309,6 +364,11 @@ struct TileQuantizer {
       __syncthreads();
       write_staged_codes(p, codes, r0, c0);
     }
+    if constexpr (COLSUM) {
+      __syncthreads();  // the codes are read: their memory takes the folds
+      fold_column_partials<kRowsPerPass, VEC, THREADS>(p, reinterpret_cast<float*>(codes), fold[0],
+                                                       rt, c, c0);
+    }
   }
 
   // qt[c, r..r+16) from the staged codes (transposed_slot).
@@ -356,6 +416,8 @@ struct TileQuantizer {
     }
     write_rows(p, tile, row_inv, sp.inv, r0, c0);
     if constexpr (TRANSPOSE) write_transposed(p, tile, col_inv, sp.inv, r0, c0);
+    // The tile was staged before the block_max barrier and is only read since.
+    if constexpr (COLSUM) fold_staged_column_partials<THREADS>(p, tile, kPitch, c0);
   }
 };
 
