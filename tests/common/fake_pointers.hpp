@@ -6,7 +6,11 @@
 
 namespace fp8jit::test {
 
-inline void* fake(std::uintptr_t a) { return reinterpret_cast<void*>(a); }
-inline float* fake_f(std::uintptr_t a) { return reinterpret_cast<float*>(a); }
+inline void* fake(std::uintptr_t a) {
+  return reinterpret_cast<void*>(a);
+}
+inline float* fake_f(std::uintptr_t a) {
+  return reinterpret_cast<float*>(a);
+}
 
 }  // namespace fp8jit::test

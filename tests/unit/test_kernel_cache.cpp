@@ -30,7 +30,11 @@ std::string read_bytes(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
-bool is_elf(const std::string& bin) { return bin.size() > 4 && bin.compare(0, 4, "\x7f" "ELF") == 0; }
+bool is_elf(const std::string& bin) {
+  return bin.size() > 4 && bin.compare(0, 4,
+                                       "\x7f"
+                                       "ELF") == 0;
+}
 
 class KernelCacheTest : public ::testing::Test {
  protected:
@@ -46,7 +50,8 @@ class KernelCacheTest : public ::testing::Test {
   std::string cache_file(KernelCache& c) { return c.disk().path_for(c.cubin_key(spec_)); }
 
   std::string dir_;
-  const KernelSpec spec_ = make_quantize_spec({DType::bf16, Fp8Format::e4m3, Granularity::row, false}, {8, 128, 2});
+  const KernelSpec spec_ =
+      make_quantize_spec({DType::bf16, Fp8Format::e4m3, Granularity::row, false}, {8, 128, 2});
 };
 
 TEST_F(KernelCacheTest, CompileOnceThenDiskHitThenRecompileCorruptFile) {
@@ -102,7 +107,8 @@ TEST_F(KernelCacheTest, CompileOnceThenDiskHitThenRecompileCorruptFile) {
     const std::string file = cache_file(c);
     std::string bytes = read_bytes(file);
     bytes[bytes.size() - 100] ^= 0x5a;
-    std::ofstream(file, std::ios::binary | std::ios::trunc).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    std::ofstream(file, std::ios::binary | std::ios::trunc)
+        .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
     EXPECT_EQ(c.cubin(spec_), original);
     EXPECT_EQ(c.stats().disk_corrupt, 1u);
     EXPECT_EQ(c.stats().compiles, 1u);
@@ -111,10 +117,12 @@ TEST_F(KernelCacheTest, CompileOnceThenDiskHitThenRecompileCorruptFile) {
 
 TEST_F(KernelCacheTest, DistinctSpecsGetDistinctFiles) {
   KernelCache c({.cache_dir = dir_});
-  const KernelSpec other = make_quantize_spec({DType::bf16, Fp8Format::e4m3, Granularity::row, false}, {8, 256, 2});
+  const KernelSpec other =
+      make_quantize_spec({DType::bf16, Fp8Format::e4m3, Granularity::row, false}, {8, 256, 2});
   const std::string a = c.cubin(spec_), b = c.cubin(other);
   EXPECT_NE(a, b);
-  EXPECT_NE(cache_file(c), c.disk().path_for(binary_cache_key(render_source(other), CompileTarget::cubin)));
+  EXPECT_NE(cache_file(c),
+            c.disk().path_for(binary_cache_key(render_source(other), CompileTarget::cubin)));
   EXPECT_EQ(c.stats().compiles, 2u);
   EXPECT_EQ(c.stats().disk_writes, 2u);
   EXPECT_EQ(c.cubin(other), b);
@@ -128,7 +136,8 @@ TEST_F(KernelCacheTest, GemmCubinsThroughTheirPostPasses) {
   GemmProblem block{};
   block.scale = ScaleMode::block;
   const KernelSpec g = make_gemm_spec(block, GemmConfig{128, 256, 3, 16});
-  const std::string nvrtc = nvrtc_compile(spec_name(g), render_source(g), CompileTarget::cubin).binary;
+  const std::string nvrtc =
+      nvrtc_compile(spec_name(g), render_source(g), CompileTarget::cubin).binary;
   std::string hinted = nvrtc;
   ASSERT_GT(hold_ffma_factors(hinted).held, 0);
   {
@@ -226,14 +235,17 @@ DequantizeArgs valid_dequantize_args() {
   return d;
 }
 
-
 TEST(KernelCacheRuntime, QuantizeWithoutGpuIsADriverError) {
   if (driver::available()) GTEST_SKIP() << "a GPU is present";
   Runtime rt(RuntimeOptions{""});
   for (const std::string& msg :
-       {test::error_message(ErrorKind::driver, [&] { rt.quantize(valid_quantize_args(), nullptr); }),
-        test::error_message(ErrorKind::driver, [&] { rt.dequantize(valid_dequantize_args(), nullptr); }),
-        test::error_message(ErrorKind::driver, [&] { rt.quantize(valid_quantize_args(), default_quantize_spec({}), nullptr); })}) {
+       {test::error_message(ErrorKind::driver,
+                            [&] { rt.quantize(valid_quantize_args(), nullptr); }),
+        test::error_message(ErrorKind::driver,
+                            [&] { rt.dequantize(valid_dequantize_args(), nullptr); }),
+        test::error_message(ErrorKind::driver, [&] {
+          rt.quantize(valid_quantize_args(), default_quantize_spec({}), nullptr);
+        })}) {
     EXPECT_NE(msg.find("libcuda"), std::string::npos) << msg;
   }
   EXPECT_EQ(rt.cache_stats().compiles, 0u);  // nothing compiled for a launch that cannot happen
@@ -253,20 +265,28 @@ TEST(KernelCacheRuntime, InvalidQuantizeArgsNamedBeforeDriverUse) {
       {"invalid scales = nullptr", [](QuantizeArgs& a) { a.scales = nullptr; }},
       {"invalid ldx = 511: must be at least 512", [](QuantizeArgs& a) { a.ldx = 511; }},
       {"invalid ldq = 100", [](QuantizeArgs& a) { a.ldq = 100; }},
-      {"invalid x = 0x10001: must be aligned to 2 bytes", [](QuantizeArgs& a) { a.x = fake(0x10001); }},
+      {"invalid x = 0x10001: must be aligned to 2 bytes",
+       [](QuantizeArgs& a) { a.x = fake(0x10001); }},
       {"invalid x = 0x10002: must be aligned to 4 bytes",
        [](QuantizeArgs& a) { a.x = fake(0x10002), a.input = DType::fp32; }},
       {"invalid static_scale", [](QuantizeArgs& a) { a.static_scale = fake_f(0x500000); }},
       {"invalid scales_t", [](QuantizeArgs& a) { a.scales_t = fake_f(0x600000); }},
-      {"invalid scales_t = nullptr", [](QuantizeArgs& a) { a.granularity = Granularity::row, a.qt = fake(0x700000); }},
+      {"invalid scales_t = nullptr",
+       [](QuantizeArgs& a) { a.granularity = Granularity::row, a.qt = fake(0x700000); }},
       {"invalid scales_t = nullptr", [](QuantizeArgs& a) { a.qt = fake(0x700000); }},
       {"invalid ldqt = 256", [](QuantizeArgs& a) { a.ldqt = 256; }},
-      {"invalid deepseek_arithmetic = true: DeepSeek's act_quant arithmetic is 1x128 E4M3 without a "
+      {"invalid deepseek_arithmetic = true: DeepSeek's act_quant arithmetic is 1x128 E4M3 without "
+       "a "
        "transposed output; here granularity 128x128",
-       [](QuantizeArgs& a) { a.deepseek_arithmetic = true, a.granularity = Granularity::block128; }},
-      {"format e5m2", [](QuantizeArgs& a) { a.deepseek_arithmetic = true, a.format = Fp8Format::e5m2; }},
+       [](QuantizeArgs& a) {
+         a.deepseek_arithmetic = true, a.granularity = Granularity::block128;
+       }},
+      {"format e5m2",
+       [](QuantizeArgs& a) { a.deepseek_arithmetic = true, a.format = Fp8Format::e5m2; }},
       {"qt given",
-       [](QuantizeArgs& a) { a.deepseek_arithmetic = true, a.qt = fake(0x700000), a.scales_t = fake_f(0x600000); }},
+       [](QuantizeArgs& a) {
+         a.deepseek_arithmetic = true, a.qt = fake(0x700000), a.scales_t = fake_f(0x600000);
+       }},
   };
   for (const Case& c : cases) {
     QuantizeArgs a = valid_quantize_args();
@@ -274,13 +294,16 @@ TEST(KernelCacheRuntime, InvalidQuantizeArgsNamedBeforeDriverUse) {
     SCOPED_TRACE(c.needle);
     for (const std::string& msg :
          {test::error_message(ErrorKind::invalid_argument, [&] { rt.quantize(a, nullptr); }),
-          test::error_message(ErrorKind::invalid_argument, [&] { rt.quantize(a, default_quantize_spec({}), nullptr); }),
+          test::error_message(ErrorKind::invalid_argument,
+                              [&] { rt.quantize(a, default_quantize_spec({}), nullptr); }),
           test::error_message(ErrorKind::invalid_argument, [&] { (void)rt.select(a); })})
       EXPECT_NE(msg.find(c.needle), std::string::npos) << msg;
   }
   // A spec that does not match the arguments is refused before the driver, too.
   const std::string msg = test::error_message(ErrorKind::invalid_argument, [&] {
-    rt.quantize(valid_quantize_args(), default_quantize_spec({DType::fp16, Fp8Format::e4m3, Granularity::group128, false}), nullptr);
+    rt.quantize(valid_quantize_args(),
+                default_quantize_spec({DType::fp16, Fp8Format::e4m3, Granularity::group128, false}),
+                nullptr);
   });
   EXPECT_NE(msg.find("invalid spec = quant_sm90_fp16_e4m3_1x128"), std::string::npos) << msg;
   // So is the IEEE kernel for DeepSeek's arithmetic, and the reverse: the bytes would differ.
@@ -288,9 +311,11 @@ TEST(KernelCacheRuntime, InvalidQuantizeArgsNamedBeforeDriverUse) {
   ds.deepseek_arithmetic = true;
   QuantizeProblem ds_problem;
   ds_problem.deepseek_arithmetic = true;
-  for (const auto& [args, spec] : {std::pair{ds, default_quantize_spec({})},
-                                   std::pair{valid_quantize_args(), default_quantize_spec(ds_problem)}}) {
-    const std::string m = test::error_message(ErrorKind::invalid_argument, [&] { rt.quantize(args, spec, nullptr); });
+  for (const auto& [args, spec] :
+       {std::pair{ds, default_quantize_spec({})},
+        std::pair{valid_quantize_args(), default_quantize_spec(ds_problem)}}) {
+    const std::string m =
+        test::error_message(ErrorKind::invalid_argument, [&] { rt.quantize(args, spec, nullptr); });
     EXPECT_NE(m.find("transpose or arithmetic"), std::string::npos) << m;
   }
   EXPECT_EQ(rt.cache_stats().compiles, 0u);
@@ -318,7 +343,8 @@ TEST(KernelCacheRuntime, HostReferenceRefusesDeepSeekArithmetic) {
   a.q = q.data();
   a.scales = scales.data();
   a.deepseek_arithmetic = true;
-  const std::string msg = test::error_message(ErrorKind::invalid_argument, [&] { reference::quantize(a); });
+  const std::string msg =
+      test::error_message(ErrorKind::invalid_argument, [&] { reference::quantize(a); });
   EXPECT_NE(msg.find("IEEE arithmetic only"), std::string::npos) << msg;
   EXPECT_EQ(q, std::vector<std::uint8_t>(x.size(), 0xAB));  // nothing written
   a.deepseek_arithmetic = false;
@@ -339,7 +365,9 @@ TEST(KernelCacheRuntime, InvalidDequantizeArgsNamedBeforeDriverUse) {
   for (const auto& [needle, edit] : cases) {
     DequantizeArgs d = valid_dequantize_args();
     edit(d);
-    EXPECT_NE(test::error_message(ErrorKind::invalid_argument, [&] { rt.dequantize(d, nullptr); }).find(needle), std::string::npos)
+    EXPECT_NE(test::error_message(ErrorKind::invalid_argument, [&] { rt.dequantize(d, nullptr); })
+                  .find(needle),
+              std::string::npos)
         << needle;
   }
 }
@@ -357,7 +385,8 @@ TEST(KernelCacheRuntime, SelectPicksTheHeuristicDefaultForTheAlignment) {
   a = valid_quantize_args();
   a.granularity = Granularity::block128;
   a.qt = fake(0x700000);
-  EXPECT_EQ(rt.select(a), default_quantize_spec({DType::bf16, Fp8Format::e4m3, Granularity::block128, true}, 16));
+  EXPECT_EQ(rt.select(a),
+            default_quantize_spec({DType::bf16, Fp8Format::e4m3, Granularity::block128, true}, 16));
   EXPECT_EQ(rt.select(valid_dequantize_args()), default_dequantize_spec({}, 16));
   DequantizeArgs d = valid_dequantize_args();
   d.q = fake(0x10004);  // FP8 codes 4-byte aligned
