@@ -272,8 +272,8 @@ bool tall_tile_waves_allow(std::int64_t groups, std::int64_t rows, std::int64_t 
   return 20 * wave_area(kTallTile) <= 21 * wave_area(chosen);
 }
 
-// Whether a dense GEMM at M >= 2048 over 16 K blocks or more, block or per-tensor scaling (no
-// bias), takes kTallTile in place of `chosen`: unless its waves leave more than 5 % more tile
+// Whether a dense GEMM at M >= 2048 over 16 K blocks or more, block, per-tensor or per-row scaling
+// (no bias), takes kTallTile in place of `chosen`: unless its waves leave more than 5 % more tile
 // area unused, which it does not repay. H100, CUDA events, heuristic (shipped rows off) against
 // 256x128 (lab/configs/tall_default.txt, both shape lists): of the 25 shapes where the waves allow
 // it, 21 gained up to 1.077x (6000x8192x28672 block), 1.064x (8192x5120x8192 and 8192x28672x4096
@@ -282,8 +282,14 @@ bool tall_tile_waves_allow(std::int64_t groups, std::int64_t rows, std::int64_t 
 // 6.7 % lost 5.5-7.0 % (3000x10240x5120), by 33-46 % lost 22-24 % (4096x2112x7168), by 2.7 %
 // gained 2.9 % (6000x8192x28672 per tensor). Fast accumulation (lab/configs/tall_fast.txt, 12
 // shapes): 1.04-1.12x on all (4096x7168x2048 99.7 -> 89.1 µs, 3000x4096x14336 259.6 -> 230.8,
-// 8192^3 747.7 -> 715.7). Untimed elsewhere: rowwise, group scaling and bias (whose 256-row tiles
-// stage D row by row: ptxas spills the panels). Grouped launches: takes_grouped_tall_tile.
+// 8192^3 747.7 -> 715.7). Per row (no bias), H100, explicit tiles: 256x128 with D staged in
+// panels (its TMA-only build since G96) against the row-major slab before, tree / panels / tree,
+// 8192x32768x8192 3488 / 3206 / 3431 µs (the 128x208 it replaces there 3623-3698),
+// 32768x8192x8192 3649 / 3065 / 3317, 8192x8192x32768 3353 / 3341 / 3419 (where G93 had the old
+// tile 3076 against the slab's 3134: a tie with panels). Not with a bias: per tensor with a bias
+// lost 3.7 % on the slab (G93: 3373 -> 3499, 3117 -> 3236) and its panels are not timed yet;
+// per row with a bias keeps a row-major slab (its panels spill). Grouped launches:
+// takes_grouped_tall_tile.
 // Under 16 K blocks, from 1024 rows: fast accumulation always, precise from 16384 columns. H200,
 // CUDA events, default -> 256x128 s3 g8 (lab/configs/short_k_tall_modes.txt, s28): fast
 // 4096x32768x512 145.7 -> 125.6 µs, 2048x32768x512 75.4 -> 64.7, 1024x32768x512 40.7 -> 36.2,
@@ -294,11 +300,13 @@ bool tall_tile_waves_allow(std::int64_t groups, std::int64_t rows, std::int64_t 
 // 15 % more area; 2.6 % faster all the same).
 bool takes_tall_tile(const GemmProblem& p, GemmLayout launch, const GemmConfig& chosen,
                      std::int64_t m, std::int64_t n, std::int64_t k_blocks, int sm_count) {
-  if (launch != GemmLayout::dense || p.bias ||
-      (p.scale != ScaleMode::block && p.scale != ScaleMode::tensor))
-    return false;
+  // Not group scaling (at most 64 columns at 256 rows), nor a bias (above).
+  if (launch != GemmLayout::dense || p.bias || p.scale == ScaleMode::group) return false;
+  // Per row scaling: timed over 16 K blocks only.
+  const bool short_k_mode = p.scale != ScaleMode::rowwise;
   const bool shape_allows =
-      k_blocks >= 16 ? m >= 2048 : m >= 1024 && (p.fast_accum || n >= kTallShortKMinN);
+      k_blocks >= 16 ? m >= 2048
+                     : short_k_mode && m >= 1024 && (p.fast_accum || n >= kTallShortKMinN);
   return shape_allows && tall_tile_waves_allow(1, m, n, chosen, sm_count);
 }
 

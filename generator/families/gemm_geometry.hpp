@@ -54,7 +54,8 @@ inline dev::GemmTile gemm_tile(const GemmProblem& p, const GemmConfig& c) {
           p.bias,
           c.cluster_m,
           c.cluster_n,
-          p.layout != GemmLayout::dense};
+          p.layout != GemmLayout::dense,
+          c.epilogue == GemmEpilogue::tma};
 }
 
 inline GemmGeometry gemm_geometry(const GemmProblem& p, const GemmConfig& c) {

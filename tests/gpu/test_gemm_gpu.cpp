@@ -368,19 +368,9 @@ TEST(GemmGpu, TallTilesPromoteTheirSlabsInTurn) {
   run_config_cases(cases, 900, 3);
 }
 
-// The heuristic's 256x128 under 16 K blocks (fast accumulation at any width, precise from 16384
-// columns): the defaults at 1024-2048 rows, 2-4 K blocks, ragged N and M, every mode that takes it.
-TEST(GemmGpu, TallTilesAtShortKByDefault) {
-  FP8JIT_REQUIRE_GPU();
-  const Fp8Format e4 = Fp8Format::e4m3;
-  const std::vector<std::pair<GemmProblem, Shape>> cases = {
-      {{e4, e4, DType::bf16, ScaleMode::block}, {1024, 16384, 512}},
-      {{e4, e4, DType::bf16, ScaleMode::tensor}, {1024, 16400, 384}},
-      {{e4, e4, DType::bf16, ScaleMode::tensor, false, true}, {1024, 8192, 256}},
-      {{e4, e4, DType::fp32, ScaleMode::tensor, false, true}, {2000, 8200, 512}},
-  };
+// Each case's default kernel is a 256-row tile, and it matches the reference.
+void expect_tall_defaults(const std::vector<std::pair<GemmProblem, Shape>>& cases, unsigned seed) {
   precompile(cases);
-  unsigned seed = 950;
   for (const auto& [p, s] : cases) {
     Operands o = make_operands(p, s.m, s.n, s.k, seed++);
     GemmArgs probe = o.args;
@@ -393,9 +383,36 @@ TEST(GemmGpu, TallTilesAtShortKByDefault) {
   }
 }
 
+// The heuristic's 256x128 under 16 K blocks (fast accumulation at any width, precise from 16384
+// columns): the defaults at 1024-2048 rows, 2-4 K blocks, ragged N and M, every mode that takes it.
+TEST(GemmGpu, TallTilesAtShortKByDefault) {
+  FP8JIT_REQUIRE_GPU();
+  const Fp8Format e4 = Fp8Format::e4m3;
+  const std::vector<std::pair<GemmProblem, Shape>> cases = {
+      {{e4, e4, DType::bf16, ScaleMode::block}, {1024, 16384, 512}},
+      {{e4, e4, DType::bf16, ScaleMode::tensor}, {1024, 16400, 384}},
+      {{e4, e4, DType::bf16, ScaleMode::tensor, false, true}, {1024, 8192, 256}},
+      {{e4, e4, DType::fp32, ScaleMode::tensor, false, true}, {2000, 8200, 512}},
+  };
+  expect_tall_defaults(cases, 950);
+}
+
+// The heuristic's 256x128 for per-row scaling (no bias), over 16 K blocks from 2048 rows: the
+// defaults of a Linear's backward GEMMs in rowwise FP8 training, ragged N.
+TEST(GemmGpu, TallTilesPerRowByDefault) {
+  FP8JIT_REQUIRE_GPU();
+  const Fp8Format e4 = Fp8Format::e4m3, e5 = Fp8Format::e5m2;
+  const std::vector<std::pair<GemmProblem, Shape>> cases = {
+      {{e4, e4, DType::bf16, ScaleMode::rowwise}, {2048, 4096, 2048}},
+      {{e5, e4, DType::bf16, ScaleMode::rowwise}, {4096, 2000, 4096}},
+  };
+  expect_tall_defaults(cases, 960);
+}
+
 // 256-row tiles staging D in 128-byte swizzled panels (GemmGeometry::swizzled_slab): two m64 slabs
 // per warpgroup in one slab of panels, with and without slab passes, one panel (256x64) and two,
-// FP32 out, per tensor fast with a bias, rows and columns cut by M and N.
+// FP32 out, per tensor with a bias (fast; precise and per row in their TMA-only builds), rows and
+// columns cut by M and N.
 TEST(GemmGpu, TallTilesStageWholePanels) {
   FP8JIT_REQUIRE_GPU();
   const Fp8Format e4 = Fp8Format::e4m3, e5 = Fp8Format::e5m2;
@@ -405,6 +422,11 @@ TEST(GemmGpu, TallTilesStageWholePanels) {
       {{e5, e4, DType::fp32, ScaleMode::block}, {256, 64, 3, 8}, {700, 900, 1040}},
       {{e4, e4, DType::bf16, ScaleMode::tensor, true, true}, {256, 128, 3, 8}, {600, 1000, 1040}},
       {{e4, e5, DType::fp16, ScaleMode::tensor}, {256, 128, 3, 16}, {257, 640, 512}},
+      // TMA-only builds (their any builds keep row-major slabs: padded D runs them).
+      {{e4, e4, DType::bf16, ScaleMode::tensor, true}, {256, 128, 3, 8, 1, 1, GemmEpilogue::tma}, {1000, 1000, 2048}},
+      {{e4, e4, DType::bf16, ScaleMode::rowwise}, {256, 128, 3, 8, 1, 1, GemmEpilogue::tma}, {600, 1000, 1040}},
+      {{e5, e4, DType::fp32, ScaleMode::rowwise}, {256, 96, 2, 8, 1, 1, GemmEpilogue::tma}, {300, 500, 1536}},
+      {{e4, e4, DType::fp16, ScaleMode::tensor, true}, {256, 64, 3, 8, 1, 1, GemmEpilogue::tma}, {513, 376, 1024}},
   };
   for (const ConfigCase& c : cases)
     ASSERT_TRUE(gemm_geometry(c.p, c.c).swizzled_slab) << c.c.block_n;

@@ -43,8 +43,9 @@ TEST(GemmSpecSmem, FormulaPinned) {
 
 // The epilogue's slab in swizzled panels (128, 64 or 32 bytes) wherever D's rows are whole panels
 // wide, grouped layouts included (a slab past a group's end is copied out by the warpgroup), and
-// not one warpgroup holding 256 columns in two halves nor 256-row tiles per row or per tensor with
-// a bias (ptxas spilt those), nor grouped 256-row tiles but block-scaled ones.
+// not one warpgroup holding 256 columns in two halves nor 256-row tiles per row with a bias, nor
+// per row or per tensor with a bias in builds with every epilogue (ptxas spills those), nor
+// grouped 256-row tiles but block-scaled ones.
 TEST(GemmGeometrySlab, SwizzledOnlyForDenseTilesOfWholePanels) {
   const GemmProblem block{Fp8Format::e4m3, Fp8Format::e4m3, DType::bf16, ScaleMode::block};
   const GemmProblem tensor{Fp8Format::e4m3, Fp8Format::e4m3, DType::bf16, ScaleMode::tensor};
@@ -58,8 +59,18 @@ TEST(GemmGeometrySlab, SwizzledOnlyForDenseTilesOfWholePanels) {
   GemmProblem rowwise = tensor, tensor_bias = tensor;
   rowwise.scale = ScaleMode::rowwise;
   tensor_bias.bias = true;
-  EXPECT_FALSE(swizzled(rowwise, {256, 128, 3, 8}));
-  EXPECT_FALSE(swizzled(tensor_bias, {256, 128, 3, 8}));
+  GemmProblem rowwise_bias = rowwise;
+  rowwise_bias.bias = true;
+  const GemmConfig tall{256, 128, 3, 8}, tall_tma{256, 128, 3, 8, 1, 1, GemmEpilogue::tma};
+  // Per row, and per tensor with a bias: panels in TMA-only builds, row-major in those with every
+  // epilogue; per row with a bias row-major in both.
+  EXPECT_TRUE(swizzled(rowwise, tall_tma));
+  EXPECT_TRUE(swizzled(tensor_bias, tall_tma));
+  EXPECT_FALSE(swizzled(rowwise, tall));
+  EXPECT_FALSE(swizzled(tensor_bias, tall));
+  EXPECT_FALSE(swizzled(rowwise_bias, tall_tma));
+  EXPECT_FALSE(swizzled(rowwise_bias, {256, 64, 3, 8, 1, 1, GemmEpilogue::tma}));
+  EXPECT_TRUE(swizzled(tensor, tall));
   EXPECT_TRUE(swizzled(tensor, {128, 192, 4, 8}));
   EXPECT_TRUE(swizzled(tensor, {64, 64, 6, 8}));     // one panel
   EXPECT_TRUE(swizzled(fp32, {128, 96, 4, 8}));      // 384 bytes: 32 FP32 columns a panel
@@ -77,7 +88,9 @@ TEST(GemmGeometrySlab, SwizzledOnlyForDenseTilesOfWholePanels) {
   EXPECT_EQ(panel(fp32, {64, 40, 8, 8}), 32);      // 160 bytes
   EXPECT_EQ(panel(block, {64, 40, 8, 8}), 0);      // 80 bytes
   EXPECT_EQ(panel(block, {64, 56, 8, 8}), 0);
-  EXPECT_EQ(panel(rowwise, {256, 96, 3, 8}), 0);  // per row 256-row tiles stay row-major
+  EXPECT_EQ(panel(rowwise, {256, 96, 3, 8, 1, 1, GemmEpilogue::tma}), 64);  // 192 bytes: 3 panels
+  EXPECT_EQ(panel(rowwise, {256, 96, 3, 8}), 0);
+  EXPECT_EQ(panel(rowwise_bias, {256, 96, 3, 8, 1, 1, GemmEpilogue::tma}), 0);
   EXPECT_TRUE(swizzled(grouped, {128, 256, 3, 8}));
   EXPECT_TRUE(swizzled(grouped, {128, 144, 5, 8}));
   EXPECT_TRUE(swizzled(grouped, {256, 128, 3, 8}));

@@ -35,6 +35,7 @@ struct GemmTile {
   bool bias;
   int cluster_m, cluster_n;
   bool grouped;  // a grouped layout: its scheduler keeps a group and row bounds in registers
+  bool tma_epilogue;  // the build holds only the TMA-store epilogue (GemmEpilogue::tma)
 };
 
 struct GemmGeometry {
@@ -184,10 +185,13 @@ constexpr GemmGeometry gemm_geometry(const GemmTile& t) {
   // 8 on the same banks (8-way conflicts), the swizzle on 8 different ones. Measured on an H100
   // (block scaling, 128x256): 4096x24576x768 186.8 -> 155.9 µs, 4096x7168x2048 112.8 ->
   // 102.7. Only where the tile is whole panels wide; not for 64-row tiles in column halves (one
-  // warpgroup, 256 columns), which ptxas then spills (8 bytes), nor 256-row tiles per row or per
-  // tensor with a bias (precise: 8 bytes at 256x128), nor grouped 256-row tiles other than
-  // block-scaled ones (theirs compile without spills but have not run on a GPU in panels). Other
-  // 256-row tiles take it: their two warpgroups take turns, so a warpgroup's epilogue holds the
+  // warpgroup, 256 columns), which ptxas then spills (8 bytes), nor precise 256-row tiles per row
+  // with a bias (CUDA 13.0 ptxas: 56 bytes at 256x96, 152 at 256x128 bf16, 60 at 256x128 fp32),
+  // nor, in builds with every epilogue, per row or per tensor with a bias (8 bytes at 256x128),
+  // nor grouped 256-row tiles other than block-scaled ones (theirs compile without spills but
+  // have not run on a GPU in panels). The TMA-only builds of per row without a bias and per
+  // tensor with one fit (256 x 64-128, bf16, fp16 and fp32 out), where a row-major slab took D
+  // by generic stores (ST.E) onto the same banks. Other 256-row tiles take it: their two warpgroups take turns, so a warpgroup's epilogue holds the
   // other's next wgmmas back, and the row-major slab's conflicts cost 4600 cycles a tile against
   // 1250 swizzled (256x128 block at 4096x4096x7168 193.5 -> 184.9 µs, 4096x24576x1536 306.6 ->
   // 257.0, per tensor 187.0 -> 175.4; grouped, 8 groups of 4096 rows, N 7168, K 2048: 997.1 ->
@@ -195,7 +199,8 @@ constexpr GemmGeometry gemm_geometry(const GemmTile& t) {
   const bool tall_row_major =
       t.block_m == 256 &&
       ((t.grouped && t.scale != kBlockScale) ||
-       (!t.fast_accum && (t.scale == kPerRow || (t.scale == kPerTensor && t.bias))));
+       (!t.fast_accum && ((t.scale == kPerRow && t.bias) ||
+                          (!t.tma_epilogue && (t.scale == kPerRow || (t.scale == kPerTensor && t.bias))))));
   // Rows of 64- or 32-byte multiples (bf16 widths of 32 or 16 columns: 96, 176, ...) in panels
   // of 64 or 32 bytes, as DeepGEMM stores its 128x96 tiles: a 64-byte panel's 8 rows of a warp's
   // stores fill 4 x 128 bytes, their chunks XORed with row bits 1-2 onto 8 distinct 16-byte bank
@@ -260,11 +265,11 @@ constexpr int gemm_widest_block_n(GemmTile t, int max_chunks = 2) {
 // constexpr variable: NVRTC emits a variable of class type into the cubin as an initialised
 // global, even where only its members are read at compile time.
 template <int BLOCK_M, int BLOCK_N, int STAGES, int SCALE, int OUT_BYTES, bool FAST_ACCUM, bool BIAS, int CLUSTER_M,
-          int CLUSTER_N, bool GROUPED>
+          int CLUSTER_N, bool GROUPED, bool TMA_EPILOGUE>
 struct GemmGeometryOf {
   static constexpr GemmGeometry get() {
-    return gemm_geometry(
-        GemmTile{BLOCK_M, BLOCK_N, STAGES, SCALE, OUT_BYTES, FAST_ACCUM, BIAS, CLUSTER_M, CLUSTER_N, GROUPED});
+    return gemm_geometry(GemmTile{BLOCK_M, BLOCK_N, STAGES, SCALE, OUT_BYTES, FAST_ACCUM, BIAS, CLUSTER_M,
+                                  CLUSTER_N, GROUPED, TMA_EPILOGUE});
   }
 };
 

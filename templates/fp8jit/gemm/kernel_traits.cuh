@@ -29,7 +29,8 @@ struct Sm90GemmTraits {
   // Warpgroups, column chunks, the shared-memory layout and split-K summing, as the host computes
   // them from the same config (geometry.cuh).
   using Geometry = GemmGeometryOf<BLOCK_M, BLOCK_N, kStages, SCALE, ElemSize<OUT>::value,
-                                  kFastAccum, kBias, CLUSTER_M, CLUSTER_N, Scheduler::kGrouped>;
+                                  kFastAccum, kBias, CLUSTER_M, CLUSTER_N, Scheduler::kGrouped,
+                                  kTmaEpilogue>;
   static constexpr int BLOCK_K = kGemmBlockK;  // bytes of K per stage: one 128-byte swizzle atom
   static constexpr int kMathWGs = Geometry::get().math_wgs;
   static constexpr int kRowsPerWG = Geometry::get().rows_per_wg;
