@@ -64,7 +64,7 @@ def set_pdl(enabled: bool) -> None:
 def pdl() -> bool:
     """Whether programmatic dependent launch is on."""
 
-def quantize(x: int, input: str, m: int, k: int, ldx: int, q: int, format: str, ldq: int, scales: int, granularity: str, scale_layout: str, pow2_scale: bool, static_scale: int, qt: int, ldqt: int, scales_t: int, amax: int, stream: int, arithmetic: str = 'ieee') -> None:
+def quantize(x: int, input: str, m: int, k: int, ldx: int, q: int, format: str, ldq: int, scales: int, granularity: str, scale_layout: str, pow2_scale: bool, static_scale: int, qt: int, ldqt: int, scales_t: int, amax: int, stream: int, arithmetic: str = 'ieee', column_sums: int = 0) -> None:
     """fp8jit::Runtime::quantize on device pointers (QuantizeArgs)."""
 
 def dequantize(q: int, format: str, m: int, k: int, ldq: int, scales: int, granularity: str, scale_layout: str, y: int, output: str, ldy: int, stream: int) -> None:
