@@ -10,6 +10,7 @@ import concurrent.futures as cf
 import itertools
 import json
 import os
+import shutil
 import subprocess
 import tempfile
 
@@ -26,6 +27,10 @@ def main():
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
     p.add_argument("--outs", default="bf16,fp32")
     a = p.parse_args()
+    if shutil.which("cuobjdump") is None:
+        p.error("cuobjdump is not on PATH (NVIDIA's nvidia-cuda-cuobjdump and nvidia-cuda-nvdisasm wheels)")
+    if not os.access(a.cli, os.X_OK):
+        p.error(f"cli: {a.cli!r} is not an executable fp8jit CLI")
     queries = []
     for (scale, bias, fast), out, m, n, k in itertools.product(MODES, a.outs.split(","), MS, NKS, NKS):
         q = [a.cli, "select-gemm", "--m", str(m), "--n", str(n), "--k", str(k), "--scale", scale, "--out", out]
