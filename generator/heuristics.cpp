@@ -273,7 +273,7 @@ bool tall_tile_waves_allow(std::int64_t groups, std::int64_t rows, std::int64_t 
 }
 
 // Whether a dense GEMM at M >= 2048 over 16 K blocks or more, block, per-tensor or per-row scaling
-// (no bias), takes kTallTile in place of `chosen`: unless its waves leave more than 5 % more tile
+// (per row without a bias), takes kTallTile in place of `chosen`: unless its waves leave more than 5 % more tile
 // area unused, which it does not repay. H100, CUDA events, heuristic (shipped rows off) against
 // 256x128 (lab/configs/tall_default.txt, both shape lists): of the 25 shapes where the waves allow
 // it, 21 gained up to 1.077x (6000x8192x28672 block), 1.064x (8192x5120x8192 and 8192x28672x4096
@@ -286,10 +286,13 @@ bool tall_tile_waves_allow(std::int64_t groups, std::int64_t rows, std::int64_t 
 // panels (its TMA-only build since G96) against the row-major slab before, tree / panels / tree,
 // 8192x32768x8192 3488 / 3206 / 3431 µs (the 128x208 it replaces there 3623-3698),
 // 32768x8192x8192 3649 / 3065 / 3317, 8192x8192x32768 3353 / 3341 / 3419 (where G93 had the old
-// tile 3076 against the slab's 3134: a tie with panels). Not with a bias: per tensor with a bias
-// lost 3.7 % on the slab (G93: 3373 -> 3499, 3117 -> 3236) and its panels are not timed yet;
-// per row with a bias keeps a row-major slab (its panels spill). Grouped launches:
-// takes_grouped_tall_tile.
+// tile 3076 against the slab's 3134: a tie with panels). With a bias, per tensor and block, H100,
+// the heuristic before / after / before (lab/configs/tall_bias.txt; on the slab per tensor lost
+// 3.7 %, G93): per tensor 8192x8192x2048 260.4 / 230.9 / 260.4 µs, 8192x16384x4096 872.6 / 812.7 /
+// 870.6, 8192x32768x8192 3445 / 3085 / 3195, 4096x6144x4096 159.2 / 156.7 / 158.5, 8192x8192x32768
+// 3079 / 3106 / 3064 (1 % behind at 256 K blocks); block 8192x32768x8192 3267 / 3274 / 3374. Not
+// per row with a bias: its 256-row tiles keep a row-major slab (their panels spill). Grouped
+// launches: takes_grouped_tall_tile.
 // Under 16 K blocks, from 1024 rows: fast accumulation always, precise from 16384 columns. H200,
 // CUDA events, default -> 256x128 s3 g8 (lab/configs/short_k_tall_modes.txt, s28): fast
 // 4096x32768x512 145.7 -> 125.6 µs, 2048x32768x512 75.4 -> 64.7, 1024x32768x512 40.7 -> 36.2,
@@ -300,10 +303,14 @@ bool tall_tile_waves_allow(std::int64_t groups, std::int64_t rows, std::int64_t 
 // 15 % more area; 2.6 % faster all the same).
 bool takes_tall_tile(const GemmProblem& p, GemmLayout launch, const GemmConfig& chosen,
                      std::int64_t m, std::int64_t n, std::int64_t k_blocks, int sm_count) {
-  // Not group scaling (at most 64 columns at 256 rows), nor a bias (above).
-  if (launch != GemmLayout::dense || p.bias || p.scale == ScaleMode::group) return false;
-  // Per row scaling: timed over 16 K blocks only.
-  const bool short_k_mode = p.scale != ScaleMode::rowwise;
+  // Not group scaling (at most 64 columns at 256 rows), nor per row with a bias: precise, its
+  // 256-row tiles stage D in a row-major slab (GemmGeometry: its panels spill); fast, their TMA
+  // build spills 2-4 words with panels (CUDA 13.0 ptxas, 256x128 bf16 and fp32 out).
+  if (launch != GemmLayout::dense || p.scale == ScaleMode::group ||
+      (p.scale == ScaleMode::rowwise && p.bias))
+    return false;
+  // Per row scaling and a bias: timed over 16 K blocks only.
+  const bool short_k_mode = p.scale != ScaleMode::rowwise && !p.bias;
   const bool shape_allows =
       k_blocks >= 16 ? m >= 2048
                      : short_k_mode && m >= 1024 && (p.fast_accum || n >= kTallShortKMinN);

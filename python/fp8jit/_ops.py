@@ -257,6 +257,39 @@ def quantize(x, format: str = "e4m3", granularity: str = "1x128", *, scale_layou
     return tuple(result)
 
 
+def _quantize_transposed(x, fmt: str, granularity: str, scale_layout: str, pow2: bool, static, want_amax: bool,
+                         column_sums: bool):
+    """quantize(x, transpose=True, ...) for Float8Linear's casts, whose inputs the layer has made
+    2-D and contiguous on a CUDA device: (q, s, qt, st or None, amax or None, sums or None), the
+    outputs allocated and the binding called without the public wrapper's checks, which were most
+    of a cast's host time in the eager training step (the GPU waited for it at d = 2048). Any
+    other input takes the public path, which checks it."""
+    T = _torch()
+    name = T.dtype_names.get(x.dtype)
+    if name is None or x.dim() != 2 or not x.is_cuda or not x.is_contiguous():
+        out = quantize(x, fmt, granularity, scale_layout=scale_layout, pow2_scale=pow2, static_scale=static,
+                       transpose=True, return_amax=want_amax, column_sums=column_sums)
+        q, s, qt, st = out[:4]
+        rest = list(out[4:])
+        amax = rest.pop(0) if want_amax else None
+        return q, s, qt, (st if st is not s else None), amax, (rest[0] if column_sums else None)
+    torch = T.torch
+    m, k = x.shape
+    device = x.device
+    qdtype = _fp8_dtype(T, fmt)
+    q = torch.empty((m, k), dtype=qdtype, device=device)
+    qt = torch.empty((k, m), dtype=qdtype, device=device)
+    s = _new_scales(torch, granularity, scale_layout, m, k, device)
+    st = _new_scales(torch, granularity, scale_layout, k, m, device) if granularity in ("1x128", "row") else None
+    amax = torch.empty((1,), dtype=torch.float32, device=device) if want_amax else None
+    sums = torch.empty((k,), dtype=torch.float32, device=device) if column_sums else None
+    index = x.get_device()
+    _launch(T, index, _fp8jit.quantize, x.data_ptr(), name, m, k, k, q.data_ptr(), fmt, k, s.data_ptr(),
+            granularity, scale_layout, pow2, _ptr(static), qt.data_ptr(), m, _ptr(st), _ptr(amax),
+            int(T.raw_stream(index)), "ieee", _ptr(sums))
+    return q, s, qt, st, amax, sums
+
+
 def dequantize(q, scales, granularity: str = "128x128", *, dtype: Any = None, out: Any = None,
                stream: Any = None):
     """q [M, K] FP8 and its fp32 scales ('tensor', 'row', '1x128' or '128x128'; row-major or, for

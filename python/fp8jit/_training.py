@@ -70,6 +70,26 @@ def _recipe(name) -> Recipe:
     return RECIPES[name]
 
 
+def _cast_impl(x, granularity: str, fmt: str, scale, pow2: bool, column_sums: bool, distinct: bool) -> list:
+    """_cast_transposed's outputs. ``distinct``: every output a tensor of its own, as a custom op's
+    outputs must be (no aliases, an empty tensor for each absent one); eager calls pass False and
+    get the scale itself for the transposed use where it is the same (per tensor), and None for
+    the absent amax and sums, sparing a copy and allocations on the host's path."""
+    if granularity not in ("tensor", "row", "1x128", "128x128"):
+        raise ValueError(f"granularity {granularity!r}: expected 'tensor', 'row', '1x128' or '128x128'")
+    layout = "col_major_tma" if granularity == "1x128" else "row_major"
+    static = scale if granularity == "tensor" else None
+    # A given scale is used as it is (pow2 rounds the scales a cast derives).
+    q, s, qt, st, amax, sums = _ops._quantize_transposed(x, fmt, granularity, layout, pow2 and static is None,
+                                                         static, static is not None, column_sums)
+    if st is None:  # per tensor: the same scale; 128x128: the blocks of x^T are s's transpose
+        st = s.t().contiguous() if granularity == "128x128" else s.clone() if distinct else s
+    if distinct:
+        amax = x.new_empty((0,), dtype=torch.float32) if amax is None else amax
+        sums = x.new_empty((0,), dtype=torch.float32) if sums is None else sums
+    return [q, s, qt, st, amax, sums]
+
+
 # No `from __future__ import annotations` here: custom_op reads these annotations as types.
 def _cast_transposed(x: torch.Tensor, granularity: str, fmt: str, scale: Optional[torch.Tensor],
                      pow2: bool = False, column_sums: bool = False) -> List[torch.Tensor]:
@@ -82,26 +102,7 @@ def _cast_transposed(x: torch.Tensor, granularity: str, fmt: str, scale: Optiona
     ``pow2``: dynamic scales rounded up to powers of two (torchao's round_scales_to_power_of_2).
     ``column_sums``: sums = the fp32 sum over the rows of each column of x ([K]: the bias gradient
     when x is dY) from the same cast; [0] without."""
-    # Outputs of a custom op may not alias each other: each empty output is a tensor of its own.
-    empty = lambda: x.new_empty((0,), dtype=torch.float32)  # noqa: E731
-    cs = {"column_sums": column_sums}
-    amax = None
-    if granularity == "row":
-        q, s, qt, st, *sums = _ops.quantize(x, fmt, "row", pow2_scale=pow2, transpose=True, **cs)
-    elif granularity == "1x128":
-        q, s, qt, st, *sums = _ops.quantize(x, fmt, "1x128", scale_layout="col_major_tma", pow2_scale=pow2,
-                                            transpose=True, **cs)
-    elif granularity not in ("tensor", "128x128"):
-        raise ValueError(f"granularity {granularity!r}: expected 'tensor', 'row', '1x128' or '128x128'")
-    elif scale is not None:
-        q, s, qt, _, amax, *sums = _ops.quantize(x, fmt, "tensor", static_scale=scale, transpose=True,
-                                                 return_amax=True, **cs)
-        st = s.clone()
-    else:
-        q, s, qt, _, *sums = _ops.quantize(x, fmt, granularity, pow2_scale=pow2, transpose=True, **cs)
-        # The transposed copy gets its own scales (no aliasing outputs).
-        st = s.clone() if granularity == "tensor" else s.t().contiguous()
-    return [q, s, qt, st, empty() if amax is None else amax, sums[0] if sums else empty()]
+    return _cast_impl(x, granularity, fmt, scale, pow2, column_sums, True)
 
 
 cast_transposed_op = torch.library.custom_op("fp8jit::cast_transposed", _cast_transposed, mutates_args=())
@@ -142,7 +143,7 @@ def _gemm(a, b, sa, sb, scale: str, dtype, bias=None):
 
 def _cast_op(t, granularity: str, fmt: str, scale, pow2: bool, column_sums: bool = False):
     if not torch.compiler.is_compiling():
-        return _cast_transposed(t, granularity, fmt, scale, pow2, column_sums)
+        return _cast_impl(t, granularity, fmt, scale, pow2, column_sums, False)
     return torch.ops.fp8jit.cast_transposed(t, granularity, fmt, scale, pow2, column_sums)
 
 

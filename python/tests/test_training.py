@@ -177,6 +177,34 @@ def test_the_bias_gradient_comes_from_the_cast_of_dy(recipe, t, n):
 
 
 @gpu
+@pytest.mark.parametrize("granularity", ["tensor", "row", "1x128", "128x128"])
+@pytest.mark.parametrize("static, sums", [(False, False), (False, True), (True, False)])
+def test_the_eager_cast_path_gives_the_custom_ops_outputs(granularity, static, sums):
+    """Eager steps call the casts' lean path (no copy of a shared scale, no empty outputs); the
+    custom op, which torch.compile traces, gives distinct tensors: the same bytes either way. An
+    input the lean path does not take (rows not contiguous) goes through the checked one."""
+    from fp8jit._training import _cast_impl
+
+    torch.manual_seed(3)
+    x = torch.randn(304, 400, device=DEV, dtype=torch.bfloat16) * 3
+    scale = torch.full((1,), 0.02, device=DEV) if static and granularity == "tensor" else None
+    got = _cast_impl(x, granularity, "e4m3", scale, False, sums, False)
+    want = ft.cast_transposed_op(x, granularity, "e4m3", scale, False, sums)
+    as_bytes = lambda t: t.view(torch.uint8) if t.element_size() == 1 else t  # noqa: E731
+    for i in range(4):
+        assert torch.equal(as_bytes(got[i]), as_bytes(want[i])), i
+    assert (got[4] is None) == (want[4].numel() == 0)
+    assert got[4] is None or torch.equal(got[4], want[4])
+    assert (got[5] is None) == (not sums)
+    assert got[5] is None or torch.equal(got[5], want[5])
+    if granularity == "tensor":  # eager: the transposed use reads the scale itself
+        assert got[3] is got[1]
+        assert want[3].data_ptr() != want[1].data_ptr()
+    with pytest.raises(ValueError, match="last dimension must be contiguous"):
+        _cast_impl(x.t().contiguous().t(), granularity, "e4m3", scale, False, sums, False)
+
+
+@gpu
 @pytest.mark.parametrize("recipe", ["tensorwise", "rowwise"])
 def test_the_casts_give_torchaos_codes_and_scales(recipe):
     """fp8jit's casts against the functions torchao's Float8Linear casts with (tensor_to_scale,

@@ -271,6 +271,26 @@ TEST(CompileGemm, DeepSeekV3Defaults) {
   compile_all(specs, "gemm DeepSeek-V3 defaults (block, tensor and tensor fast scaling, bf16 out)");
 }
 
+// The 256x128 defaults with a bias (per tensor precise and fast, block; every output type): the
+// forward GEMMs of FP8 training's Linear at 8192 tokens take them from 16 K blocks. None spills.
+TEST(CompileGemm, TallDefaultsWithABias) {
+  const Shape shapes[] = {{8192, 8192, 2048}, {8192, 16384, 4096}, {4096, 6144, 4096}};
+  std::vector<KernelSpec> specs;
+  std::set<std::string> seen;
+  for (const Shape& sh : shapes)
+    for (ScaleMode scale : {ScaleMode::tensor, ScaleMode::block})
+      for (bool fast : {false, true})
+        for (DType out : {DType::bf16, DType::fp16, DType::fp32}) {
+          if (scale == ScaleMode::block && fast) continue;
+          const GemmProblem p{Fp8Format::e4m3, Fp8Format::e4m3, out, scale, true, fast};
+          const KernelSpec s = default_gemm_spec(p, sh.m, sh.n, sh.k);
+          EXPECT_EQ(gemm_config_of(s).block_m, 256) << spec_name(s);
+          if (seen.insert(spec_name(s)).second) specs.push_back(s);
+        }
+  ASSERT_GE(specs.size(), 9u);
+  compile_all(specs, "256x128 gemm defaults with a bias");
+}
+
 // The grouped defaults of DeepSeek-V3's MoE suite (bench/shapes/deepseek_v3_moe.csv, block
 // scaling, bf16 out): 64-row, 128-row and, for contiguous groups of 1024 rows or more, 256x128
 // tiles with A's scales in two boxes; none spills.

@@ -409,6 +409,20 @@ TEST(GemmGpu, TallTilesPerRowByDefault) {
   expect_tall_defaults(cases, 960);
 }
 
+// The heuristic's 256x128 with a bias (not per row), over 16 K blocks from 2048 rows: the forward
+// GEMMs of FP8 training's Linear, ragged N and M.
+TEST(GemmGpu, TallTilesWithBiasByDefault) {
+  FP8JIT_REQUIRE_GPU();
+  const Fp8Format e4 = Fp8Format::e4m3;
+  const std::vector<std::pair<GemmProblem, Shape>> cases = {
+      {{e4, e4, DType::bf16, ScaleMode::tensor, true}, {2048, 2000, 2048}},
+      {{e4, e4, DType::fp32, ScaleMode::tensor, true}, {4096, 2000, 2048}},
+      {{e4, e4, DType::fp16, ScaleMode::tensor, true}, {4090, 2048, 2064}},
+      {{e4, e4, DType::bf16, ScaleMode::block, true}, {2048, 4000, 4096}},
+  };
+  expect_tall_defaults(cases, 962);
+}
+
 // 256-row tiles staging D in 128-byte swizzled panels (GemmGeometry::swizzled_slab): two m64 slabs
 // per warpgroup in one slab of panels, with and without slab passes, one panel (256x64) and two,
 // FP32 out, per tensor with a bias (fast; precise and per row in their TMA-only builds), rows and

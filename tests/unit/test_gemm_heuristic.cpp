@@ -58,7 +58,7 @@ TEST(GemmHeuristic, TallTilesAtLargeMAndLongK) {
                              {8192, 32768, 8192}}) {
         SCOPED_TRACE(fmt::format("{} bias {} {}x{}x{}", to_string(scale), bias, m, n, k));
         const GemmConfig c = pick(scale, m, n, k, bias);
-        if (bias) {  // per tensor's 256-row panels with a bias are not timed yet
+        if (scale == ScaleMode::rowwise && bias) {  // its 256-row slab is row-major
           EXPECT_EQ(c.block_m, 128);
           continue;
         }
