@@ -3,7 +3,10 @@ shape grid (select-gemm), per scale mode, bias, accumulation and output, compile
 its SASS searched for LDL/STL (cuobjdump on PATH: NVIDIA's PyPI wheels, lab/README "SASS without
 a GPU"). Prints each default that spills, with a shape that takes it.
 
-Usage: python3 lab/probes/default_spills.py build/fp8jit [--jobs 2]
+Usage: python3 lab/probes/default_spills.py build/fp8jit [--jobs 2] [--templates DIR]
+  --templates DIR: compile with NVRTC from DIR, a changed copy of templates/ (the spec's source from
+  the CLI's emit, the runtime's NVRTC options, no post-passes), to see a template change's spills
+  before the CLI is rebuilt.
 """
 import argparse
 import concurrent.futures as cf
@@ -12,6 +15,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 
 MS = [1, 16, 64, 128, 512, 1024, 2048, 4096, 8192, 16384]
@@ -26,11 +30,21 @@ def main():
     p.add_argument("cli")
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
     p.add_argument("--outs", default="bf16,fp32")
+    p.add_argument("--templates", help="a changed copy of templates/ to compile from (NVRTC, no post-passes)")
     a = p.parse_args()
     if shutil.which("cuobjdump") is None:
         p.error("cuobjdump is not on PATH (NVIDIA's nvidia-cuda-cuobjdump and nvidia-cuda-nvdisasm wheels)")
     if not os.access(a.cli, os.X_OK):
         p.error(f"cli: {a.cli!r} is not an executable fp8jit CLI")
+    nvrtc = headers = None
+    if a.templates:
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import nvrtc_options
+        os.environ["TEMPLATES"] = a.templates
+        base = nvrtc_options.templates_dir()
+        if base is None:
+            p.error(f"--templates {a.templates[:200]!r}: not a copy of templates/ (no fp8jit/gemm/sm90_fp8_gemm.cuh)")
+        nvrtc, headers = nvrtc_options.load_nvrtc(), nvrtc_options.template_headers(base)
     queries = []
     for (scale, bias, fast), out, m, n, k in itertools.product(MODES, a.outs.split(","), MS, NKS, NKS):
         q = [a.cli, "select-gemm", "--m", str(m), "--n", str(n), "--k", str(k), "--scale", scale, "--out", out]
@@ -49,9 +63,17 @@ def main():
     def local_accesses(spec):
         with tempfile.TemporaryDirectory() as tmp:
             cubin = os.path.join(tmp, "k.cubin")
-            r = subprocess.run([a.cli, "compile", "--spec", spec, "--cubin", cubin], capture_output=True, text=True)
-            if r.returncode:
-                return spec, f"compile failed: {r.stderr.strip()[-200:]}"
+            if nvrtc is None:
+                r = subprocess.run([a.cli, "compile", "--spec", spec, "--cubin", cubin], capture_output=True, text=True)
+                if r.returncode:
+                    return spec, f"compile failed: {r.stderr.strip()[-200:]}"
+            else:
+                src = subprocess.run([a.cli, "emit", "--spec", spec], capture_output=True).stdout
+                _, binary, log = nvrtc_options.compile_once(nvrtc, src, headers, nvrtc_options.BASE_OPTIONS)
+                if not binary:
+                    return spec, f"compile failed: {log[-200:]}"
+                with open(cubin, "wb") as f:
+                    f.write(binary)
             sass = subprocess.run(["cuobjdump", "-sass", cubin], capture_output=True, text=True, check=True).stdout
         return spec, sum(1 for line in sass.splitlines() if "LDL" in line or "STL" in line)
 
