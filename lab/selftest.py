@@ -9,7 +9,7 @@ writes nothing.
   lab/scripts/cold_compile.sh and lab/scripts/patch_check.sh: their argument checks
   lab/scripts/merge_shipped_rows.py  re-tuned rows merged into a shipped tuning document
   lab/probes/k_loop_sass.py and deepgemm_sass.sh: their argument checks (and, where cuobjdump is
-                              on PATH, the K loop of a real cubin)
+                              on PATH, the K loop of a real cubin); default_spills.py's argument checks
 
 Usage: FP8JIT_CLI=build/fp8jit python3 lab/selftest.py
 """
@@ -235,6 +235,14 @@ def test_sass_tools(d):
         check(rc == 2, "k_loop_sass.py on a file that is no cubin: exit 2")
     else:
         check(rc == 2 and "cuobjdump" in err, f"k_loop_sass.py without cuobjdump: exit {rc}")
+    # default_spills.py: a wrong templates copy or CLI is refused before anything is compiled.
+    for args in (["--templates", "/no/such/dir", CLI], ["--templates", d, CLI], ["--templates", "", CLI],
+                 ["--templates", os.path.join(ROOT, "README.md"), CLI], ["--templates", "x" * 5000, CLI],
+                 ["--templates"], [os.path.join(d, "no-cli")], ["x" * 5000], []):
+        rc, out, err = py("probes/default_spills.py", *args)
+        want = "--templates" if "--templates" in args and len(args) > 1 else ""
+        check(rc == 2 and want in err and err.strip() and not out.strip(),
+              f"default_spills.py {[a[:30] for a in args]}: exit {rc}, {err[-120:]!r}")
     out_dir = os.path.join(d, "never")
     good = {"N": "2112", "K": "7168", "BLOCK_M": "128", "BLOCK_N": "192", "STAGES": "4", "MULTICAST": "2"}
     for bad in ({"N": "x"}, {"K": ""}, {"BLOCK_M": "0"}, {"STAGES": "9" * 50}, {"ON_A": "maybe"},

@@ -32,19 +32,18 @@ def main():
     p.add_argument("--outs", default="bf16,fp32")
     p.add_argument("--templates", help="a changed copy of templates/ to compile from (NVRTC, no post-passes)")
     a = p.parse_args()
+    # Arguments first, so that a wrong one is refused on any machine (with cuobjdump or not).
+    if a.templates is not None and not os.path.isfile(os.path.join(a.templates, "fp8jit", "gemm", "sm90_fp8_gemm.cuh")):
+        p.error(f"--templates {a.templates[:200]!r}: not a copy of templates/ (no fp8jit/gemm/sm90_fp8_gemm.cuh)")
+    if not os.access(a.cli, os.X_OK):
+        p.error(f"cli: {a.cli[:200]!r} is not an executable fp8jit CLI")
     if shutil.which("cuobjdump") is None:
         p.error("cuobjdump is not on PATH (NVIDIA's nvidia-cuda-cuobjdump and nvidia-cuda-nvdisasm wheels)")
-    if not os.access(a.cli, os.X_OK):
-        p.error(f"cli: {a.cli!r} is not an executable fp8jit CLI")
     nvrtc = headers = None
-    if a.templates:
+    if a.templates is not None:
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
         import nvrtc_options
-        os.environ["TEMPLATES"] = a.templates
-        base = nvrtc_options.templates_dir()
-        if base is None:
-            p.error(f"--templates {a.templates[:200]!r}: not a copy of templates/ (no fp8jit/gemm/sm90_fp8_gemm.cuh)")
-        nvrtc, headers = nvrtc_options.load_nvrtc(), nvrtc_options.template_headers(base)
+        nvrtc, headers = nvrtc_options.load_nvrtc(), nvrtc_options.template_headers(a.templates)
     queries = []
     for (scale, bias, fast), out, m, n, k in itertools.product(MODES, a.outs.split(","), MS, NKS, NKS):
         q = [a.cli, "select-gemm", "--m", str(m), "--n", str(n), "--k", str(k), "--scale", scale, "--out", out]
