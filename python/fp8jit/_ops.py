@@ -175,6 +175,19 @@ def _new_scales(torch, granularity: str, layout: str, m: int, k: int, device):
     return torch.empty((cols, padded), dtype=torch.float32, device=device)[:, :rows].t()
 
 
+def _more_outputs(torch, qdtype, granularity: str, scale_layout: str, m: int, k: int, device, transpose: bool,
+                  amax: bool, column_sums: bool):
+    """quantize's outputs besides q and its scales, each None where not asked for: (qt [K, M],
+    its scales where they are not q's, amax [1], column sums [K])."""
+    qt = st = None
+    if transpose:
+        qt = torch.empty((k, m), dtype=qdtype, device=device)
+        # 1x128 and per-row scaling scale the transpose by its own groups or rows (x's columns).
+        st = _new_scales(torch, granularity, scale_layout, k, m, device) if granularity in ("1x128", "row") else None
+    return (qt, st, torch.empty((1,), dtype=torch.float32, device=device) if amax else None,
+            torch.empty((k,), dtype=torch.float32, device=device) if column_sums else None)
+
+
 def quantize(x, format: str = "e4m3", granularity: str = "1x128", *, scale_layout: str = "row_major",
              pow2_scale: bool = False, static_scale: Any = None, transpose: bool = False, return_amax: bool = False,
              out: Any = None, scales: Any = None, stream: Any = None, arithmetic: str = "ieee",
@@ -233,13 +246,8 @@ def quantize(x, format: str = "e4m3", granularity: str = "1x128", *, scale_layou
             [float(static_scale)], dtype=torch.float32, device=x.device)
         _check_cuda(T, static, "static_scale", dev)
         _scale_tensor(T, static, "static_scale", 1)
-    qt = st = None
-    if transpose:
-        qt = torch.empty((k, m), dtype=qdtype, device=x.device)
-        # 1x128 and per-row scaling scale the transpose by its own groups or rows (x's columns).
-        st = _new_scales(torch, granularity, scale_layout, k, m, x.device) if granularity in ("1x128", "row") else None
-    amax = torch.empty((1,), dtype=torch.float32, device=x.device) if return_amax else None
-    sums = torch.empty((k,), dtype=torch.float32, device=x.device) if column_sums else None
+    qt, st, amax, sums = _more_outputs(torch, qdtype, granularity, scale_layout, m, k, x.device, transpose,
+                                       return_amax, column_sums)
     _launch(T, dev, _fp8jit.quantize, _ptr(x2), _dtype_name(T, x.dtype), m, k, ldx, _ptr(q), fmt, ldq, _ptr(s),
             granularity, scale_layout, pow2_scale, _ptr(static), _ptr(qt), m if qt is not None else 0, _ptr(st),
             _ptr(amax), _stream(T, dev, stream), arithmetic, _ptr(sums))
@@ -278,11 +286,9 @@ def _quantize_transposed(x, fmt: str, granularity: str, scale_layout: str, pow2:
     device = x.device
     qdtype = _fp8_dtype(T, fmt)
     q = torch.empty((m, k), dtype=qdtype, device=device)
-    qt = torch.empty((k, m), dtype=qdtype, device=device)
     s = _new_scales(torch, granularity, scale_layout, m, k, device)
-    st = _new_scales(torch, granularity, scale_layout, k, m, device) if granularity in ("1x128", "row") else None
-    amax = torch.empty((1,), dtype=torch.float32, device=device) if want_amax else None
-    sums = torch.empty((k,), dtype=torch.float32, device=device) if column_sums else None
+    qt, st, amax, sums = _more_outputs(torch, qdtype, granularity, scale_layout, m, k, device, True, want_amax,
+                                       column_sums)
     index = x.get_device()
     _launch(T, index, _fp8jit.quantize, x.data_ptr(), name, m, k, k, q.data_ptr(), fmt, k, s.data_ptr(),
             granularity, scale_layout, pow2, _ptr(static), qt.data_ptr(), m, _ptr(st), _ptr(amax),
