@@ -150,7 +150,11 @@ def test_script_arguments(d):
                       ([os.path.join(ROOT, "README.md")], {"CONFIGS": "x" * 5000}),
                       ([os.path.join(ROOT, "README.md")], {"CONFIGS": os.path.join(ROOT, "README.md"), "CONFIGS_S": "0"}),
                       ([os.path.join(ROOT, "README.md")], {"CONFIGS": os.path.join(ROOT, "README.md"), "CONFIGS_S": "soon"}),
-                      ([os.path.join(ROOT, "README.md")], {"CONFIGS": os.path.join(ROOT, "README.md"), "CONFIGS_S": "9" * 30})):
+                      ([os.path.join(ROOT, "README.md")], {"CONFIGS": os.path.join(ROOT, "README.md"), "CONFIGS_S": "9" * 30}),
+                      ([os.path.join(ROOT, "README.md")], {"PEERS_RESERVE_S": "0"}),
+                      ([os.path.join(ROOT, "README.md")], {"PEERS_RESERVE_S": "-5"}),
+                      ([os.path.join(ROOT, "README.md")], {"PEERS_RESERVE_S": "2m"}),
+                      ([os.path.join(ROOT, "README.md")], {"PEERS_RESERVE_S": "9" * 30})):
         rc, _, err = run(["bash", "lab/scripts/patch_check.sh", *args], dict(env, OUT=out))
         check(rc == 2 and err.strip() and not os.path.exists(out), f"patch_check.sh {[a[:30] for a in args]} {env}: exit {rc}")
     for args, env in (([], {}), (["/no/such/list.txt", "base=-"], {}), (["x" * 5000, "base=-"], {}),

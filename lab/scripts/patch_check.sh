@@ -16,7 +16,9 @@
 # MORE="NAME=PATCH ..." further variants for LIST (built beside the others, CLI only),
 # CONFIGS=FILE lab/scripts/configs.sh over FILE (explicit tiles timed side by side, the tree's CLI,
 # so a heuristic patch's old and new tile meet in one run) after the peers, CONFIGS_S seconds kept
-# for it (default 120) -> $OUT/configs.md.
+# for it (default 120) -> $OUT/configs.md. PEERS_RESERVE_S: seconds the GPU tests leave for the
+# peers (default 200; both lists take ~90 s once DeepGEMM's JIT cache is warm, so a short call
+# with few tests can lower it).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 1
 OUT=${OUT:?set OUT to the output folder}
@@ -32,6 +34,9 @@ configs_s=${CONFIGS_S:-120}
 call_seconds "$configs_s" ||
   { echo "patch_check.sh: CONFIGS_S='${configs_s:0:50}': seconds, 1 to 600 (a device call's limit)" >&2; exit 2; }
 [ -n "$configs" ] || configs_s=0
+peers_reserve=${PEERS_RESERVE_S:-200}
+call_seconds "$peers_reserve" ||
+  { echo "patch_check.sh: PEERS_RESERVE_S='${peers_reserve:0:50}': seconds, 1 to 600 (a device call's limit)" >&2; exit 2; }
 patch -p1 --dry-run -s -f < "$patch" > /dev/null 2>&1 ||
   { echo "patch_check.sh: PATCH '$patch' does not apply to this tree" >&2; exit 2; }
 [ -z "$list" ] || [ -f "$list" ] || { echo "patch_check.sh: LIST '$list': no such file" >&2; exit 2; }
@@ -76,7 +81,7 @@ step "builds done (status $status)"
 
 if [ -n "${GTESTS-GemmGpu.*:GroupedGemmGpu.*}" ]; then
   filter=${GTESTS-GemmGpu.*:GroupedGemmGpu.*}
-  reserve=200
+  reserve=$peers_reserve
   [ "${PEERS:-1}" = 0 ] && reserve=0
   budget=$(($(left) - reserve - configs_s))
   [ -n "$list" ] && budget=$((budget - ${LIST_RESERVE_S:-0}))
