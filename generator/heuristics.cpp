@@ -501,16 +501,18 @@ int gemm_split_k(std::int64_t m, std::int64_t n, std::int64_t k, const GemmConfi
 // Dense launches with K in one range take the tma build: the same kernel without the split-K and
 // direct-store paths, about half the code and 1.5-2.6x less NVRTC time (a build host: per tensor
 // 128x160 0.63 -> 0.29 s, block 64x64 0.31 -> 0.20), and on the H100 within ±1 % of the any build
-// (4096x2112x7168 block 109.9 -> 104.6 µs, 1000x9216x4096 64.5 -> 62.3). Tiles computed in column
-// halves (block 128x256) too, since they are defaults only at mid-size M (256x128 took the
-// 4096-row shapes where their tma build ran 0.9-1.6 % slower, G62): there the any build is the
-// slowest default to compile (0.8 s against 0.35 for the tma build on a build host).
+// (4096x2112x7168 block 109.9 -> 104.6 µs, 1000x9216x4096 64.5 -> 62.3). Except tiles computed in
+// column halves (block 128x256): the tma build of those ran 0.9-1.6 % slower (4096x4096x7168
+// 182.7 -> 184.9 µs, 8192^3 819.4 -> 832.7, 4096x24576x1536 258.8 -> 263.4), so they keep the
+// kernel they had.
 GemmEpilogue gemm_epilogue_for(const GemmProblem& problem, std::int64_t m, std::int64_t n,
                                std::int64_t k, const GemmConfig& config, int sm_count) {
   if (problem.layout != GemmLayout::dense || config.swap_ab ||
       gemm_split_k(m, n, k, config, sm_count) != 1)
     return GemmEpilogue::any;
-  return GemmEpilogue::tma;
+  GemmConfig any = config;
+  any.epilogue = GemmEpilogue::any;
+  return gemm_geometry(problem, any).chunks == 2 ? GemmEpilogue::any : GemmEpilogue::tma;
 }
 
 KernelSpec with_gemm_epilogue(const KernelSpec& spec, std::int64_t m, std::int64_t n,

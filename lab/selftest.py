@@ -150,13 +150,15 @@ def test_script_arguments(d):
                       ([os.path.join(ROOT, "README.md")], {"CONFIGS": "x" * 5000}),
                       ([os.path.join(ROOT, "README.md")], {"CONFIGS": os.path.join(ROOT, "README.md"), "CONFIGS_S": "0"}),
                       ([os.path.join(ROOT, "README.md")], {"CONFIGS": os.path.join(ROOT, "README.md"), "CONFIGS_S": "soon"}),
-                      ([os.path.join(ROOT, "README.md")], {"CONFIGS": os.path.join(ROOT, "README.md"), "CONFIGS_S": "9" * 30}),
-                      ([os.path.join(ROOT, "README.md")], {"PEERS_RESERVE_S": "0"}),
-                      ([os.path.join(ROOT, "README.md")], {"PEERS_RESERVE_S": "-5"}),
-                      ([os.path.join(ROOT, "README.md")], {"PEERS_RESERVE_S": "2m"}),
-                      ([os.path.join(ROOT, "README.md")], {"PEERS_RESERVE_S": "9" * 30})):
+                      ([os.path.join(ROOT, "README.md")], {"CONFIGS": os.path.join(ROOT, "README.md"), "CONFIGS_S": "9" * 30})):
         rc, _, err = run(["bash", "lab/scripts/patch_check.sh", *args], dict(env, OUT=out))
         check(rc == 2 and err.strip() and not os.path.exists(out), f"patch_check.sh {[a[:30] for a in args]} {env}: exit {rc}")
+    # The peers' reserve is checked before the patch is: each refusal names it.
+    for value in ("", "0", "-5", "2m", "9" * 30):
+        rc, _, err = run(["bash", "lab/scripts/patch_check.sh", os.path.join(ROOT, "README.md")],
+                         {"PEERS_RESERVE_S": value, "OUT": out})
+        check(rc == 2 and "PEERS_RESERVE_S" in err and not os.path.exists(out),
+              f"patch_check.sh PEERS_RESERVE_S={value[:30]!r}: exit {rc}, named, nothing written")
     for args, env in (([], {}), (["/no/such/list.txt", "base=-"], {}), (["x" * 5000, "base=-"], {}),
                       ([os.path.join(ROOT, "README.md"), "base=-"], {"LINE_TIMEOUT_S": "0"}),
                       ([os.path.join(ROOT, "README.md"), "base=-"], {"LINE_TIMEOUT_S": "x"}),

@@ -34,7 +34,7 @@ configs_s=${CONFIGS_S:-120}
 call_seconds "$configs_s" ||
   { echo "patch_check.sh: CONFIGS_S='${configs_s:0:50}': seconds, 1 to 600 (a device call's limit)" >&2; exit 2; }
 [ -n "$configs" ] || configs_s=0
-peers_reserve=${PEERS_RESERVE_S:-200}
+peers_reserve=${PEERS_RESERVE_S-200}  # set but empty is refused, not taken as the default
 call_seconds "$peers_reserve" ||
   { echo "patch_check.sh: PEERS_RESERVE_S='${peers_reserve:0:50}': seconds, 1 to 600 (a device call's limit)" >&2; exit 2; }
 patch -p1 --dry-run -s -f < "$patch" > /dev/null 2>&1 ||

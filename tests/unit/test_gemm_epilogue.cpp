@@ -32,10 +32,10 @@ TEST(GemmEpilogue, DefaultsBuildTmaWhereKIsOneRange) {
     EXPECT_EQ(gemm_config_of(decode).epilogue, GemmEpilogue::any) << spec_name(decode);
     EXPECT_EQ(spec_name(decode).find("_tma"), std::string::npos);
   }
-  // Block 128x256 runs in column halves: the tma build too (half the any build's NVRTC time).
+  // Block 128x256 runs in column halves, whose tma build was slower: the any build.
   const KernelSpec halves = default_gemm_spec(kBlock, 1024, 4096, 7168);
   EXPECT_EQ(gemm_config_of(halves).block_n, 256);
-  EXPECT_EQ(gemm_config_of(halves).epilogue, GemmEpilogue::tma);
+  EXPECT_EQ(gemm_config_of(halves).epilogue, GemmEpilogue::any);
   GemmProblem grouped = kBlock;
   grouped.layout = GemmLayout::contiguous;
   EXPECT_EQ(gemm_config_of(default_grouped_gemm_spec(grouped, 8, 4096, 4096, 7168)).epilogue,
